@@ -1,0 +1,47 @@
+"""turnkeeper: runs LLM agent turns the way production needs them run."""
+
+from .budget import Budget
+from .errors import (
+    ConfigError,
+    ProviderError,
+    ProviderFailed,
+    ProviderUnavailable,
+    ScriptExhausted,
+    TurnError,
+    TurnkeeperError,
+)
+from .hooks import Checkpoint, Hooks, LocalHooks
+from .loop import TurnResult, decide, run_turn
+from .outcomes import Outcome, Status, Stop
+from .providers.scripted import ScriptedProvider
+from .report import Report, log_report
+from .usage import Usage
+from .wire import Reply, ToolResult, ToolSpec, ToolUse
+
+__all__ = [
+    "Budget",
+    "Checkpoint",
+    "ConfigError",
+    "Hooks",
+    "LocalHooks",
+    "Outcome",
+    "ProviderError",
+    "ProviderFailed",
+    "ProviderUnavailable",
+    "Reply",
+    "Report",
+    "ScriptExhausted",
+    "ScriptedProvider",
+    "Status",
+    "Stop",
+    "ToolResult",
+    "ToolSpec",
+    "ToolUse",
+    "TurnError",
+    "TurnResult",
+    "TurnkeeperError",
+    "Usage",
+    "decide",
+    "log_report",
+    "run_turn",
+]

@@ -1,0 +1,194 @@
+"""The command line: `demo`, `run`, `replay`, `trace`.
+
+Exit codes: 0 when the command did its work (whatever the turn's outcome), 1
+when a replay differs from its trace, 2 with a one-line error for unusable
+arguments or input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from . import i18n
+from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_ITERATIONS, Budget
+from .errors import ConfigError
+from .hooks import LocalHooks
+from .loop import TurnResult, run_turn
+from .providers import Provider
+from .providers.demo import DemoProvider
+from .providers.scripted import ScriptedProvider
+from .report import Report, log_report
+from .tools.files import read_file_tool
+from .tools.functions import FunctionToolset
+from .trace import first_difference, read_trace, replay, summary, write_trace
+
+DEMO_QUESTION = "what's on my todo list?"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def seconds(text: str) -> float:
+    """A duration: a positive decimal number of seconds."""
+    if not re.fullmatch(r"\d+(\.\d*)?|\.\d+", text.strip()) or float(text) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return float(text)
+
+
+def positive_int(text: str) -> int:
+    if not re.fullmatch(r"\d+", text.strip()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return int(text)
+
+
+def directory(text: str) -> Path:
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a directory")
+    return path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="turnkeeper", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    commands.add_parser("demo", help="run the todo-list demo turn offline")
+
+    run = commands.add_parser("run", help="run one turn and print it")
+    run.add_argument("question", help="what to ask")
+    run.add_argument("--script", type=Path, help="JSON array of Messages API response bodies")
+    run.add_argument("--root", type=directory, default=Path("."), help="read_file's root folder")
+    run.add_argument("--max-iterations", type=positive_int, default=DEFAULT_MAX_ITERATIONS)
+    run.add_argument("--deadline", type=seconds, default=DEFAULT_DEADLINE, help="seconds")
+    run.add_argument("--json", action="store_true", help="print the final published state")
+    run.add_argument("--trace", type=Path, metavar="OUT", help="write the turn's trace here")
+
+    rep = commands.add_parser("replay", help="re-run a traced turn offline and compare")
+    rep.add_argument("trace", type=Path)
+
+    trace = commands.add_parser("trace", help="read traces")
+    trace_commands = trace.add_subparsers(dest="trace_command", required=True, parser_class=_Parser)
+    show = trace_commands.add_parser("show", help="one row per model call, and totals")
+    show.add_argument("trace", type=Path)
+    show.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except ConfigError as e:
+        print(f"turnkeeper: error: {e}", file=sys.stderr)
+        return 2
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="turnkeeper-demo-") as root:
+        Path(root, "todo.txt").write_text("write tests", encoding="utf-8")
+        result = _run(DEMO_QUESTION, DemoProvider(), root, Budget())
+    print(result.state["messages"][-1].get("text", ""))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if not args.question.strip():
+        raise ConfigError("the question is empty")
+    if args.script is None:
+        raise ConfigError("say which model answers: --script FILE")
+    provider = ScriptedProvider.from_file(args.script)
+    if args.trace is not None:
+        _check_writable(args.trace)
+    budget = Budget(max_iterations=args.max_iterations, deadline=args.deadline)
+    result = _run(args.question, provider, args.root, budget)
+    if args.trace is not None:
+        write_trace(result.trace, args.trace)
+    if provider.unused:
+        print(f"turnkeeper: note: {provider.unused} scripted responses unused", file=sys.stderr)
+    if args.json:
+        print(json.dumps(result.state, ensure_ascii=False))
+    else:
+        print(transcript(result.state["messages"], i18n.locale_from_env(os.environ)))
+    return 0
+
+
+def _run(question: str, provider: Provider, root: str | Path, budget: Budget) -> TurnResult:
+    toolset = FunctionToolset([read_file_tool(root)])
+    hooks = LocalHooks(reporter=_stderr_report)
+    return asyncio.run(
+        run_turn(question, provider=provider, toolset=toolset, budget=budget, hooks=hooks)
+    )
+
+
+def _stderr_report(report: Report) -> None:
+    log_report(report)
+    print(f"turnkeeper: {report.event}: {report.message}", file=sys.stderr)
+
+
+def _check_writable(path: Path) -> None:
+    try:
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as e:
+        raise ConfigError(f"cannot write trace {path}: {e.strerror}") from e
+
+
+def transcript(messages: Sequence[dict[str, Any]], locale: str) -> str:
+    """The conversation as a person reads it, notices resolved in `locale`."""
+    you, bot = i18n.resolve("ui.you", locale), i18n.resolve("ui.bot", locale)
+    lines = []
+    for m in messages:
+        text = m.get("text")
+        if text is None:
+            text = i18n.resolve(str(m.get("key")), locale)
+        if text is not None:
+            lines.append(f"{you if m.get('role') == 'user' else bot}: {text}")
+    return "\n".join(lines)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    recorded = read_trace(args.trace)
+    replayed = asyncio.run(replay(recorded)).trace
+    difference = first_difference(recorded, replayed)
+    if difference is not None:
+        print(f"replay differs: {difference}")
+        return 1
+    print(f"replay matches: {len(recorded['calls'])} model calls, outcome {recorded['outcome']}")
+    return 0
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    trace = read_trace(args.trace)
+    rows = summary(trace)
+    if args.json:
+        print(json.dumps({"iterations": rows}, ensure_ascii=False))
+        return 0
+    print(f"{'#':>3}  {'stop reason or error':<32} {'in':>7} {'out':>7} {'seconds':>8}  tools")
+    for r in rows:
+        stop = r["stop_reason"] if r["error"] is None else f"error: {r['error']}"
+        print(
+            f"{r['iteration']:>3}  {str(stop)[:32]:<32} {r['input_tokens']:>7} "
+            f"{r['output_tokens']:>7} {r['seconds']:>8.3f}  {', '.join(r['tools'])}"
+        )
+    total_in = sum(r["input_tokens"] for r in rows)
+    total_out = sum(r["output_tokens"] for r in rows)
+    total_s = sum(r["seconds"] for r in rows)
+    outcome = f"outcome: {trace['outcome']}"
+    print(f"{'all':>3}  {outcome:<32} {total_in:>7} {total_out:>7} {total_s:>8.3f}")
+    return 0
+
+
+COMMANDS = {"demo": cmd_demo, "run": cmd_run, "replay": cmd_replay, "trace": cmd_trace}

@@ -1,0 +1,88 @@
+"""The exceptions turnkeeper raises, as one shallow tree.
+
+    TurnkeeperError
+    ├── ConfigError            the developer asked for something unusable
+    │                          (bad budget, malformed script, unknown provider)
+    └── TurnError              something happened while a turn ran
+        └── ProviderError      a model call produced no usable response
+            ├── ProviderUnavailable   429, 529, 5xx, timeout, connection lost:
+            │                         errors.ai_unavailable
+            └── ProviderFailed        other 4xx, unreadable body, anything else:
+                └── ScriptExhausted   errors.ai_failed
+
+A `ProviderError` never escapes `run_turn`: the loop turns it into the outcome
+`failed` with the matching message key, and reports it once.
+"""
+
+from __future__ import annotations
+
+
+class TurnkeeperError(Exception):
+    """Root of every exception raised by turnkeeper."""
+
+
+class ConfigError(TurnkeeperError):
+    """Misuse by the developer: the configuration or input cannot work."""
+
+
+class TurnError(TurnkeeperError):
+    """Something that happened while a turn ran."""
+
+
+class ProviderError(TurnError):
+    """A model call produced no usable response."""
+
+    key = "errors.ai_failed"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.request_id = request_id
+
+    def describe(self) -> dict[str, object]:
+        """The error as JSON for traces and reports."""
+        return {
+            "kind": type(self).__name__,
+            "message": str(self),
+            "status": self.status,
+            "request_id": self.request_id,
+        }
+
+
+class ProviderUnavailable(ProviderError):
+    """The provider could not answer now: rate limit, overload, 5xx, timeout."""
+
+    key = "errors.ai_unavailable"
+
+
+class ProviderFailed(ProviderError):
+    """The provider rejected the request or sent something unreadable."""
+
+    key = "errors.ai_failed"
+
+
+class ScriptExhausted(ProviderFailed):
+    """The scripted model was asked for more responses than it holds."""
+
+
+ERROR_KINDS: dict[str, type[ProviderError]] = {
+    cls.__name__: cls for cls in (ProviderUnavailable, ProviderFailed, ScriptExhausted)
+}
+
+
+def provider_error_from(described: dict[str, object]) -> ProviderError:
+    """Rebuild an error recorded with `ProviderError.describe()` (for replay)."""
+    cls = ERROR_KINDS.get(str(described.get("kind")), ProviderFailed)
+    status = described.get("status")
+    request_id = described.get("request_id")
+    return cls(
+        str(described.get("message", "")),
+        status=status if isinstance(status, int) else None,
+        request_id=request_id if isinstance(request_id, str) else None,
+    )

@@ -1,0 +1,53 @@
+"""Providers: one adapter per wire format behind one small interface.
+
+- `scripted`: Anthropic Messages API bodies returned in order (offline, replay, demo).
+- `anthropic`: the Anthropic Messages API through the official SDK.
+- `openai`: any OpenAI-compatible Chat Completions server through the official SDK.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any, Protocol
+
+from ..errors import ConfigError
+from ..wire import Message, Reply, ToolResult, ToolSpec
+
+# Each wire format is a module of pure functions: parse_reply(body) -> Reply,
+# user_message(text), tool_results(results), recorded_results(history),
+# message_text(message).
+WIRES = {"anthropic": "messages_api", "openai": "chat_api"}
+
+
+def wire_format(name: str) -> ModuleType:
+    """The module of pure functions for the wire format `name`."""
+    if name not in WIRES:
+        raise ConfigError(f"unknown wire format {name!r}; known: {', '.join(WIRES)}")
+    return importlib.import_module(f"{__name__}.{WIRES[name]}")
+
+
+class Provider(Protocol):
+    """A model behind one wire format."""
+
+    wire: str
+    """The wire format of the history this provider reads and writes."""
+
+    async def complete(
+        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+    ) -> Reply:
+        """Call the model once; raise `ProviderError` when no usable response came."""
+        ...
+
+    def user_message(self, text: str) -> Message:
+        """The user's question as a history message."""
+        ...
+
+    def tool_results(self, results: Sequence[ToolResult]) -> list[Message]:
+        """Tool results as history messages, in the order given."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """The request parameters worth tracing, without secrets."""
+        ...

@@ -1,0 +1,80 @@
+"""The demo model: a tiny deterministic model for `turnkeeper demo` and `serve` without a key.
+
+Asked about the todo list, it calls `read_file("todo.txt")`, then answers from
+the tool result. It speaks the Messages API wire format, so everything after it
+(history, trace, replay) is exactly what a real model would produce.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..wire import Message, Reply, ToolResult, ToolSpec
+from . import messages_api
+
+GREETING = "I am turnkeeper's demo model. Ask me: what's on my todo list?"
+
+
+class DemoProvider:
+    wire = messages_api.WIRE
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def complete(
+        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+    ) -> Reply:
+        self.calls += 1
+        return messages_api.parse_reply(self.respond(history))
+
+    def respond(self, history: Sequence[Message]) -> dict[str, Any]:
+        """The response body the demo model gives after `history`."""
+        last = history[-1] if history else {}
+        result = _tool_result(last)
+        if result is not None:
+            text, failed = result
+            answer = f"I could not read your todo list: {text}" if failed else f"your todos: {text}"
+            return _body([{"type": "text", "text": answer}], "end_turn", self.calls)
+        question = messages_api.message_text(last).lower()
+        if "todo" in question:
+            use = {
+                "type": "tool_use",
+                "id": f"toolu_demo_{self.calls}",
+                "name": "read_file",
+                "input": {"path": "todo.txt"},
+            }
+            return _body([use], "tool_use", self.calls)
+        return _body([{"type": "text", "text": GREETING}], "end_turn", self.calls)
+
+    def user_message(self, text: str) -> Message:
+        return messages_api.user_message(text)
+
+    def tool_results(self, results: Sequence[ToolResult]) -> list[Message]:
+        return messages_api.tool_results(results)
+
+    def describe(self) -> dict[str, Any]:
+        return {"provider": "demo", "model": "demo"}
+
+
+def _tool_result(message: Message) -> tuple[str, bool] | None:
+    content = message.get("content")
+    if message.get("role") != "user" or not isinstance(content, list):
+        return None
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            return str(block.get("content", "")).strip(), bool(block.get("is_error"))
+    return None
+
+
+def _body(content: list[dict[str, Any]], stop_reason: str, n: int) -> dict[str, Any]:
+    return {
+        "id": f"msg_demo_{n}",
+        "type": "message",
+        "role": "assistant",
+        "model": "demo",
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+    }

@@ -1,0 +1,66 @@
+"""The shapes that cross the provider boundary.
+
+A `Message` is one entry of the history in the provider's own wire format and
+is never rewritten. A `Reply` is a read-only view of one model response that
+the provider adapter computes; the loop decides on the view and appends
+`Reply.message` verbatim.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .outcomes import Stop
+from .usage import Usage
+
+Json = Any
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool offered to the model: its name, what it does, its JSON schema."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUse:
+    """One client tool the model asked to run."""
+
+    id: str
+    name: str
+    input: Json
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool returned, answered to the model under the tool use's id."""
+
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A view of one model response."""
+
+    stop: Stop
+    raw_stop: str | None
+    message: Message
+    """The assistant message to append to the history, verbatim."""
+    text: str
+    """The response's text blocks joined with a newline."""
+    tool_uses: tuple[ToolUse, ...]
+    """Client tool uses the runtime must run."""
+    steps: tuple[str, ...]
+    """Names of every tool the response used, client or server side, in order."""
+    usage: Usage
+    raw: Json
+    """The response body as it came, for the trace."""
