@@ -1,0 +1,60 @@
+"""Fixtures every test gets: no real provider is ever called.
+
+Provider keys and base URLs are removed from the environment, and sockets may
+connect only to this machine: a test that would reach a real model API fails.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+PROVIDER_VARIABLES = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_ORG_ID",
+    "TURNKEEPER_PROVIDER",
+    "TURNKEEPER_MODEL",
+    "TURNKEEPER_DATABASE_URL",
+)
+
+
+def _is_local(address: Any) -> bool:
+    if isinstance(address, str | bytes):  # a Unix socket path
+        return True
+    host = address[0]
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def _no_real_providers(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in PROVIDER_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+
+    def connect(self: socket.socket, address: Any) -> None:
+        if not _is_local(address):
+            raise RuntimeError(f"tests may not connect to {address!r}: only this machine")
+        real_connect(self, address)
+
+    def connect_ex(self: socket.socket, address: Any) -> int:
+        if not _is_local(address):
+            raise RuntimeError(f"tests may not connect to {address!r}: only this machine")
+        return real_connect_ex(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    yield
