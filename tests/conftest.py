@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -39,7 +38,7 @@ def _is_local(address: Any) -> bool:
 
 
 @pytest.fixture(autouse=True)
-def _no_real_providers(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _no_real_providers(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in PROVIDER_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     real_connect = socket.socket.connect
@@ -57,4 +56,3 @@ def _no_real_providers(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
-    yield
