@@ -256,7 +256,8 @@ class _Turn:
         return None
 
     def append(self, reply: Reply, step: Exit | None) -> None:
-        self.history.append(reply.message)
+        if reply.keep:
+            self.history.append(reply.message)
         self.pending = reply.tool_uses
         self.calls[-1]["decision"] = "continue" if step is CONTINUE else step.outcome.value
         self.state["activity"] = caption(reply.steps, self.state["activity"], self.activities)

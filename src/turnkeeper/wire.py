@@ -64,3 +64,6 @@ class Reply:
     usage: Usage
     raw: Json
     """The response body as it came, for the trace."""
+    keep: bool = True
+    """False when `message` holds nothing: the API rejects an empty assistant message
+    anywhere but last, so the loop does not append it."""

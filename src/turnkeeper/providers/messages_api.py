@@ -62,6 +62,7 @@ def parse_reply(body: Any) -> Reply:
         steps=tuple(str(b.get("name")) for b in content if b["type"] in TOOL_USE_TYPES),
         usage=parse_usage(body.get("usage")),
         raw=body,
+        keep=bool(content),
     )
 
 

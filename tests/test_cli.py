@@ -1,0 +1,215 @@
+"""The CLI contract: demo, run, replay, trace show."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.scripts import answer, asks, body, text, tool_use
+from turnkeeper.cli import main
+
+
+def write_script(path: Path, responses: list[dict[str, Any]]) -> Path:
+    path.write_text(json.dumps(responses), encoding="utf-8")
+    return path
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "turnkeeper", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+
+
+def test_demo_prints_exactly_the_answer() -> None:
+    done = cli("demo")
+    assert (done.returncode, done.stdout) == (0, "your todos: write tests\n")
+
+
+@pytest.fixture
+def todo_root(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "todo.txt").write_text("write tests", encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def todo_script(tmp_path: Path) -> Path:
+    return write_script(
+        tmp_path / "script.json",
+        [
+            asks(tool_use("read_file", {"path": "todo.txt"}), say="Let me look."),
+            answer("your todos: write tests"),
+        ],
+    )
+
+
+def test_run_json_prints_the_final_published_state(
+    todo_root: Path, todo_script: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["run", "--script", str(todo_script), "--root", str(todo_root), "--json", "todo?"])
+    state = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert state["status"] == "finished"
+    assert state["done"] is True
+    assert [m.get("text") for m in state["messages"]] == [
+        "todo?",
+        "Let me look.",
+        "your todos: write tests",
+    ]
+    assert state["usage"]["iterations"] == 2
+
+
+def test_run_prints_the_conversation_in_the_readers_language(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = write_script(tmp_path / "s.json", [body([text("cut")], "max_tokens")])
+    monkeypatch.delenv("LC_ALL", raising=False)
+    monkeypatch.delenv("LC_MESSAGES", raising=False)
+    monkeypatch.setenv("LANG", "es_ES.UTF-8")
+    assert main(["run", "--script", str(script), "hola"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines() == [
+        "tú: hola",
+        "asistente: La respuesta se cortó antes de estar completa, así que no se muestra.",
+    ]
+    monkeypatch.setenv("LC_ALL", "en_US.UTF-8")
+    assert main(["run", "--script", str(script), "hi"]) == 0
+    assert "The answer was cut off" in capsys.readouterr().out
+
+
+def test_run_exits_0_whatever_the_outcome(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = write_script(tmp_path / "s.json", [asks(tool_use("read_file", {"path": "x"}))] * 3)
+    code = main(["run", "--script", str(script), "--max-iterations", "2", "--json", "q"])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert json.loads(captured.out)["status"] == "iteration_limit"
+    assert "iteration_limit" in captured.err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "q"],
+        ["run", "--script", "/nonexistent/script.json", "q"],
+        ["run", "--script", "{script}", "--max-iterations", "0", "q"],
+        ["run", "--script", "{script}", "--deadline", "-3", "q"],
+        ["run", "--script", "{script}", "--deadline", "soon", "q"],
+        ["run", "--script", "{script}", "--root", "/nonexistent/dir", "q"],
+        ["run", "--script", "{script}", "  "],
+        ["run", "--script", "{bad}", "q"],
+        ["run", "--script", "{not_list}", "q"],
+        ["run", "--script", "{no_content}", "q"],
+        ["replay", "{bad}"],
+        ["trace", "show", "{script}"],
+        ["frobnicate"],
+    ],
+)
+def test_unusable_arguments_exit_2_with_a_one_line_error(
+    tmp_path: Path, args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = {
+        "script": write_script(tmp_path / "ok.json", [answer("x")]),
+        "bad": tmp_path / "bad.json",
+        "not_list": tmp_path / "obj.json",
+        "no_content": write_script(tmp_path / "nc.json", [{"stop_reason": "end_turn"}]),
+    }
+    files["bad"].write_text("[{", encoding="utf-8")
+    files["not_list"].write_text("{}", encoding="utf-8")
+    argv = [a.format(**{k: str(v) for k, v in files.items()}) for a in args]
+    with pytest.raises(SystemExit) as exited:
+        raise SystemExit(main(argv))
+    captured = capsys.readouterr()
+    assert exited.value.code == 2
+    assert captured.out == ""
+    assert len(captured.err.strip().splitlines()) == 1, captured.err
+    assert "Traceback" not in captured.err
+
+
+def test_trace_is_written_replayed_and_shown(
+    todo_root: Path, todo_script: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace_path = tmp_path / "trace.json"
+    argv = [
+        "run",
+        "--script",
+        str(todo_script),
+        "--root",
+        str(todo_root),
+        "--trace",
+        str(trace_path),
+    ]
+    assert main([*argv, "todo?"]) == 0
+    trace = json.loads(trace_path.read_text())
+    assert trace["outcome"] == "finished"
+    assert [c["decision"] for c in trace["calls"]] == ["continue", "finished"]
+    assert all(c["timeout"] > 0 and c["duration"] >= 0 for c in trace["calls"])
+    assert trace["calls"][0]["response"] == json.loads(todo_script.read_text())[0]
+    assert [m["role"] for m in trace["history"]] == ["user", "assistant", "user", "assistant"]
+    capsys.readouterr()
+
+    assert main(["replay", str(trace_path)]) == 0
+    assert "matches" in capsys.readouterr().out
+
+    assert main(["trace", "show", "--json", str(trace_path)]) == 0
+    rows = json.loads(capsys.readouterr().out)["iterations"]
+    assert [(r["stop_reason"], r["tools"]) for r in rows] == [
+        ("tool_use", ["read_file"]),
+        ("end_turn", []),
+    ]
+    assert main(["trace", "show", str(trace_path)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert len(table) == 4
+    assert "outcome: finished" in table[-1]
+
+
+def test_replay_reports_the_first_difference(
+    todo_root: Path, todo_script: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace_path = tmp_path / "trace.json"
+    argv = [
+        "run",
+        "--script",
+        str(todo_script),
+        "--root",
+        str(todo_root),
+        "--trace",
+        str(trace_path),
+    ]
+    assert main([*argv, "todo?"]) == 0
+    trace = json.loads(trace_path.read_text())
+    trace["calls"][1]["response"]["stop_reason"] = "max_tokens"
+    trace_path.write_text(json.dumps(trace))
+    capsys.readouterr()
+    assert main(["replay", str(trace_path)]) == 1
+    assert (
+        capsys.readouterr().out.strip()
+        == "replay differs: call 2: recorded finished, replayed truncated"
+    )
+
+
+def test_a_time_limit_replays_identically(
+    tmp_path: Path, todo_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = write_script(
+        tmp_path / "s.json", [asks(tool_use("read_file", {"path": "todo.txt"}))] * 3
+    )
+    trace_path = tmp_path / "t.json"
+    argv = ["run", "--script", str(script), "--root", str(todo_root), "--trace", str(trace_path)]
+    assert main([*argv, "--deadline", "0.5", "q"]) == 0
+    trace = json.loads(trace_path.read_text())
+    assert trace["outcome"] == "time_limit"
+    assert trace["calls"] == []
+    assert main(["replay", str(trace_path)]) == 0

@@ -1,0 +1,642 @@
+"""Every row of ARCHITECTURE §3, driven by scripted responses."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from tests.scripts import (
+    answer,
+    asks,
+    assert_valid_history,
+    body,
+    server_tool_use,
+    text,
+    tool_use,
+    usage,
+)
+from turnkeeper import (
+    Budget,
+    LocalHooks,
+    Outcome,
+    ProviderFailed,
+    ProviderUnavailable,
+    ScriptedProvider,
+    run_turn,
+)
+from turnkeeper.loop import TurnResult
+from turnkeeper.report import Report
+from turnkeeper.tools.functions import FunctionToolset, Tool
+from turnkeeper.wire import Message, Reply, ToolResult, ToolSpec, ToolUse
+
+QUESTION = "what's on my todo list?"
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def echo_tool(calls: list[dict[str, Any]]) -> Tool:
+    def echo(args: dict[str, Any]) -> str:
+        calls.append(args)
+        return f"echo {args.get('say', '')}"
+
+    return Tool(ToolSpec("echo", "Echo back."), echo)
+
+
+def quiet_hooks() -> LocalHooks:
+    return LocalHooks(reporter=lambda report: None)
+
+
+async def turn(
+    responses: Sequence[dict[str, Any]],
+    *,
+    tools: Sequence[Tool] = (),
+    budget: Budget | None = None,
+    hooks: LocalHooks | None = None,
+    history: Sequence[Message] = (),
+    clock: Clock | None = None,
+) -> tuple[TurnResult, LocalHooks, ScriptedProvider]:
+    hooks = hooks or quiet_hooks()
+    provider = ScriptedProvider(responses)
+    result = await run_turn(
+        QUESTION,
+        provider=provider,
+        toolset=FunctionToolset(tools),
+        budget=budget,
+        hooks=hooks,
+        history=history,
+        clock=clock or Clock(),
+    )
+    return result, hooks, provider
+
+
+def bot_texts(state: dict[str, Any]) -> list[str]:
+    return [m["text"] for m in state["messages"] if m["role"] == "bot" and "text" in m]
+
+
+def keys(state: dict[str, Any]) -> list[str]:
+    return [m["key"] for m in state["messages"] if "key" in m]
+
+
+# ---- continue rows ------------------------------------------------------
+
+
+async def test_tool_use_runs_the_tool_and_appends_content_and_results_verbatim() -> None:
+    calls: list[dict[str, Any]] = []
+    first = asks(tool_use("echo", {"say": "hi"}), say="Let me check.")
+    first["content"][0]["citations"] = None  # a field turnkeeper does not know stays as it came
+    result, _, _ = await turn([first, answer("done")], tools=[echo_tool(calls)])
+
+    assert result.outcome is Outcome.FINISHED
+    assert calls == [{"say": "hi"}]
+    history = result.history
+    assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
+    assert history[1]["content"] is first["content"]
+    assert history[2]["content"] == [
+        {"type": "tool_result", "tool_use_id": first["content"][1]["id"], "content": "echo hi"}
+    ]
+    assert bot_texts(result.state) == ["Let me check.", "done"]
+    assert_valid_history(history)
+
+
+async def test_tool_use_stop_without_client_tool_uses_is_treated_like_pause_turn() -> None:
+    server_only = body([server_tool_use("web_search", {"query": "x"})], "tool_use")
+    result, _, provider = await turn([server_only, answer("found it")])
+    assert result.outcome is Outcome.FINISHED
+    assert len(provider.requests) == 2
+    assert [m["role"] for m in result.history] == ["user", "assistant", "assistant"]
+
+
+async def test_pause_turn_with_no_tool_calls_continues_and_resends() -> None:
+    paused = body([server_tool_use("web_search"), text("Searching…")], "pause_turn")
+    result, hooks, provider = await turn([paused, answer("the answer")])
+
+    assert result.outcome is Outcome.FINISHED
+    assert len(provider.requests) == 2
+    assert provider.requests[1][-1] == {"role": "assistant", "content": paused["content"]}
+    assert bot_texts(result.state) == ["Searching…", "the answer"]
+    assert hooks.reports == []
+
+
+async def test_pause_turn_counts_against_the_iteration_cap() -> None:
+    paused = body([text("still going")], "pause_turn")
+    result, hooks, provider = await turn([paused] * 5, budget=Budget(max_iterations=3))
+    assert result.outcome is Outcome.ITERATION_LIMIT
+    assert len(provider.requests) == 3
+    assert [r.event for r in hooks.reports] == ["iteration_limit"]
+
+
+async def test_compaction_appends_the_compaction_block_verbatim_and_continues() -> None:
+    compacted = body(
+        [{"type": "compaction", "content": "summary of earlier turns", "encrypted": "abc"}],
+        "compaction",
+    )
+    result, _, provider = await turn([compacted, answer("ok")])
+    assert result.outcome is Outcome.FINISHED
+    assert provider.requests[1][-1]["content"] == compacted["content"]
+    assert bot_texts(result.state) == ["ok"]
+
+
+# ---- exit rows ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stop_reason", ["end_turn", "stop_sequence"])
+async def test_end_turn_and_stop_sequence_finish_with_the_joined_text(stop_reason: str) -> None:
+    reply = body([text("  first "), tool_use("x"), text("second\n")], stop_reason)
+    result, hooks, _ = await turn([reply])
+    assert result.outcome is Outcome.FINISHED
+    assert bot_texts(result.state) == ["  first \nsecond\n"]
+    assert result.state["has_error"] is False
+    assert hooks.reports == []
+
+
+async def test_a_response_without_text_adds_no_bubble() -> None:
+    result, _, _ = await turn(
+        [asks(tool_use("echo")), body([text("  \n ")], "tool_use"), answer("")],
+        tools=[echo_tool([])],
+    )
+    assert result.outcome is Outcome.FINISHED
+    assert [m["role"] for m in result.state["messages"]] == ["user"]
+
+
+async def test_max_tokens_never_renders_the_cut_text_and_is_reported() -> None:
+    cut = body([text("The three steps are: first, wash the")], "max_tokens")
+    result, hooks, _ = await turn([cut])
+
+    assert result.outcome is Outcome.TRUNCATED
+    state = result.state
+    assert bot_texts(state) == []
+    assert state["messages"][-1] == {
+        "id": "m2",
+        "role": "bot",
+        "key": "errors.ai_truncated",
+        "is_error": True,
+    }
+    assert state["has_error"] is True
+    assert state["status"] == "truncated"
+    [report] = hooks.reports
+    assert (report.event, report.level, report.stop_reason) == (
+        "truncated",
+        logging.WARNING,
+        "max_tokens",
+    )
+
+
+async def test_max_tokens_in_the_middle_of_a_tool_use_leaves_a_valid_history() -> None:
+    cut = body([text("I'll read it"), tool_use("echo", {"say": "par"})], "max_tokens")
+    result, _, _ = await turn([cut], tools=[echo_tool([])])
+    assert result.outcome is Outcome.TRUNCATED
+    assert result.history[-1]["content"][0]["is_error"] is True
+    assert_valid_history(result.history)
+
+
+async def test_a_refusal_makes_exactly_one_model_call_and_is_not_an_error() -> None:
+    refused = body([text("I can't help with that.")], "refusal")
+    result, hooks, provider = await turn([refused, answer("rephrased!")])
+
+    assert result.outcome is Outcome.REFUSED
+    assert len(provider.requests) == 1
+    assert provider.unused == 1
+    assert result.state["has_error"] is False
+    assert result.state["messages"][-1]["key"] == "errors.ai_refused"
+    assert result.state["messages"][-1]["is_error"] is True
+    assert bot_texts(result.state) == []
+    [report] = hooks.reports
+    assert (report.event, report.level) == ("refused", logging.INFO)
+
+
+async def test_context_window_exceeded_is_its_own_reported_outcome() -> None:
+    result, hooks, _ = await turn([body([text("partial")], "model_context_window_exceeded")])
+    assert result.outcome is Outcome.CONTEXT_EXCEEDED
+    assert keys(result.state) == ["errors.ai_context_full"]
+    assert bot_texts(result.state) == []
+    assert [r.event for r in hooks.reports] == ["context_exceeded"]
+
+
+@pytest.mark.parametrize("stop_reason", ["something_new", None])
+async def test_an_unknown_or_missing_stop_reason_fails_and_reports_the_raw_value(
+    stop_reason: str | None,
+) -> None:
+    result, hooks, _ = await turn([body([text("hm")], stop_reason)])
+    assert result.outcome is Outcome.FAILED
+    assert keys(result.state) == ["errors.ai_failed"]
+    assert bot_texts(result.state) == []
+    [report] = hooks.reports
+    assert report.stop_reason == stop_reason
+    assert repr(stop_reason) in report.message
+
+
+# ---- caps -------------------------------------------------------------------
+
+
+async def test_the_iteration_cap_is_its_own_outcome_and_the_last_tools_are_not_run() -> None:
+    calls: list[dict[str, Any]] = []
+    responses = [asks(tool_use("echo", {"say": str(i)})) for i in range(5)]
+    result, hooks, provider = await turn(
+        responses, tools=[echo_tool(calls)], budget=Budget(max_iterations=3)
+    )
+
+    assert result.outcome is Outcome.ITERATION_LIMIT
+    assert len(provider.requests) == 3
+    assert calls == [{"say": "0"}, {"say": "1"}]
+    last = result.history[-1]["content"][0]
+    assert last["is_error"] is True
+    assert "not run" in last["content"]
+    assert result.state["usage"]["iterations"] == 3
+    assert keys(result.state) == ["errors.ai_iteration_limit"]
+    assert [r.event for r in hooks.reports] == ["iteration_limit"]
+    assert_valid_history(result.history)
+
+
+class SlowScripted(ScriptedProvider):
+    """A scripted model whose every call takes `seconds` of the fake clock."""
+
+    def __init__(self, responses: Sequence[Any], clock: Clock, seconds: float) -> None:
+        super().__init__(responses)
+        self.clock = clock
+        self.seconds = seconds
+        self.timeouts: list[float] = []
+
+    async def complete(
+        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+    ) -> Reply:
+        self.timeouts.append(timeout)
+        self.clock.t += self.seconds
+        return await super().complete(history, tools, timeout)
+
+
+async def test_the_deadline_ends_the_turn_before_a_call_it_cannot_finish() -> None:
+    clock = Clock()
+    provider = SlowScripted([asks(tool_use("echo")) for _ in range(5)], clock, seconds=40)
+    hooks = quiet_hooks()
+    result = await run_turn(
+        QUESTION,
+        provider=provider,
+        toolset=FunctionToolset([echo_tool([])]),
+        budget=Budget(deadline=100, call_timeout=60, margin=1, min_call=5),
+        hooks=hooks,
+        clock=clock,
+    )
+
+    assert result.outcome is Outcome.TIME_LIMIT
+    # 100 s: calls start at 0 s (60 s timeout), 40 s (59 s left), 80 s (19 s left); at 120 s none.
+    assert provider.timeouts == [60, 59, 19]
+    assert keys(result.state) == ["errors.ai_time_limit"]
+    assert [r.event for r in hooks.reports] == ["time_limit"]
+    assert_valid_history(result.history)
+
+
+async def test_a_call_is_refused_when_less_than_the_minimum_call_time_remains() -> None:
+    clock = Clock()
+    provider = SlowScripted([asks(tool_use("echo"))] * 5, clock, seconds=7)
+    result = await run_turn(
+        QUESTION,
+        provider=provider,
+        toolset=FunctionToolset([echo_tool([])]),
+        budget=Budget(deadline=20, margin=1, min_call=5),
+        hooks=quiet_hooks(),
+        clock=clock,
+    )
+    # left before each call: 20 → 19 s, 13 → 12 s, 6 → 5 s, then -1: refused
+    assert provider.timeouts == [19, 12, 5]
+    assert result.outcome is Outcome.TIME_LIMIT
+
+
+async def test_tools_are_not_run_once_the_deadline_has_passed() -> None:
+    clock = Clock()
+    calls: list[dict[str, Any]] = []
+    provider = SlowScripted([asks(tool_use("echo")), answer("late")], clock, seconds=200)
+    result = await run_turn(
+        QUESTION,
+        provider=provider,
+        toolset=FunctionToolset([echo_tool(calls)]),
+        hooks=quiet_hooks(),
+        clock=clock,
+    )
+    assert result.outcome is Outcome.TIME_LIMIT
+    assert calls == []
+    assert result.history[-1]["content"][0]["is_error"] is True
+    assert_valid_history(result.history)
+
+
+def test_budget_derives_the_call_timeout_from_what_remains() -> None:
+    budget = Budget(call_timeout=120, margin=2, min_call=5)
+    assert budget.timeout_for_call(500) == 120
+    assert budget.timeout_for_call(50) == 48
+    assert budget.timeout_for_call(7) == 5
+    assert budget.timeout_for_call(6.9) is None
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"max_iterations": 0}, {"deadline": 0}, {"deadline": float("nan")}, {"margin": -1}],
+)
+def test_an_unusable_budget_is_a_config_error(bad: dict[str, Any]) -> None:
+    from turnkeeper import ConfigError
+
+    with pytest.raises(ConfigError):
+        Budget(**bad)
+
+
+# ---- cancel -------------------------------------------------------------
+
+
+async def test_cancel_before_the_first_call_makes_no_call_and_is_not_an_error() -> None:
+    hooks = quiet_hooks()
+    hooks.stop()
+    result, _, provider = await turn([answer("never")], hooks=hooks)
+    assert result.outcome is Outcome.STOPPED
+    assert provider.requests == []
+    state = result.state
+    assert (state["stopped"], state["has_error"], state["done"]) == (True, False, True)
+    assert state["messages"][-1] == {
+        "id": "m2",
+        "role": "bot",
+        "key": "notices.stopped",
+        "is_error": False,
+    }
+    assert hooks.reports == []
+
+
+async def test_cancel_during_a_tool_stops_before_the_next_call() -> None:
+    hooks = quiet_hooks()
+
+    def stop_now(args: dict[str, Any]) -> str:
+        hooks.stop()
+        return "ok"
+
+    result, _, provider = await turn(
+        [asks(tool_use("stop")), answer("never")],
+        tools=[Tool(ToolSpec("stop", ""), stop_now)],
+        hooks=hooks,
+    )
+    assert result.outcome is Outcome.STOPPED
+    assert len(provider.requests) == 1
+    assert_valid_history(result.history)
+
+
+# ---- provider errors --------------------------------------------------------
+
+
+class Raising(ScriptedProvider):
+    def __init__(self, error: BaseException) -> None:
+        super().__init__([])
+        self.error = error
+
+    async def complete(
+        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+    ) -> Reply:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "key"),
+    [
+        (ProviderUnavailable("overloaded_error: Overloaded", status=529), "errors.ai_unavailable"),
+        (ProviderFailed("invalid_request_error", status=400), "errors.ai_failed"),
+        (ValueError("garbled"), "errors.ai_failed"),
+    ],
+)
+async def test_provider_errors_fail_the_turn_with_their_key_reported_once(
+    error: Exception, key: str
+) -> None:
+    hooks = quiet_hooks()
+    result = await run_turn(QUESTION, provider=Raising(error), hooks=hooks, clock=Clock())
+    assert result.outcome is Outcome.FAILED
+    assert keys(result.state) == [key]
+    assert result.state["has_error"] is True
+    [report] = hooks.reports
+    assert report.event == "failed"
+    assert report.level == logging.ERROR
+    assert str(error) in report.message
+    assert result.trace["calls"][0]["error"]["message"].endswith(str(error))
+
+
+async def test_the_scripted_model_fails_loudly_when_asked_for_more_than_it_holds() -> None:
+    result, hooks, _ = await turn([asks(tool_use("echo"))], tools=[echo_tool([])])
+    assert result.outcome is Outcome.FAILED
+    [report] = hooks.reports
+    assert "holds 1 responses and was asked for response 2" in report.message
+    assert_valid_history(result.history)
+
+
+# ---- one finalisation ---------------------------------------------------
+
+
+class OrderHooks(LocalHooks):
+    def __init__(self) -> None:
+        super().__init__(reporter=lambda report: None)
+        self.order: list[str] = []
+
+    async def clear(self) -> None:
+        self.order.append("clear")
+        await super().clear()
+
+    async def publish(self, state: dict[str, Any]) -> None:
+        self.order.append("publish done" if state["done"] else "publish")
+        await super().publish(state)
+
+    async def record_usage(self, usage: Any) -> None:
+        self.order.append("usage")
+        await super().record_usage(usage)
+
+    async def checkpoint(self, checkpoint: Any) -> None:
+        self.order.append("checkpoint")
+        await super().checkpoint(checkpoint)
+
+
+async def test_finalisation_runs_exactly_once_when_a_tool_raises() -> None:
+    def broken(args: dict[str, Any]) -> str:
+        raise RuntimeError("disk on fire")
+
+    hooks = OrderHooks()
+    result, _, _ = await turn(
+        [asks(tool_use("broken")), answer("sorry, the tool broke")],
+        tools=[Tool(ToolSpec("broken", ""), broken)],
+        hooks=hooks,
+    )
+    assert result.outcome is Outcome.FINISHED
+    assert hooks.cleared == 1
+    assert [s["done"] for s in hooks.published].count(True) == 1
+    assert hooks.order == [
+        "publish",
+        "usage",
+        "checkpoint",
+        "publish",
+        "usage",
+        "clear",
+        "publish done",
+        "usage",
+    ]
+    result_block = result.history[2]["content"][0]
+    assert result_block["is_error"] is True
+    assert "disk on fire" in result_block["content"]
+    assert [r.event for r in hooks.reports] == ["tool_error"]
+
+
+async def test_finalisation_runs_once_and_the_error_propagates_when_a_hook_fails() -> None:
+    class FailingCheckpoint(OrderHooks):
+        async def checkpoint(self, checkpoint: Any) -> None:
+            raise ConnectionError("store went away")
+
+    hooks = FailingCheckpoint()
+    with pytest.raises(ConnectionError):
+        await turn([asks(tool_use("echo")), answer("x")], tools=[echo_tool([])], hooks=hooks)
+    assert hooks.cleared == 1
+    final = hooks.published[-1]
+    assert final["done"] is True
+    assert final["status"] == "failed"
+    assert [r.event for r in hooks.reports] == ["failed"]
+
+
+async def test_published_versions_strictly_increase_and_only_the_last_is_done() -> None:
+    hooks = quiet_hooks()
+    await turn(
+        [asks(tool_use("echo")), asks(tool_use("echo")), answer("x")],
+        tools=[echo_tool([])],
+        hooks=hooks,
+    )
+    versions = [s["version"] for s in hooks.published]
+    assert versions == sorted(set(versions))
+    assert versions[0] == 1
+    assert [s["done"] for s in hooks.published] == [False] * 3 + [True]
+
+
+async def test_the_published_state_has_exactly_the_contract_fields() -> None:
+    result, _, _ = await turn([answer("hi")])
+    assert set(result.state) == {
+        "turn_id",
+        "conversation_id",
+        "version",
+        "status",
+        "done",
+        "stopped",
+        "has_error",
+        "activity",
+        "messages",
+        "usage",
+    }
+    assert result.state["messages"][0] == {"id": "m1", "role": "user", "text": QUESTION}
+
+
+# ---- activity and usage -------------------------------------------------
+
+
+async def test_activity_is_the_last_tool_of_a_step_kept_across_steps_without_tools() -> None:
+    hooks = quiet_hooks()
+    responses = [
+        asks(tool_use("echo"), tool_use("read_file", {"path": "todo.txt"})),
+        body([text("thinking")], "pause_turn"),
+        body([server_tool_use("web_fetch")], "pause_turn"),
+        asks(tool_use("echo")),
+        answer("done"),
+    ]
+    tools = [echo_tool([]), Tool(ToolSpec("read_file", ""), lambda args: "write tests")]
+    await turn(responses, tools=tools, hooks=hooks)
+    captions = [s["activity"] for s in hooks.published]
+    assert captions == [
+        None,
+        "activity.read_file",
+        "activity.read_file",
+        "activity.web_fetch",
+        None,  # echo is not in the table: silence, never an internal name
+        None,  # cleared at the end
+    ]
+
+
+async def test_usage_is_summed_over_model_calls() -> None:
+    responses = [
+        asks(tool_use("echo")),
+        body(
+            [text("done")],
+            "end_turn",
+            usage=usage(
+                100, 20, cache_read_input_tokens=50, server_tool_use={"web_search_requests": 2}
+            ),
+        ),
+    ]
+    hooks = quiet_hooks()
+    result, _, _ = await turn(responses, tools=[echo_tool([])], hooks=hooks)
+    assert result.usage.as_dict() == {
+        "iterations": 2,
+        "input_tokens": 110,
+        "output_tokens": 25,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 50,
+        "web_search_requests": 2,
+        "web_fetch_requests": 0,
+    }
+    assert hooks.usage == result.usage
+    assert result.state["usage"]["input_tokens"] == 110
+
+
+async def test_the_prior_history_is_kept_and_the_question_follows_it() -> None:
+    prior: list[Message] = [
+        {"role": "user", "content": [{"type": "text", "text": "hello"}]},
+        {"role": "assistant", "content": [text("hi!")]},
+    ]
+    _result, _, provider = await turn([answer("x")], history=prior)
+    assert provider.requests[0][:2] == prior
+    assert provider.requests[0][2] == {"role": "user", "content": QUESTION}
+    assert len(prior) == 2  # the caller's list is not modified
+
+
+async def test_an_empty_assistant_response_is_not_appended() -> None:
+    result, _, _ = await turn([body([], "end_turn")])
+    assert result.outcome is Outcome.FINISHED
+    assert result.history == [{"role": "user", "content": QUESTION}]
+
+
+async def test_the_default_reporter_logs_through_the_turnkeeper_logger(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.INFO, logger="turnkeeper"):
+        await run_turn(
+            QUESTION, provider=ScriptedProvider([body([], "max_tokens")]), turn_id="t_42"
+        )
+    [record] = caplog.records
+    assert record.levelno == logging.WARNING
+    assert "t_42" in record.getMessage()
+    assert "truncated" in record.getMessage()
+    fields: dict[str, Any] = record.turnkeeper  # type: ignore[attr-defined]
+    assert fields["stop_reason"] == "max_tokens"
+    assert fields["usage"]["iterations"] == 1
+
+
+async def test_tool_uses_run_through_the_toolset_with_the_remaining_time() -> None:
+    seen: list[float] = []
+
+    class Timed:
+        async def list_tools(self) -> Sequence[ToolSpec]:
+            return [ToolSpec("t", "")]
+
+        async def call(self, use: ToolUse, timeout: float) -> ToolResult:
+            seen.append(timeout)
+            return ToolResult(use.id, "ok")
+
+    clock = Clock()
+    provider = SlowScripted([asks(tool_use("t")), answer("x")], clock, seconds=30)
+    await run_turn(
+        QUESTION,
+        provider=provider,
+        toolset=Timed(),
+        budget=Budget(deadline=50, tool_timeout=60, margin=1),
+        hooks=quiet_hooks(),
+        clock=clock,
+    )
+    assert seen == [19]
+
+
+def test_reports_serialise_to_json_fields() -> None:
+    report = Report("t_1", 2, "truncated", "cut", stop_reason="max_tokens")
+    assert report.as_dict()["level"] == "WARNING"

@@ -1,0 +1,54 @@
+"""Traces replay every decision, `time_limit` included, from the recorded clock."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.scripts import asks, tool_use
+from tests.test_loop import QUESTION, Clock, SlowScripted, echo_tool, quiet_hooks
+from turnkeeper import Budget, ConfigError, Outcome, run_turn
+from turnkeeper.tools.functions import FunctionToolset
+from turnkeeper.trace import first_difference, read_trace, replay, write_trace
+
+
+async def test_a_time_limit_after_some_calls_replays_from_the_recorded_clock(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    provider = SlowScripted([asks(tool_use("echo")) for _ in range(5)], clock, seconds=40)
+    result = await run_turn(
+        QUESTION,
+        provider=provider,
+        toolset=FunctionToolset([echo_tool([])]),
+        budget=Budget(deadline=100, call_timeout=60, margin=1, min_call=5),
+        hooks=quiet_hooks(),
+        clock=clock,
+    )
+    assert result.outcome is Outcome.TIME_LIMIT
+    path = tmp_path / "trace.json"
+    write_trace(result.trace, path)
+    trace = read_trace(path)
+    assert [round(c["duration"]) for c in trace["calls"]] == [40, 40, 40]
+    assert [c["timeout"] for c in trace["calls"]] == [60, 59, 19]
+
+    replayed = (await replay(trace)).trace
+    assert first_difference(trace, replayed) is None
+    assert replayed["outcome"] == "time_limit"
+
+    # with more time on the recorded clock, the replay takes another call and says so
+    trace["budget"]["deadline"] = 1000
+    assert (
+        first_difference(trace, (await replay(trace)).trace) == "recorded 3 model calls, replayed 4"
+    )
+
+
+def test_an_unreadable_trace_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"format": "turnkeeper.trace/1", "calls": []}))
+    with pytest.raises(ConfigError, match="lacks"):
+        read_trace(path)
+    with pytest.raises(ConfigError, match="cannot read"):
+        read_trace(tmp_path / "missing.json")
