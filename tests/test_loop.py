@@ -640,3 +640,15 @@ async def test_tool_uses_run_through_the_toolset_with_the_remaining_time() -> No
 def test_reports_serialise_to_json_fields() -> None:
     report = Report("t_1", 2, "truncated", "cut", stop_reason="max_tokens")
     assert report.as_dict()["level"] == "WARNING"
+
+
+def test_usage_serialises_every_field() -> None:
+    from dataclasses import fields
+
+    from turnkeeper.usage import Usage
+
+    usage = Usage(*range(1, len(fields(Usage)) + 1))
+    assert usage.as_dict() == {f.name: getattr(usage, f.name) for f in fields(Usage)}
+    total = usage.copy()
+    total.add(usage)
+    assert total.as_dict() == {k: 2 * v for k, v in usage.as_dict().items()}

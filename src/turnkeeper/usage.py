@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
+
+# Written out rather than through dataclasses.asdict/fields: usage is summed and
+# serialised on every iteration, and the generic helpers cost more than the loop.
 
 
 @dataclass(slots=True)
@@ -19,14 +22,27 @@ class Usage:
     web_fetch_requests: int = 0
 
     def add(self, other: Usage) -> None:
-        for f in fields(self):
-            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+        self.iterations += other.iterations
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_creation_input_tokens += other.cache_creation_input_tokens
+        self.cache_read_input_tokens += other.cache_read_input_tokens
+        self.web_search_requests += other.web_search_requests
+        self.web_fetch_requests += other.web_fetch_requests
 
     def copy(self) -> Usage:
-        return Usage(**asdict(self))
+        return Usage(**self.as_dict())
 
     def as_dict(self) -> dict[str, int]:
-        return asdict(self)
+        return {
+            "iterations": self.iterations,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_creation_input_tokens": self.cache_creation_input_tokens,
+            "cache_read_input_tokens": self.cache_read_input_tokens,
+            "web_search_requests": self.web_search_requests,
+            "web_fetch_requests": self.web_fetch_requests,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Usage:
