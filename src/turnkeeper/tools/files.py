@@ -116,7 +116,17 @@ def _opened(name: str, flags: int, dir_fd: int, path: str) -> int:
     try:
         return os.open(name, flags, dir_fd=dir_fd)
     except OSError as e:
+        if _is_symlink(name, dir_fd):
+            # The checked path had no symlink left in it: one was swapped in since.
+            raise ToolRefused(f"{path}: changed while it was being opened; try again") from None
         raise ToolRefused(_open_error(e, path)) from None
+
+
+def _is_symlink(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 def _lstat(name: str, dir_fd: int, path: str) -> os.stat_result:
@@ -129,8 +139,6 @@ def _lstat(name: str, dir_fd: int, path: str) -> os.stat_result:
 def _open_error(e: OSError, path: str) -> str:
     if e.errno in (errno.ENOENT, errno.ENOTDIR):
         return f"{path}: no such file"
-    if e.errno in (errno.ELOOP, errno.EMLINK):
-        return f"{path}: changed while it was being opened; try again"
     if e.errno in (errno.EACCES, errno.EPERM):
         return f"{path}: permission denied"
     return f"{path}: cannot be opened ({errno.errorcode.get(e.errno or 0, 'error')})"

@@ -112,8 +112,8 @@ def _input_model(
 ) -> type[pydantic.BaseModel]:
     """A pydantic model of `fn`'s parameters, rejecting unknown fields."""
     try:
-        hints = typing.get_type_hints(fn, include_extras=True)
-    except (NameError, TypeError) as e:
+        hints = _parameter_hints(fn)
+    except (NameError, TypeError, SyntaxError) as e:
         raise ConfigError(f"tool {name!r}: cannot read its type hints: {e}") from e
     fields: dict[str, Any] = {}
     for p in inspect.signature(fn).parameters.values():
@@ -122,13 +122,29 @@ def _input_model(
         if p.name not in hints:
             raise ConfigError(f"tool {name!r}: parameter {p.name!r} needs a type hint")
         default = ... if p.default is p.empty else p.default
-        fields[p.name] = (hints[p.name], pydantic.Field(default, description=described.get(p.name)))
+        about = described.get(p.name)
+        fields[p.name] = (
+            hints[p.name],
+            pydantic.Field(default, description=about) if about else default,
+        )
     try:
         return pydantic.create_model(
             f"{name}_input", __config__=pydantic.ConfigDict(extra="forbid"), **fields
         )
     except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError, TypeError) as e:
         raise ConfigError(f"tool {name!r}: its parameters cannot become a schema: {e}") from e
+
+
+def _parameter_hints(fn: ToolFunction) -> dict[str, Any]:
+    """The parameters' type hints, evaluated; the return annotation is not needed, so not read."""
+    annotations = dict(getattr(fn, "__annotations__", {}))
+    annotations.pop("return", None)
+
+    def shim() -> None: ...
+
+    shim.__annotations__ = annotations
+    globalns = getattr(inspect.unwrap(fn), "__globals__", None)
+    return typing.get_type_hints(shim, globalns=globalns, include_extras=True)
 
 
 def _schema(model: type[pydantic.BaseModel]) -> dict[str, Any]:
