@@ -152,7 +152,9 @@ async def test_invalid_input_is_an_error_result_naming_each_problem(
 
 async def test_input_that_is_not_an_object_is_an_error_result() -> None:
     result = await call(FunctionToolset([get_weather]), "get_weather", ["Oslo"])
-    assert result == ToolResult("toolu_1", "invalid input for get_weather: must be a JSON object", True)
+    assert result == ToolResult(
+        "toolu_1", "invalid input for get_weather: must be a JSON object", True
+    )
 
 
 async def test_a_refusal_goes_back_to_the_model_as_its_message() -> None:

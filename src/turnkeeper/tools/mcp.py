@@ -20,11 +20,12 @@ import asyncio
 import json
 import logging
 import shlex
+import sys
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TextIO
 
 from ..errors import ConfigError
 from ..wire import ToolResult, ToolSpec, ToolUse
@@ -32,7 +33,7 @@ from . import ToolFailed, unknown_tool
 
 try:
     import mcp_types
-    from mcp import Client, StdioServerParameters
+    from mcp import Client, StdioServerParameters, stdio_client
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client  # the SDK's timeouts, our headers
     from mcp.shared.exceptions import MCPError
@@ -115,9 +116,6 @@ class MCPToolset:
                 raise ConfigError(
                     f"MCP server {self.name} did not answer within {self.connect_timeout:.0f} s"
                 ) from None
-            except MCPError as e:
-                why = "it closed the connection" if e.code == mcp_types.CONNECTION_CLOSED else e
-                raise ConfigError(f"MCP server {self.name} could not start: {why}") from e
             except Exception as e:
                 raise ConfigError(f"MCP server {self.name} could not start: {_why(e)}") from e
             self._stack = stack.pop_all()
@@ -128,7 +126,7 @@ class MCPToolset:
             http = create_mcp_http_client(headers=self.headers or None)
             stack.push_async_callback(http.aclose)
             return Client(streamable_http_client(self.server, http_client=http), cache=None)
-        return Client(self.server, cache=None)
+        return Client(stdio_client(self.server, errlog=_server_stderr()), cache=None)
 
     async def __aexit__(
         self,
@@ -219,6 +217,15 @@ def _block_text(block: Any) -> str:
     return f"[{kind or 'content'} not shown]"
 
 
+def _server_stderr() -> TextIO:
+    """Where a stdio server's stderr goes: ours, or the process's own when ours is no file."""
+    try:
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return sys.__stderr__ or sys.stderr
+    return sys.stderr
+
+
 def _describe(server: StdioServerParameters | str) -> str:
     if isinstance(server, str):
         return server
@@ -229,6 +236,8 @@ def _why(e: BaseException) -> str:
     """The first leaf of an exception group, as `Kind: message`."""
     while isinstance(e, BaseExceptionGroup) and e.exceptions:
         e = e.exceptions[0]
+    if isinstance(e, MCPError) and e.code == mcp_types.CONNECTION_CLOSED:
+        return "it closed the connection (did the command exit?)"
     if isinstance(e, OSError) and e.strerror:
         return f"{e.strerror}" + (f": {e.filename}" if e.filename else "")
     return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
