@@ -186,6 +186,25 @@ async def test_a_server_over_streamable_http(http_server: str) -> None:
     assert hooks.reports == []
 
 
+async def test_a_server_over_http_that_dies_mid_turn_fails_the_call_not_the_turn(
+    http_server: str,
+) -> None:
+    async with MCPToolset.http(http_server) as server:
+        result, hooks = await scripted_turn(
+            server,
+            asks(tool_use("crash", {}, id="toolu_1")),
+            asks(tool_use("echo", {"text": "anyone?"}, id="toolu_2")),
+            answer("the server is gone"),
+        )
+    assert result.outcome is Outcome.FINISHED
+    assert result.state["messages"][-1]["text"] == "the server is gone"
+    for step in (0, 1):
+        [block] = tool_results(result, step)
+        assert block["is_error"] is True
+        assert "closed the connection" in block["content"]
+    assert [r.details["tool"] for r in hooks.reports] == ["crash", "echo"]
+
+
 async def test_a_name_offered_by_two_sources_is_a_config_error() -> None:
     @tool
     def echo(text: str) -> str:
@@ -201,7 +220,10 @@ async def test_a_name_offered_by_two_sources_is_a_config_error() -> None:
     ("server", "why"),
     [
         (MCPToolset.stdio("no-such-mcp-server --flag"), "could not start: No such file"),
-        (MCPToolset.stdio([sys.executable, "-c", "pass"]), "closed the connection"),
+        (
+            MCPToolset.stdio([sys.executable, "-c", "pass"]),
+            "could not start: the connection closed",
+        ),
         (
             MCPToolset.stdio(
                 [sys.executable, "-c", "import sys; sys.stdin.read()"], connect_timeout=0.5

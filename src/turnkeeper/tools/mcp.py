@@ -64,7 +64,8 @@ class MCPToolset:
         self.headers = dict(headers or {})
         self.connect_timeout = connect_timeout
         self._client: Client | None = None
-        self._stack: AsyncExitStack | None = None
+        self._holder: asyncio.Task[None] | None = None
+        self._closing = asyncio.Event()
         self._names: set[str] = set()
 
     @classmethod
@@ -104,22 +105,46 @@ class MCPToolset:
         return cls(url, name=name, headers=headers, connect_timeout=connect_timeout)
 
     # ---- the connection ---------------------------------------------------
+    #
+    # The SDK's transports run a task group in the task that enters them; when
+    # the transport fails (an HTTP server that dies), that group cancels the
+    # task it lives in. So the connection lives in a task of its own: a crash
+    # ends that task and fails the calls in flight, never the turn's task.
 
     async def __aenter__(self) -> MCPToolset:
-        if self._stack is not None:
+        if self._holder is not None:
             raise ConfigError(f"MCP server {self.name} is already connected")
-        async with AsyncExitStack() as stack:
-            try:
-                async with asyncio.timeout(self.connect_timeout):
-                    self._client = await stack.enter_async_context(self._new_client(stack))
-            except TimeoutError:
+        ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+        self._closing = asyncio.Event()
+        self._holder = asyncio.create_task(self._hold(ready), name=f"MCP server {self.name}")
+        try:
+            self._client = await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout)
+        except BaseException as e:
+            await self._release()
+            if isinstance(e, TimeoutError):
                 raise ConfigError(
-                    f"MCP server {self.name} did not answer within {self.connect_timeout:.0f} s"
+                    f"MCP server {self.name} did not answer within {self.connect_timeout:g} s"
                 ) from None
-            except Exception as e:
+            if isinstance(e, Exception):
                 raise ConfigError(f"MCP server {self.name} could not start: {_why(e)}") from e
-            self._stack = stack.pop_all()
+            raise
         return self
+
+    async def _hold(self, ready: asyncio.Future[Client]) -> None:
+        """Connect, hand the client over through `ready`, and hold the connection until closing."""
+        try:
+            async with AsyncExitStack() as stack:
+                client = await stack.enter_async_context(self._new_client(stack))
+                ready.set_result(client)
+                await self._closing.wait()
+        except Exception as e:
+            if not ready.done():
+                ready.set_exception(e)
+            else:
+                logger.warning("MCP server %s: the connection ended: %s", self.name, _why(e))
+        finally:
+            if not ready.done():
+                ready.cancel()
 
     def _new_client(self, stack: AsyncExitStack) -> Client:
         if isinstance(self.server, str):
@@ -134,14 +159,19 @@ class MCPToolset:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        stack, self._stack, self._client = self._stack, None, None
-        if stack is None:
+        await self._release()
+
+    async def _release(self) -> None:
+        """Close the connection (or stop connecting) and wait for its task to end."""
+        holder, connected = self._holder, self._client is not None
+        self._holder, self._client = None, None
+        if holder is None:
             return
-        try:
-            await stack.aclose()
-        except Exception as e:
-            # A server that crashed can fail its own shutdown; the turn is over by now.
-            logger.warning("MCP server %s did not close cleanly: %s", self.name, _why(e))
+        self._closing.set()
+        if not connected:
+            holder.cancel()
+        # Not `await holder`: that would take the holder's cancellation for our own.
+        await asyncio.wait([holder])
 
     @property
     def client(self) -> Client:
@@ -237,7 +267,7 @@ def _why(e: BaseException) -> str:
     while isinstance(e, BaseExceptionGroup) and e.exceptions:
         e = e.exceptions[0]
     if isinstance(e, MCPError) and e.code == mcp_types.CONNECTION_CLOSED:
-        return "it closed the connection (did the command exit?)"
+        return "the connection closed"
     if isinstance(e, OSError) and e.strerror:
         return f"{e.strerror}" + (f": {e.filename}" if e.filename else "")
     return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
