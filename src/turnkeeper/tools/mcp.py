@@ -193,7 +193,8 @@ class MCPToolset:
                 cursor = page.next_cursor
                 if cursor is None:
                     break
-        except (MCPError, OSError) as e:
+        except Exception as e:
+            # The turn goes on without this server's tools rather than failing before it starts.
             logger.warning("MCP server %s could not list its tools: %s", self.name, _why(e))
             specs = []
         self._names = {s.name for s in specs}
