@@ -3,11 +3,22 @@
 Server-side tools report a step only once it finished, so captions say what
 just happened ("Read a file"), never what is happening. A name missing from the
 table maps to None: a renamed tool shows nothing rather than an internal name.
+
+Your own tools and MCP tools get captions with `captions()`, whose table goes
+to `run_turn(..., activities=...)`:
+
+    activities = captions({
+        "get_weather": {"en": "Checked the weather", "es": "Consultó el tiempo"},
+        "search_docs": "activity.web_search",     # reuse an existing caption
+    })
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+
+from . import i18n
+from .errors import ConfigError
 
 ACTIVITIES: Mapping[str, str] = {
     "read_file": "activity.read_file",
@@ -26,3 +37,32 @@ def caption(steps: Sequence[str], previous: str | None, table: Mapping[str, str]
     if not steps:
         return previous
     return table.get(steps[-1])
+
+
+def captions(
+    entries: Mapping[str, str | Mapping[str, str]], base: Mapping[str, str] = ACTIVITIES
+) -> dict[str, str]:
+    """`base` with a caption for each tool in `entries`.
+
+    An entry is either an existing `activity.*` key, or the past-tense caption
+    per locale (`en` required; a missing locale falls back to `en`), which is
+    added to the catalogs under `activity.<tool name>`.
+    """
+    table = dict(base)
+    for tool, entry in entries.items():
+        if isinstance(entry, str):
+            key = entry
+        else:
+            key = f"activity.{tool}"
+            _add_texts(tool, key, entry)
+        if not key.startswith("activity."):
+            raise ConfigError(f"the caption of {tool!r} must be an activity.* key, got {key!r}")
+        table[tool] = key
+    return table
+
+
+def _add_texts(tool: str, key: str, texts: Mapping[str, str]) -> None:
+    if "en" not in texts:
+        raise ConfigError(f"the caption of {tool!r} needs an 'en' text")
+    for locale, text in texts.items():
+        i18n.add_messages(locale, {key: text})

@@ -27,6 +27,7 @@ from .providers import Provider
 from .providers.demo import DemoProvider
 from .providers.scripted import ScriptedProvider
 from .report import Report, log_report
+from .tools import CombinedToolset, Toolset
 from .tools.files import read_file_tool
 from .tools.functions import FunctionToolset
 from .trace import first_difference, read_trace, replay, summary, write_trace
@@ -75,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--deadline", type=seconds, default=DEFAULT_DEADLINE, help="seconds")
     run.add_argument("--json", action="store_true", help="print the final published state")
     run.add_argument("--trace", type=Path, metavar="OUT", help="write the turn's trace here")
+    add_mcp_options(run)
 
     rep = commands.add_parser("replay", help="re-run a traced turn offline and compare")
     rep.add_argument("trace", type=Path)
@@ -113,7 +115,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.trace is not None:
         _check_writable(args.trace)
     budget = Budget(max_iterations=args.max_iterations, deadline=args.deadline)
-    result = _run(args.question, provider, args.root, budget)
+    result = _run(args.question, provider, args.root, budget, mcp_servers(args))
     if args.trace is not None:
         write_trace(result.trace, args.trace)
     if provider.unused:
@@ -125,12 +127,51 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(question: str, provider: Provider, root: str | Path, budget: Budget) -> TurnResult:
-    toolset = FunctionToolset([read_file_tool(root)])
+def _run(
+    question: str,
+    provider: Provider,
+    root: str | Path,
+    budget: Budget,
+    servers: Sequence[Toolset] = (),
+) -> TurnResult:
+    return asyncio.run(_turn(question, provider, root, budget, servers))
+
+
+async def _turn(
+    question: str, provider: Provider, root: str | Path, budget: Budget, servers: Sequence[Toolset]
+) -> TurnResult:
+    """One turn with `read_file` and the MCP servers' tools, connected for the turn's length."""
     hooks = LocalHooks(reporter=_stderr_report)
-    return asyncio.run(
-        run_turn(question, provider=provider, toolset=toolset, budget=budget, hooks=hooks)
+    async with CombinedToolset(FunctionToolset([read_file_tool(root)]), *servers) as toolset:
+        return await run_turn(
+            question, provider=provider, toolset=toolset, budget=budget, hooks=hooks
+        )
+
+
+def add_mcp_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--mcp-stdio",
+        action="append",
+        default=[],
+        metavar="COMMAND",
+        help="start an MCP server with this command and offer its tools (repeatable)",
     )
+    parser.add_argument(
+        "--mcp-http",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="offer the tools of the MCP server at this streamable HTTP URL (repeatable)",
+    )
+
+
+def mcp_servers(args: argparse.Namespace) -> list[Toolset]:
+    """The MCP servers named by `--mcp-stdio` and `--mcp-http`; the SDK is imported only if any."""
+    if not (args.mcp_stdio or args.mcp_http):
+        return []
+    from .tools.mcp import toolsets_from
+
+    return list(toolsets_from(args.mcp_stdio, args.mcp_http))
 
 
 def _stderr_report(report: Report) -> None:

@@ -2,7 +2,8 @@
 
 The job never translates; the layer that knows the reader's locale resolves
 keys here. A key missing from a catalog falls back to `en`; an unknown key
-resolves to None (shows nothing).
+resolves to None (shows nothing). An application adds its own entries (the
+captions of its own tools, see `activity.captions`) with `add_messages`.
 """
 
 from __future__ import annotations
@@ -12,8 +13,13 @@ from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 
+from .errors import ConfigError
+
 LOCALES = ("en", "es")
 DEFAULT = "en"
+
+_added: dict[str, dict[str, str]] = {}
+"""Entries the application added, per locale, over the shipped catalogs."""
 
 
 @cache
@@ -21,8 +27,21 @@ def catalog(locale: str) -> Mapping[str, str]:
     """The catalog of `locale` (one of LOCALES), merged over `en`."""
     if locale not in LOCALES:
         locale = DEFAULT
-    base = _load(DEFAULT)
-    return base if locale == DEFAULT else {**base, **_load(locale)}
+    base = {**_load(DEFAULT), **_added.get(DEFAULT, {})}
+    if locale == DEFAULT:
+        return base
+    return {**base, **_load(locale), **_added.get(locale, {})}
+
+
+def add_messages(locale: str, messages: Mapping[str, str]) -> None:
+    """Add entries to the catalog of `locale` in this process; `ConfigError` for other locales."""
+    if locale not in LOCALES:
+        raise ConfigError(f"unknown locale {locale!r}; catalogs exist for {', '.join(LOCALES)}")
+    for key, text in messages.items():
+        if not (isinstance(key, str) and isinstance(text, str) and key and text.strip()):
+            raise ConfigError(f"catalog entry {key!r} needs a non-empty key and text")
+    _added.setdefault(locale, {}).update(messages)
+    catalog.cache_clear()
 
 
 def _load(locale: str) -> dict[str, str]:

@@ -1,17 +1,43 @@
-"""Python functions as tools."""
+"""Python functions as tools.
+
+`@tool` turns a typed function, sync or async, into a `Tool`: the JSON schema
+comes from its type hints and its docstring (tools/docstrings.py), and the
+model's input is validated before the function runs. `FunctionToolset` offers
+tools to the model and answers every foreseeable failure as an `is_error`
+result the model can act on:
+
+- an unknown tool name, input that is not an object or does not validate;
+- `ToolRefused`, raised by a tool that declines its input (its message goes back);
+- a timeout: the time the turn has left, or the tool's own shorter `timeout`.
+
+Any other exception escapes `call`, so the loop reports it exactly once
+(`tool_error`) and answers `is_error`; the turn goes on. Sync functions run in
+a daemon thread so they never block the event loop; one that outlives its
+timeout is abandoned (Python cannot kill a thread), not waited for.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
+import threading
+import typing
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
+
+import pydantic
+import pydantic_core
 
 from ..errors import ConfigError
 from ..wire import ToolResult, ToolSpec, ToolUse
+from . import ToolFailed, docstrings, unknown_tool
 
 ToolFunction = Callable[..., Any]
+MAX_PROBLEMS = 5
+"""How many validation problems one error result lists."""
 
 
 class ToolRefused(Exception):
@@ -24,14 +50,165 @@ class Tool:
 
     spec: ToolSpec
     function: Callable[[dict[str, Any]], Awaitable[str] | str]
+    timeout: float | None = None
+    """At most this many seconds per call, if shorter than what the turn has left."""
+
+
+@overload
+def tool(function: ToolFunction, /) -> Tool: ...
+
+
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None, timeout: float | None = None
+) -> Callable[[ToolFunction], Tool]: ...
+
+
+def tool(
+    function: ToolFunction | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+) -> Tool | Callable[[ToolFunction], Tool]:
+    """Make a typed function a `Tool`: `@tool` or `@tool(name=…, description=…, timeout=…)`.
+
+    Every parameter needs a type hint; its description comes from the
+    docstring's `Args:` section (or `:param name:`) or from
+    `Annotated[T, pydantic.Field(description=…)]`. The function returns a
+    string, or anything pydantic can serialise to JSON.
+    """
+
+    def make(fn: ToolFunction) -> Tool:
+        return function_tool(fn, name=name, description=description, timeout=timeout)
+
+    return make if function is None else make(function)
+
+
+def function_tool(
+    fn: ToolFunction,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+) -> Tool:
+    """The `Tool` for `fn`; `ConfigError` if it cannot be offered as one."""
+    tool_name = name or fn.__name__
+    if timeout is not None and not timeout > 0:
+        raise ConfigError(f"tool {tool_name!r}: timeout must be a positive number of seconds")
+    doc = docstrings.parse(inspect.getdoc(fn))
+    model = _input_model(fn, tool_name, doc.params)
+    spec = ToolSpec(
+        name=tool_name,
+        description=description if description is not None else doc.description,
+        input_schema=_schema(model),
+    )
+    return Tool(spec, _validating(fn, tool_name, model), timeout)
+
+
+def _input_model(
+    fn: ToolFunction, name: str, described: dict[str, str]
+) -> type[pydantic.BaseModel]:
+    """A pydantic model of `fn`'s parameters, rejecting unknown fields."""
+    try:
+        hints = _parameter_hints(fn)
+    except (NameError, TypeError, SyntaxError) as e:
+        raise ConfigError(f"tool {name!r}: cannot read its type hints: {e}") from e
+    fields: dict[str, Any] = {}
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            raise ConfigError(f"tool {name!r}: parameter {p.name!r} must be a named parameter")
+        if p.name not in hints:
+            raise ConfigError(f"tool {name!r}: parameter {p.name!r} needs a type hint")
+        default = ... if p.default is p.empty else p.default
+        about = described.get(p.name)
+        fields[p.name] = (
+            hints[p.name],
+            pydantic.Field(default, description=about) if about else default,
+        )
+    try:
+        return pydantic.create_model(
+            f"{name}_input", __config__=pydantic.ConfigDict(extra="forbid"), **fields
+        )
+    except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError, TypeError) as e:
+        raise ConfigError(f"tool {name!r}: its parameters cannot become a schema: {e}") from e
+
+
+def _parameter_hints(fn: ToolFunction) -> dict[str, Any]:
+    """The parameters' type hints, evaluated; the return annotation is not needed, so not read."""
+    annotations = dict(getattr(fn, "__annotations__", {}))
+    annotations.pop("return", None)
+
+    def shim() -> None: ...
+
+    shim.__annotations__ = annotations
+    globalns = getattr(inspect.unwrap(fn), "__globals__", None)
+    return typing.get_type_hints(shim, globalns=globalns, include_extras=True)
+
+
+def _schema(model: type[pydantic.BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema without pydantic's generated titles."""
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        if isinstance(prop, dict):
+            prop.pop("title", None)
+    return schema
+
+
+def _validating(
+    fn: ToolFunction, name: str, model: type[pydantic.BaseModel]
+) -> Callable[[dict[str, Any]], Awaitable[str] | str]:
+    """`fn` called with validated keyword arguments; its result rendered as text."""
+    if inspect.iscoroutinefunction(fn):
+
+        async def run_async(args: dict[str, Any]) -> str:
+            return rendered(await fn(**_validated(name, model, args)))
+
+        return run_async
+
+    def run(args: dict[str, Any]) -> str:
+        return rendered(fn(**_validated(name, model, args)))
+
+    return run
+
+
+def _validated(name: str, model: type[pydantic.BaseModel], args: dict[str, Any]) -> dict[str, Any]:
+    try:
+        value = model.model_validate(args)
+    except pydantic.ValidationError as e:
+        raise ToolRefused(invalid_input(name, e)) from None
+    return {field: getattr(value, field) for field in type(value).model_fields}
+
+
+def invalid_input(name: str, error: pydantic.ValidationError) -> str:
+    """A short account of what is wrong with the input, one problem per field."""
+    problems = [
+        f"{'.'.join(str(part) for part in e['loc']) or 'input'}: {e['msg']}"
+        for e in error.errors(include_url=False)
+    ]
+    more = len(problems) - MAX_PROBLEMS
+    text = "; ".join(problems[:MAX_PROBLEMS]) + (f"; and {more} more" if more > 0 else "")
+    return f"invalid input for {name}: {text}"
+
+
+def rendered(value: Any) -> str:
+    """A tool's return value as the text the model reads: strings as they are, the rest as JSON."""
+    if isinstance(value, str):
+        return value
+    return pydantic_core.to_json(value).decode("utf-8")
 
 
 class FunctionToolset:
-    """Python functions as one toolset; a raising or slow function becomes an `is_error` result."""
+    """Python functions as one toolset; see the module docstring for how failures are answered."""
 
-    def __init__(self, tools: Iterable[Tool]) -> None:
+    name = "Python functions"
+
+    def __init__(self, tools: Iterable[Tool | ToolFunction]) -> None:
         self._tools: dict[str, Tool] = {}
         for t in tools:
+            t = t if isinstance(t, Tool) else function_tool(t)
             if t.spec.name in self._tools:
                 raise ConfigError(f"two tools are named {t.spec.name!r}")
             self._tools[t.spec.name] = t
@@ -42,17 +219,63 @@ class FunctionToolset:
     async def call(self, use: ToolUse, timeout: float) -> ToolResult:
         tool = self._tools.get(use.name)
         if tool is None:
-            known = ", ".join(sorted(self._tools)) or "none"
-            return ToolResult(use.id, f"unknown tool {use.name!r}; available: {known}", True)
+            return unknown_tool(use, self._tools)
         if not isinstance(use.input, dict):
-            return ToolResult(use.id, "tool input must be a JSON object", True)
+            return ToolResult(use.id, f"invalid input for {use.name}: must be a JSON object", True)
+        limit = timeout if tool.timeout is None else min(timeout, tool.timeout)
+        scope = asyncio.timeout(limit)
         try:
-            async with asyncio.timeout(timeout):
-                result = tool.function(use.input)
-                if inspect.isawaitable(result):
-                    result = await result
+            async with scope:
+                content = await _invoke(tool.function, use.input)
         except ToolRefused as e:
-            return ToolResult(use.id, str(e), True)
-        except TimeoutError:
-            return ToolResult(use.id, f"{use.name} did not finish within {timeout:.1f} s", True)
-        return ToolResult(use.id, str(result))
+            return ToolResult(use.id, str(e) or f"{use.name} declined this input", True)
+        except TimeoutError as e:
+            if not scope.expired():
+                # The tool's own TimeoutError is a failure to report, not our deadline.
+                raise ToolFailed(f"{use.name} raised TimeoutError: {e}") from e
+            return ToolResult(use.id, f"{use.name} did not finish within {limit:.1f} s", True)
+        return ToolResult(use.id, content)
+
+
+async def _invoke(function: Callable[[dict[str, Any]], Any], args: dict[str, Any]) -> str:
+    if inspect.iscoroutinefunction(function):
+        result = await function(args)
+    else:
+        result = await in_thread(function, args)
+        if inspect.isawaitable(result):
+            result = await result
+    return result if isinstance(result, str) else str(result)
+
+
+async def in_thread(function: Callable[[Any], Any], arg: Any) -> Any:
+    """`function(arg)` in a new daemon thread, awaited without blocking the event loop.
+
+    Not `asyncio.to_thread`: its pool is joined when the loop and the
+    interpreter shut down, so one hung tool would hang the process after its
+    turn timed out.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():
+            return  # the caller gave up (timeout or cancel)
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def work() -> None:
+        value, error = None, None
+        try:
+            value = context.run(function, arg)
+        except BaseException as e:
+            error = e
+        # If the event loop closed while the function ran, nobody is waiting for it.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(settle, value, error)
+
+    name = getattr(function, "__name__", "tool")
+    threading.Thread(target=work, name=f"turnkeeper-tool-{name}", daemon=True).start()
+    return await future
