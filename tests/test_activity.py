@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from scripts import answer, asks, tool_use
+from tests.scripts import answer, asks, tool_use
 from turnkeeper import i18n
 from turnkeeper.activity import ACTIVITIES, caption, captions
 from turnkeeper.errors import ConfigError

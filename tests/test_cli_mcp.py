@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import answer, asks, tool_use
+from tests.scripts import answer, asks, tool_use
 from turnkeeper.cli import main
 
 TIME_SERVER = shlex.join([sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"])

@@ -652,3 +652,23 @@ def test_usage_serialises_every_field() -> None:
     total = usage.copy()
     total.add(usage)
     assert total.as_dict() == {k: 2 * v for k, v in usage.as_dict().items()}
+
+
+async def test_a_timeout_error_raised_by_a_toolset_is_reported_not_taken_for_the_deadline() -> None:
+    class Raises:
+        async def list_tools(self) -> Sequence[ToolSpec]:
+            return [ToolSpec("slowpoke", "")]
+
+        async def call(self, use: ToolUse, timeout: float) -> ToolResult:
+            raise TimeoutError("upstream API timed out")
+
+    hooks = quiet_hooks()
+    result = await run_turn(
+        QUESTION,
+        provider=ScriptedProvider([asks(tool_use("slowpoke")), answer("x")]),
+        toolset=Raises(),
+        hooks=hooks,
+    )
+    assert result.outcome is Outcome.FINISHED
+    assert [r.event for r in hooks.reports] == ["tool_error"]
+    assert "upstream API timed out" in result.history[2]["content"][0]["content"]

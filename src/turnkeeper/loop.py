@@ -275,12 +275,13 @@ class _Turn:
         self.answer(results)
 
     async def run_tool(self, use: ToolUse, timeout: float) -> ToolResult:
+        scope = asyncio.timeout(timeout)
         try:
-            async with asyncio.timeout(timeout):
+            async with scope:
                 return await self.toolset.call(use, timeout)
-        except TimeoutError:
-            return ToolResult(use.id, f"{use.name} did not finish within {timeout:.1f} s", True)
         except Exception as e:
+            if isinstance(e, TimeoutError) and scope.expired():
+                return ToolResult(use.id, f"{use.name} did not finish within {timeout:.1f} s", True)
             self.report(
                 "tool_error",
                 f"tool {use.name} raised {type(e).__name__}: {e}",

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from scripts import answer, asks, tool_use
+from tests.scripts import answer, asks, tool_use
 from turnkeeper.outcomes import Outcome
 from turnkeeper.tools.files import read_confined, read_file_tool
 from turnkeeper.tools.functions import FunctionToolset, ToolRefused

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 import pydantic
 import pytest
 
-from scripts import answer, asks, tool_use
+from tests.scripts import answer, asks, tool_use
 from turnkeeper.budget import Budget
 from turnkeeper.errors import ConfigError
 from turnkeeper.outcomes import Outcome

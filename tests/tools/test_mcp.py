@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import answer, asks, tool_use
+from tests.scripts import answer, asks, tool_use
 from turnkeeper import i18n
 from turnkeeper.budget import Budget
 from turnkeeper.errors import ConfigError
