@@ -19,10 +19,7 @@ timeout is abandoned (Python cannot kill a thread), not waited for.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import contextvars
 import inspect
-import threading
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -34,6 +31,7 @@ import pydantic_core
 from ..errors import ConfigError
 from ..wire import ToolResult, ToolSpec, ToolUse
 from . import ToolFailed, docstrings, unknown_tool
+from .threads import in_thread
 
 ToolFunction = Callable[..., Any]
 MAX_PROBLEMS = 5
@@ -245,37 +243,3 @@ async def _invoke(function: Callable[[dict[str, Any]], Any], args: dict[str, Any
         if inspect.isawaitable(result):
             result = await result
     return result if isinstance(result, str) else str(result)
-
-
-async def in_thread(function: Callable[[Any], Any], arg: Any) -> Any:
-    """`function(arg)` in a new daemon thread, awaited without blocking the event loop.
-
-    Not `asyncio.to_thread`: its pool is joined when the loop and the
-    interpreter shut down, so one hung tool would hang the process after its
-    turn timed out.
-    """
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-    context = contextvars.copy_context()
-
-    def settle(value: Any, error: BaseException | None) -> None:
-        if future.done():
-            return  # the caller gave up (timeout or cancel)
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(value)
-
-    def work() -> None:
-        value, error = None, None
-        try:
-            value = context.run(function, arg)
-        except BaseException as e:
-            error = e
-        # If the event loop closed while the function ran, nobody is waiting for it.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(settle, value, error)
-
-    name = getattr(function, "__name__", "tool")
-    threading.Thread(target=work, name=f"turnkeeper-tool-{name}", daemon=True).start()
-    return await future
