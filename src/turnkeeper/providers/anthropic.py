@@ -2,9 +2,10 @@
 
 The assistant content appended to the history is the response body exactly as
 the API sent it: read from the raw HTTP body (`with_raw_response`), or, when
-streaming, the SDK's accumulated final message dumped with only the fields the
-API set (`to_dict()`), which the tests prove equal to the events' own blocks.
-Every block type passes through untouched, unknown ones included.
+streaming, folded from the raw events by `messages_stream` (not the SDK's
+accumulated message, which drops fields it has no model for: an
+`mcp_tool_use`'s input, a `compaction` block's content). Every block type passes
+through untouched, unknown ones included.
 
 SDK exceptions become turnkeeper errors in one place, `provider_error()`.
 """
@@ -29,6 +30,7 @@ from .attempts import (
     event_hooks,
     root_cause,
 )
+from .messages_stream import MessageFold, sse_data
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 DEFAULT_MAX_TOKENS = 8192
@@ -129,9 +131,12 @@ class AnthropicProvider:
             raise _Unreadable(f"the response body is not JSON: {e}") from e
 
     async def _streamed(self, params: dict[str, Any]) -> Any:
-        async with self.client.messages.stream(**params) as stream:
-            message = await stream.get_final_message()
-        return message.to_dict(mode="json")
+        fold = MessageFold()
+        create = self.client.messages.with_streaming_response.create
+        async with create(**params, stream=True) as response:
+            async for event in sse_data(response.iter_lines()):
+                fold.add(event)
+        return fold.body()
 
     def user_message(self, text: str) -> Message:
         return messages_api.user_message(text)
