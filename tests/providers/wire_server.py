@@ -66,8 +66,8 @@ def replayed(name: str, **headers: str) -> Canned:
     """A recorded response as the server sent it: raw SSE, or the JSON body."""
     response = recording(name)["response"]
     recorded_headers = {k: v[0] for k, v in response.get("headers", {}).items() if k in KEPT}
-    if response.get("sse_text"):
-        return sse_response(response["sse_text"], {**recorded_headers, **headers})
+    if response.get("sse_text") or response.get("events"):
+        return sse_response(sse_text(response), {**recorded_headers, **headers})
     return json_response(
         response["body"], response.get("status") or 200, recorded_headers | headers
     )
@@ -181,3 +181,34 @@ def serving(*responses: Canned) -> Iterator[WireServer]:
         yield server
     finally:
         server.close()
+
+
+def sse_text(response: Mapping[str, Any]) -> str:
+    """A recorded stream as SSE text: raw when recorded raw, else rebuilt from its events.
+
+    vercel/ai's chunk files lost their `event:` lines; each is rebuilt from the
+    event's own `type`, which is what the API sends there.
+    """
+    if response.get("sse_text"):
+        return str(response["sse_text"])
+    return "".join(
+        f"event: {e['data']['type']}\ndata: {json.dumps(e['data'])}\n\n" for e in response["events"]
+    )
+
+
+def streamed(name: str, **headers: str) -> Canned:
+    return sse_response(sse_text(recording(name)["response"]), headers)
+
+
+def real_rows(provider: str, api: str, *, streaming: bool) -> list[str]:
+    """Files of the recorded interactions that are real (not suspect_synthetic) and complete."""
+    rows = json.loads((REAL / "index.json").read_text("utf-8"))["interactions"]
+    return [
+        r["file"]
+        for r in rows
+        if not r["suspect_synthetic"]
+        and r["provider"] == provider
+        and r["api"] == api
+        and r["streaming"] == streaming
+        and r["kind"] != "error"
+    ]

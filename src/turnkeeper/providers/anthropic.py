@@ -32,7 +32,7 @@ from .attempts import (
 )
 from .messages_stream import MessageFold, sse_data
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_MAX_TOKENS = 8192
 REQUEST_ID_HEADER = "request-id"
 
@@ -138,6 +138,10 @@ class AnthropicProvider:
                 fold.add(event)
         return fold.body()
 
+    async def aclose(self) -> None:
+        """Close the SDK client's connections."""
+        await self.client.close()
+
     def user_message(self, text: str) -> Message:
         return messages_api.user_message(text)
 
@@ -165,7 +169,9 @@ class _Unreadable(Exception):
 
 def provider_error(e: Exception, attempts: Attempts) -> ProviderError:
     """The turnkeeper error for anything the SDK (or its HTTP client) raised."""
-    if isinstance(e, anthropic.APIStatusError):
+    if isinstance(e, ProviderError):  # the response itself said what went wrong
+        error = attempts.error(type(e), str(e), status=e.status)
+    elif isinstance(e, anthropic.APIStatusError):
         error = _from_status(e, attempts)
     elif isinstance(e, _Unreadable):
         error = attempts.error(ProviderFailed, str(e))

@@ -102,6 +102,10 @@ class OpenAIProvider:
             params["extra_body"] = self.extra_body
         return params
 
+    async def aclose(self) -> None:
+        """Close the SDK client's connections."""
+        await self.client.close()
+
     def user_message(self, text: str) -> Message:
         return chat_api.user_message(text)
 
@@ -133,7 +137,9 @@ def function_tool(spec: ToolSpec) -> dict[str, Any]:
 
 def provider_error(e: Exception, attempts: Attempts) -> ProviderError:
     """The turnkeeper error for anything the SDK (or its HTTP client) raised."""
-    if isinstance(e, openai.APIStatusError):
+    if isinstance(e, ProviderError):  # the response itself said what went wrong
+        error = attempts.error(type(e), str(e), status=e.status)
+    elif isinstance(e, openai.APIStatusError):
         error = _from_status(e, attempts)
     elif isinstance(e, openai.APIConnectionError | httpx2.TransportError):
         error = attempts.error(ProviderUnavailable, f"connection failed: {root_cause(e)}")

@@ -4,7 +4,7 @@ Names: `anthropic`, `openai`, `demo`. Without a name (nor `TURNKEEPER_PROVIDER`)
 `ANTHROPIC_API_KEY` selects Anthropic, else `OPENAI_BASE_URL` selects an
 OpenAI-compatible server, else the offline demo model. The model defaults to
 `TURNKEEPER_MODEL`, then to the adapter's documented default
-(`claude-sonnet-4-5`, `gpt-4.1-mini`). The SDKs' own variables configure them:
+(`claude-sonnet-4-6`, `gpt-4.1-mini`). The SDKs' own variables configure them:
 `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`.
 An SDK is imported only when its provider is chosen.
 """
