@@ -14,7 +14,7 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -142,8 +142,21 @@ def _run(question: str, provider: Provider, root: str | Path, budget: Budget) ->
     toolset = FunctionToolset([read_file_tool(root)])
     hooks = LocalHooks(reporter=_stderr_report)
     return asyncio.run(
-        run_turn(question, provider=provider, toolset=toolset, budget=budget, hooks=hooks)
+        _closing(
+            provider,
+            run_turn(question, provider=provider, toolset=toolset, budget=budget, hooks=hooks),
+        )
     )
+
+
+async def _closing(provider: Provider, turn: Awaitable[TurnResult]) -> TurnResult:
+    """Run the turn, then close the provider's connections (SDK clients hold a pool)."""
+    try:
+        return await turn
+    finally:
+        close = getattr(provider, "aclose", None)
+        if close is not None:
+            await close()
 
 
 def _stderr_report(report: Report) -> None:
