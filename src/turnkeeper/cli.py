@@ -26,6 +26,7 @@ from .loop import TurnResult, run_turn
 from .providers import Provider
 from .providers.demo import DemoProvider
 from .providers.scripted import ScriptedProvider
+from .providers.select import NAMES, choose_provider
 from .report import Report, log_report
 from .tools import CombinedToolset, Toolset
 from .tools.files import read_file_tool
@@ -70,7 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run one turn and print it")
     run.add_argument("question", help="what to ask")
-    run.add_argument("--script", type=Path, help="JSON array of Messages API response bodies")
+    model = run.add_mutually_exclusive_group()
+    model.add_argument("--script", type=Path, help="JSON array of Messages API response bodies")
+    model.add_argument("--provider", choices=NAMES, help="a real model (keys from the environment)")
+    run.add_argument("--model", help="the model name (with --provider)")
     run.add_argument("--root", type=directory, default=Path("."), help="read_file's root folder")
     run.add_argument("--max-iterations", type=positive_int, default=DEFAULT_MAX_ITERATIONS)
     run.add_argument("--deadline", type=seconds, default=DEFAULT_DEADLINE, help="seconds")
@@ -109,22 +113,31 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     if not args.question.strip():
         raise ConfigError("the question is empty")
-    if args.script is None:
-        raise ConfigError("say which model answers: --script FILE")
-    provider = ScriptedProvider.from_file(args.script)
+    provider = _run_provider(args)
     if args.trace is not None:
         _check_writable(args.trace)
     budget = Budget(max_iterations=args.max_iterations, deadline=args.deadline)
     result = _run(args.question, provider, args.root, budget, mcp_servers(args))
     if args.trace is not None:
         write_trace(result.trace, args.trace)
-    if provider.unused:
+    if isinstance(provider, ScriptedProvider) and provider.unused:
         print(f"turnkeeper: note: {provider.unused} scripted responses unused", file=sys.stderr)
     if args.json:
         print(json.dumps(result.state, ensure_ascii=False))
     else:
         print(transcript(result.state["messages"], i18n.locale_from_env(os.environ)))
     return 0
+
+
+def _run_provider(args: argparse.Namespace) -> Provider:
+    """The model `run` asks: a script, or a provider chosen with --provider and --model."""
+    if args.script is not None:
+        if args.model is not None:
+            raise ConfigError("--model goes with --provider, not --script")
+        return ScriptedProvider.from_file(args.script)
+    if args.provider is None:
+        raise ConfigError("say which model answers: --script FILE or --provider NAME")
+    return choose_provider(args.provider, args.model, os.environ)
 
 
 def _run(
@@ -140,12 +153,18 @@ def _run(
 async def _turn(
     question: str, provider: Provider, root: str | Path, budget: Budget, servers: Sequence[Toolset]
 ) -> TurnResult:
-    """One turn with `read_file` and the MCP servers' tools, connected for the turn's length."""
+    """One turn with `read_file` and the MCP servers' tools, connected for the turn's length;
+    the provider's connections are closed after it (SDK clients hold a pool)."""
     hooks = LocalHooks(reporter=_stderr_report)
-    async with CombinedToolset(FunctionToolset([read_file_tool(root)]), *servers) as toolset:
-        return await run_turn(
-            question, provider=provider, toolset=toolset, budget=budget, hooks=hooks
-        )
+    try:
+        async with CombinedToolset(FunctionToolset([read_file_tool(root)]), *servers) as toolset:
+            return await run_turn(
+                question, provider=provider, toolset=toolset, budget=budget, hooks=hooks
+            )
+    finally:
+        close = getattr(provider, "aclose", None)
+        if close is not None:
+            await close()
 
 
 def add_mcp_options(parser: argparse.ArgumentParser) -> None:

@@ -1,0 +1,208 @@
+"""The Anthropic Messages API through the official `anthropic` SDK (async client).
+
+The assistant content appended to the history is the response body exactly as
+the API sent it: read from the raw HTTP body (`with_raw_response`), or, when
+streaming, folded from the raw events by `messages_stream` (not the SDK's
+accumulated message, which drops fields it has no model for: an
+`mcp_tool_use`'s input, a `compaction` block's content). Every block type passes
+through untouched, unknown ones included.
+
+SDK exceptions become turnkeeper errors in one place, `provider_error()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import anthropic
+import httpx2
+
+from ..errors import ProviderError, ProviderFailed, ProviderUnavailable
+from ..wire import Message, Reply, ToolResult, ToolSpec
+from . import messages_api
+from .attempts import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_MIN_ATTEMPT,
+    Attempts,
+    event_hooks,
+    root_cause,
+)
+from .messages_stream import MessageFold, sse_data
+
+DEFAULT_MODEL = "claude-sonnet-4-6"
+DEFAULT_MAX_TOKENS = 8192
+REQUEST_ID_HEADER = "request-id"
+
+
+class AnthropicProvider:
+    """Claude through the Messages API; history in its own wire format."""
+
+    wire = messages_api.WIRE
+
+    def __init__(
+        self,
+        *,
+        model: str = DEFAULT_MODEL,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        system: str | None = None,
+        server_tools: Sequence[Mapping[str, Any]] = (),
+        mcp_servers: Sequence[Mapping[str, Any]] = (),
+        betas: Sequence[str] = (),
+        extra_body: Mapping[str, Any] | None = None,
+        stream: bool = False,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        min_attempt: float = DEFAULT_MIN_ATTEMPT,
+    ) -> None:
+        """`server_tools` (e.g. web search) and `mcp_servers` go to the API as given.
+
+        `api_key` and `base_url` default to the SDK's own `ANTHROPIC_API_KEY`
+        and `ANTHROPIC_BASE_URL`. `max_retries` are the SDK's retries; all
+        attempts together fit in the timeout of the call (see `attempts`).
+        """
+        self.model = model
+        self.max_tokens = max_tokens
+        self.system = system
+        self.server_tools = [dict(t) for t in server_tools]
+        self.mcp_servers = [dict(s) for s in mcp_servers]
+        self.betas = list(betas)
+        self.extra_body = dict(extra_body or {})
+        self.stream = stream
+        self.max_retries = max_retries
+        self.min_attempt = min_attempt
+        self.client = anthropic.AsyncAnthropic(
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=max_retries,
+            http_client=anthropic.DefaultAsyncHttpxClient(
+                event_hooks=event_hooks(REQUEST_ID_HEADER)
+            ),
+        )
+
+    async def complete(
+        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+    ) -> Reply:
+        params = self.request(history, tools, timeout)
+        with Attempts.opened(timeout, self.max_retries, min_attempt=self.min_attempt) as attempts:
+            try:
+                async with asyncio.timeout(timeout - min(0.25, timeout / 20)):
+                    body = await (self._streamed(params) if self.stream else self._plain(params))
+            except TimeoutError as e:
+                raise attempts.error(
+                    ProviderUnavailable, f"no complete response within the call's {timeout:.1f} s"
+                ) from e
+            except Exception as e:
+                raise provider_error(e, attempts) from e
+            return _parsed(body, attempts)
+
+    def request(
+        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+    ) -> dict[str, Any]:
+        """The keyword arguments of one `messages.create` call."""
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "messages": list(history),
+            "timeout": timeout,
+        }
+        offered = [_tool(t) for t in tools] + self.server_tools
+        if offered:
+            params["tools"] = offered
+        if self.system:
+            params["system"] = self.system
+        extra = dict(self.extra_body)
+        if self.mcp_servers:
+            extra["mcp_servers"] = self.mcp_servers
+        if extra:
+            params["extra_body"] = extra
+        if self.betas:
+            params["extra_headers"] = {"anthropic-beta": ",".join(self.betas)}
+        return params
+
+    async def _plain(self, params: dict[str, Any]) -> Any:
+        raw = await self.client.messages.with_raw_response.create(**params)
+        try:
+            return json.loads(raw.http_response.content)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise _Unreadable(f"the response body is not JSON: {e}") from e
+
+    async def _streamed(self, params: dict[str, Any]) -> Any:
+        fold = MessageFold()
+        create = self.client.messages.with_streaming_response.create
+        async with create(**params, stream=True) as response:
+            async for event in sse_data(response.iter_lines()):
+                fold.add(event)
+        return fold.body()
+
+    async def aclose(self) -> None:
+        """Close the SDK client's connections."""
+        await self.client.close()
+
+    def user_message(self, text: str) -> Message:
+        return messages_api.user_message(text)
+
+    def tool_results(self, results: Sequence[ToolResult]) -> list[Message]:
+        return messages_api.tool_results(results)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "provider": "anthropic",
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "system": self.system,
+            "server_tools": self.server_tools,
+            "mcp_servers": [_without_secrets(s) for s in self.mcp_servers],
+            "betas": self.betas,
+            "stream": self.stream,
+            "base_url": str(self.client.base_url),
+            "max_retries": self.max_retries,
+        }
+
+
+class _Unreadable(Exception):
+    """A 2xx response whose body could not be read."""
+
+
+def provider_error(e: Exception, attempts: Attempts) -> ProviderError:
+    """The turnkeeper error for anything the SDK (or its HTTP client) raised."""
+    if isinstance(e, ProviderError):  # the response itself said what went wrong
+        error = attempts.error(type(e), str(e), status=e.status)
+    elif isinstance(e, anthropic.APIStatusError):
+        error = _from_status(e, attempts)
+    elif isinstance(e, _Unreadable):
+        error = attempts.error(ProviderFailed, str(e))
+    elif isinstance(e, anthropic.APIConnectionError | httpx2.TransportError):
+        error = attempts.error(ProviderUnavailable, f"connection failed: {root_cause(e)}")
+    else:
+        error = attempts.error(ProviderFailed, f"{type(e).__name__}: {e}")
+    return error
+
+
+def _from_status(e: anthropic.APIStatusError, attempts: Attempts) -> ProviderError:
+    body = e.body
+    if isinstance(body, dict) and body.get("type") == "error":
+        described = messages_api.error_from_body(body, e.status_code)
+        message = str(described)
+        unavailable = isinstance(described, ProviderUnavailable)
+    else:
+        message, unavailable = f"HTTP {e.status_code}: {e.message}", False
+    return attempts.status_error(message, e.status_code, e.request_id, unavailable=unavailable)
+
+
+def _parsed(body: Any, attempts: Attempts) -> Reply:
+    try:
+        return messages_api.parse_reply(body)
+    except ProviderError as e:
+        raise attempts.error(type(e), str(e)) from e
+
+
+def _tool(spec: ToolSpec) -> dict[str, Any]:
+    return {"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}
+
+
+def _without_secrets(server: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in server.items() if k != "authorization_token"}

@@ -1,0 +1,214 @@
+"""A local HTTP server that replays recorded responses in order and records every request.
+
+It listens on 127.0.0.1 on a random port, in a thread of its own (so both
+async tests and the CLI's `asyncio.run` can talk to it), and speaks just enough
+HTTP/1.1 for the official SDK clients: keep-alive, Content-Length bodies. A
+response can also misbehave the way real networks do: hold its body back until
+the server closes, or close the connection part-way through the body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "real-responses"
+"""Recorded real API exchanges (see its README); only rows not suspect_synthetic are evidence."""
+
+
+@dataclass(frozen=True)
+class Canned:
+    """One HTTP response to send."""
+
+    status: int = 200
+    body: bytes = b""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    cut_after: int | None = None
+    """Close the connection after this many body bytes (Content-Length still promises all)."""
+    hold: bool = False
+    """Send the headers, then hold the body back until the server closes."""
+
+
+@dataclass(frozen=True)
+class Received:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+def json_response(
+    body: Any, status: int = 200, headers: Mapping[str, str] | None = None, **how: Any
+) -> Canned:
+    data = json.dumps(body).encode()
+    return Canned(status, data, {"content-type": "application/json", **(headers or {})}, **how)
+
+
+def sse_response(text: str, headers: Mapping[str, str] | None = None) -> Canned:
+    return Canned(200, text.encode(), {"content-type": "text/event-stream", **(headers or {})})
+
+
+def recording(name: str) -> dict[str, Any]:
+    """One recorded interaction from the shared folder; refuses hand-made ones."""
+    data: dict[str, Any] = json.loads((REAL / name).read_text("utf-8"))
+    assert data["provenance"]["suspect_synthetic"] is False, f"{name} is not real wire data"
+    return data
+
+
+def replayed(name: str, **headers: str) -> Canned:
+    """A recorded response as the server sent it: raw SSE, or the JSON body."""
+    response = recording(name)["response"]
+    recorded_headers = {k: v[0] for k, v in response.get("headers", {}).items() if k in KEPT}
+    if response.get("sse_text") or response.get("events"):
+        return sse_response(sse_text(response), {**recorded_headers, **headers})
+    return json_response(
+        response["body"], response.get("status") or 200, recorded_headers | headers
+    )
+
+
+KEPT = ("request-id", "x-request-id", "retry-after", "content-type")
+
+
+class WireServer:
+    """Replays `Canned` responses in order; `requests` holds every request received."""
+
+    def __init__(self, responses: Iterable[Canned] = ()) -> None:
+        self.responses: deque[Canned] = deque(responses)
+        self.requests: list[Received] = []
+        self.port = 0
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._stop: asyncio.Event | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._writers: list[asyncio.StreamWriter] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def add(self, *responses: Canned) -> None:
+        self.responses.extend(responses)
+
+    def bodies(self) -> list[Any]:
+        return [r.body for r in self.requests]
+
+    def start(self) -> None:
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("the wire server did not start")
+
+    def close(self) -> None:
+        if self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+
+    def _serve(self) -> None:
+        self._loop.run_until_complete(self._main())
+        self._loop.close()
+
+    async def _main(self) -> None:
+        self._stop = asyncio.Event()
+        server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = server.sockets[0].getsockname()[1]
+        self._ready.set()
+        async with server:
+            await self._stop.wait()
+            server.close()
+            for writer in self._writers:
+                writer.close()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        self._writers.append(writer)
+        try:
+            while await self._one(reader, writer):
+                pass
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            pass
+        finally:
+            writer.close()
+
+    async def _one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """Answer one request; False when the connection is to be closed."""
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        method, path, _ = lines[0].split(" ", 2)
+        headers = {
+            k.strip().lower(): v.strip() for k, v in (h.split(":", 1) for h in lines[1:] if h)
+        }
+        raw = await reader.readexactly(int(headers.get("content-length", "0")))
+        self.requests.append(Received(method, path, headers, json.loads(raw) if raw else None))
+        canned = self.responses.popleft() if self.responses else _exhausted()
+        status_line = f"HTTP/1.1 {canned.status} X\r\n"
+        fields = {**canned.headers, "content-length": str(len(canned.body))}
+        writer.write((status_line + "".join(f"{k}: {v}\r\n" for k, v in fields.items())).encode())
+        writer.write(b"\r\n")
+        await writer.drain()
+        if canned.hold:
+            assert self._stop is not None
+            await asyncio.wait_for(self._stop.wait(), 60)
+            return False
+        if canned.cut_after is not None:
+            writer.write(canned.body[: canned.cut_after])
+            await writer.drain()
+            return False
+        writer.write(canned.body)
+        await writer.drain()
+        return True
+
+
+def _exhausted() -> Canned:
+    error = {"type": "error", "error": {"type": "test_error", "message": "no recorded response"}}
+    return json_response(error, 418)
+
+
+@contextmanager
+def serving(*responses: Canned) -> Iterator[WireServer]:
+    server = WireServer(responses)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def sse_text(response: Mapping[str, Any]) -> str:
+    """A recorded stream as SSE text: raw when recorded raw, else rebuilt from its events.
+
+    vercel/ai's chunk files lost their `event:` lines; each is rebuilt from the
+    event's own `type`, which is what the API sends there.
+    """
+    if response.get("sse_text"):
+        return str(response["sse_text"])
+    return "".join(
+        f"event: {e['data']['type']}\ndata: {json.dumps(e['data'])}\n\n" for e in response["events"]
+    )
+
+
+def streamed(name: str, **headers: str) -> Canned:
+    return sse_response(sse_text(recording(name)["response"]), headers)
+
+
+def real_rows(provider: str, api: str, *, streaming: bool) -> list[str]:
+    """Files of the recorded interactions that are real (not suspect_synthetic) and complete."""
+    rows = json.loads((REAL / "index.json").read_text("utf-8"))["interactions"]
+    return [
+        r["file"]
+        for r in rows
+        if not r["suspect_synthetic"]
+        and r["provider"] == provider
+        and r["api"] == api
+        and r["streaming"] == streaming
+        and r["kind"] != "error"
+    ]
