@@ -9,6 +9,7 @@ import pytest
 
 from turnkeeper.store import Busy, FenceLost, Store, hash_token, new_token, open_store
 from turnkeeper.usage import Usage
+from waiting import eventually
 
 
 async def queued_turn(store: Store, question: str = "hi") -> tuple[str, str]:
@@ -25,12 +26,6 @@ def running(state_version: int, *messages: dict[str, Any], done: bool = False) -
         "done": done,
         "messages": list(messages),
     }
-
-
-async def wait_for(condition: Any, what: str, bound: float = 10.0) -> None:
-    async with asyncio.timeout(bound):
-        while not await condition():
-            await asyncio.sleep(0.02)
 
 
 async def test_migrations_are_recorded_and_applied_once(store_url: str) -> None:
@@ -51,7 +46,8 @@ async def test_a_new_turn_is_queued_at_version_1_with_its_question(store: Store)
     assert state["messages"] == [{"id": "m1", "role": "user", "text": "what's on my todo list?"}]
     assert await store.state_after(turn_id, 1) is None
     turn = await store.turn(turn_id)
-    assert turn is not None and turn.conversation_id == conversation_id
+    assert turn is not None
+    assert turn.conversation_id == conversation_id
     assert await store.turn("t_missing") is None
 
 
@@ -89,7 +85,10 @@ async def test_checkpoints_append_history_and_finish_writes_the_tail(store: Stor
     conversation_id, turn_id = await queued_turn(store)
     fence = await store.claim(turn_id, 30, "anthropic")
     assert fence is not None
-    first = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"n": 1}]}]
+    first: list[dict[str, Any]] = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"n": 1}]},
+    ]
     await store.checkpoint(turn_id, fence, 1, first, running(2))
     second = [{"role": "user", "content": [{"n": 2}]}]
     await store.checkpoint(turn_id, fence, 2, second, running(3))
@@ -114,13 +113,17 @@ async def test_take_over_recovers_the_last_checkpoint(store: Store) -> None:
     _, turn_id = await queued_turn(store, "q")
     fence = await store.claim(turn_id, 30, "anthropic")
     assert fence is not None
-    appended = [{"role": "user", "content": "q"}, {"role": "assistant", "content": []}]
+    appended: list[dict[str, Any]] = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": []},
+    ]
     await store.checkpoint(turn_id, fence, 1, appended, running(2, {"id": "m1"}))
     await store.publish(turn_id, fence, running(3, {"id": "m1"}, {"id": "m2"}))
     recovery = await store.take_over(turn_id, fence)
     assert recovery is not None
     assert recovery.fence == fence + 1
-    assert recovery.checkpointed and recovery.state == running(2, {"id": "m1"})
+    assert recovery.checkpointed
+    assert recovery.state == running(2, {"id": "m1"})
     assert recovery.version == 3, "past every version already published"
     assert recovery.last_message == appended[-1]
     assert (recovery.question, recovery.wire) == ("q", "anthropic")
@@ -141,7 +144,8 @@ async def test_a_stale_fence_is_refused_on_every_write(store: Store) -> None:
         await store.finish(turn_id, fence, [], running(5, done=True), Usage())
     assert not await store.renew(turn_id, fence, 30)
     turn = await store.turn(turn_id)
-    assert turn is not None and turn.version == 1
+    assert turn is not None
+    assert turn.version == 1
     assert await store.history(turn.conversation_id) == []
 
 
@@ -155,7 +159,7 @@ async def test_leases_expire_unless_renewed(store: Store) -> None:
     async def expired() -> bool:
         return turn_id in await store.expired()
 
-    await wait_for(expired, "the short lease to expire")
+    await eventually(expired, "the short lease expiring")
     assert other not in await store.expired()
     assert await store.renew(turn_id, fence, 300)
     assert turn_id not in await store.expired()
