@@ -3,70 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import Any
 
 import scripts
 from history_checks import assert_valid_history
+from models import LOOKUP, GatedModel, StubbornModel
 from turnkeeper.budget import Budget
 from turnkeeper.job import TurnJob, failed, recovered_tail
 from turnkeeper.outcomes import Outcome
-from turnkeeper.providers import messages_api
 from turnkeeper.providers.scripted import ScriptedProvider
 from turnkeeper.store import Recovery, Store, new_token
-from turnkeeper.tools.functions import FunctionToolset, Tool
-from turnkeeper.wire import Message, Reply, ToolResult, ToolSpec
-
-LOOKUP = FunctionToolset([Tool(ToolSpec("lookup", "Look it up."), lambda args: "found")])
 
 
 async def queued(store: Store, question: str = "what's up?") -> tuple[str, str]:
     conversation_id = await store.create_conversation(new_token()[1])
     return conversation_id, (await store.create_turn(conversation_id, question)).turn_id
-
-
-class GatedModel:
-    """Scripted responses, each given only once the test opens the gate for it."""
-
-    wire = messages_api.WIRE
-
-    def __init__(self, responses: Sequence[dict[str, Any]]) -> None:
-        self.responses = list(responses)
-        self.started = asyncio.Event()
-        self.gate = asyncio.Event()
-        self.calls = 0
-
-    async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
-    ) -> Reply:
-        self.calls += 1
-        self.started.set()
-        await self.gate.wait()
-        self.gate.clear()
-        return messages_api.parse_reply(self.responses.pop(0))
-
-    def user_message(self, text: str) -> Message:
-        return messages_api.user_message(text)
-
-    def tool_results(self, results: Sequence[ToolResult]) -> list[Message]:
-        return messages_api.tool_results(results)
-
-    def describe(self) -> dict[str, Any]:
-        return {"provider": "gated"}
-
-
-class StubbornModel(GatedModel):
-    """Ignores the first cancellation of its call, as a misbehaving SDK might."""
-
-    async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
-    ) -> Reply:
-        self.calls += 1
-        try:
-            await asyncio.sleep(60)
-        except asyncio.CancelledError:
-            await asyncio.sleep(60)
-        raise AssertionError("not reached")
 
 
 async def test_a_turn_runs_and_its_history_is_stored_whole(store: Store) -> None:
