@@ -117,13 +117,14 @@ async def test_take_over_recovers_the_last_checkpoint(store: Store) -> None:
         {"role": "user", "content": "q"},
         {"role": "assistant", "content": []},
     ]
-    await store.checkpoint(turn_id, fence, 1, appended, running(2, {"id": "m1"}))
-    await store.publish(turn_id, fence, running(3, {"id": "m1"}, {"id": "m2"}))
+    question = {"id": "m1", "role": "user", "text": "q"}
+    await store.checkpoint(turn_id, fence, 1, appended, running(2, question))
+    await store.publish(turn_id, fence, running(3, question, {"id": "m2"}))
     recovery = await store.take_over(turn_id, fence)
     assert recovery is not None
     assert recovery.fence == fence + 1
     assert recovery.checkpointed
-    assert recovery.state == running(2, {"id": "m1"})
+    assert recovery.state == running(2, question)
     assert recovery.version == 3, "past every version already published"
     assert recovery.last_message == appended[-1]
     assert (recovery.question, recovery.wire) == ("q", "anthropic")

@@ -45,7 +45,7 @@ def _procrastinate_schema() -> str:
 
 MIGRATIONS: tuple[tuple[str, Any], ...] = (
     (
-        "conversations, turns, history, checkpoints",
+        "conversations, turns, history, published messages, checkpoints",
         """
         CREATE TABLE conversations (
             conversation_id text PRIMARY KEY,
@@ -80,10 +80,17 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
         );
         CREATE INDEX messages_by_conversation ON messages (conversation_id, seq);
         CREATE INDEX messages_by_turn ON messages (turn_id, seq);
+        CREATE TABLE bubbles (
+            turn_id text NOT NULL,
+            n integer NOT NULL,
+            body jsonb NOT NULL,
+            PRIMARY KEY (turn_id, n)
+        );
         CREATE TABLE checkpoints (
             turn_id text PRIMARY KEY,
             iteration integer NOT NULL,
-            state jsonb NOT NULL
+            state jsonb NOT NULL,
+            n_messages integer NOT NULL
         );
         """,
     ),
@@ -172,9 +179,13 @@ class PostgresStore:
                         "INSERT INTO turns (turn_id, conversation_id, question, status, version,"
                         " state, n_messages, message_offset, usage)"
                         " VALUES (%s, %s, %s, 'queued', 1, %s, 1, %s, %s)",
-                        (turn_id, conversation_id, question, Jsonb(first), offset,
+                        (turn_id, conversation_id, question, Jsonb(_bare(first)), offset,
                          Jsonb(first["usage"])),
                     )  # fmt: skip
+                    await db.execute(
+                        "INSERT INTO bubbles VALUES (%s, 0, %s)",
+                        (turn_id, Jsonb(first["messages"][0])),
+                    )
             except psycopg.errors.UniqueViolation as e:
                 raise Busy(f"conversation {conversation_id} has a turn that is not done") from e
         return Turn(turn_id, conversation_id, question, 1, int(offset), False)
@@ -188,16 +199,23 @@ class PostgresStore:
         return None if row is None else Turn(*row)
 
     async def state_after(self, turn_id: str, after: int) -> dict[str, Any] | None:
-        row = await self._one(
-            "SELECT state FROM turns WHERE turn_id = %s AND version > %s", (turn_id, after)
-        )
-        return None if row is None else dict(row[0])
+        async with self.pool.connection() as db:
+            cursor = await db.execute(
+                "SELECT state, n_messages FROM turns WHERE turn_id = %s AND version > %s",
+                (turn_id, after),
+            )
+            row = await cursor.fetchone()
+            if row is None:
+                return None
+            return {**row[0], "messages": await _bubbles(db, turn_id, row[1])}
 
     async def transcript(self, conversation_id: str) -> list[dict[str, Any]]:
         rows = await self._all(
-            "SELECT state FROM turns WHERE conversation_id = %s ORDER BY seq", (conversation_id,)
+            "SELECT b.body FROM turns t JOIN bubbles b ON b.turn_id = t.turn_id"
+            " WHERE t.conversation_id = %s AND b.n < t.n_messages ORDER BY t.seq, b.n",
+            (conversation_id,),
         )
-        return [m for (s,) in rows for m in s["messages"]]
+        return [b for (b,) in rows]
 
     async def request_cancel(self, turn_id: str) -> None:
         async with self.pool.connection() as db:
@@ -248,7 +266,7 @@ class PostgresStore:
             raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
 
     async def publish(self, turn_id: str, fence: int, state: dict[str, Any]) -> None:
-        async with self.pool.connection() as db:
+        async with self.pool.connection() as db, db.transaction():
             await _publish(db, turn_id, fence, state)
 
     async def checkpoint(
@@ -262,9 +280,10 @@ class PostgresStore:
         async with self.pool.connection() as db, db.transaction():
             await _append(db, turn_id, fence, appended)
             await db.execute(
-                "INSERT INTO checkpoints VALUES (%s, %s, %s) ON CONFLICT (turn_id)"
-                " DO UPDATE SET iteration = excluded.iteration, state = excluded.state",
-                (turn_id, iteration, Jsonb(state)),
+                "INSERT INTO checkpoints VALUES (%s, %s, %s, %s) ON CONFLICT (turn_id)"
+                " DO UPDATE SET iteration = excluded.iteration, state = excluded.state,"
+                " n_messages = excluded.n_messages",
+                (turn_id, iteration, Jsonb(_bare(state)), len(state["messages"])),
             )
 
     async def finish(
@@ -319,21 +338,41 @@ async def _append(db: Connection, turn_id: str, fence: int, appended: Sequence[M
 
 
 async def _publish(db: Connection, turn_id: str, fence: int, state: dict[str, Any]) -> None:
+    """Write the state; of its messages (which only grow) only those not stored yet."""
     cursor = await db.execute(
-        "UPDATE turns SET state = %s, version = %s, status = %s, n_messages = %s"
-        " WHERE turn_id = %s AND fence = %s AND NOT done AND version < %s RETURNING fence",
-        (
-            Jsonb(state),
-            state["version"],
-            state["status"],
-            len(state["messages"]),
-            turn_id,
-            fence,
-            state["version"],
-        ),
+        "SELECT n_messages FROM turns WHERE turn_id = %s AND fence = %s AND NOT done"
+        " AND version < %s FOR UPDATE",
+        (turn_id, fence, state["version"]),
     )
-    if await cursor.fetchone() is None:
+    row = await cursor.fetchone()
+    if row is None:
         raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
+    messages = state["messages"]
+    stored = min(row[0], len(messages))
+    await db.execute("DELETE FROM bubbles WHERE turn_id = %s AND n >= %s", (turn_id, stored))
+    if stored < len(messages):
+        async with db.cursor() as c:
+            await c.executemany(
+                "INSERT INTO bubbles VALUES (%s, %s, %s)",
+                [(turn_id, n, Jsonb(messages[n])) for n in range(stored, len(messages))],
+            )
+    await db.execute(
+        "UPDATE turns SET state = %s, version = %s, status = %s, n_messages = %s"
+        " WHERE turn_id = %s",
+        (Jsonb(_bare(state)), state["version"], state["status"], len(messages), turn_id),
+    )
+
+
+def _bare(state: dict[str, Any]) -> dict[str, Any]:
+    """The state without its messages, which are stored one row each."""
+    return {k: v for k, v in state.items() if k != "messages"}
+
+
+async def _bubbles(db: Connection, turn_id: str, count: int) -> list[dict[str, Any]]:
+    cursor = await db.execute(
+        "SELECT body FROM bubbles WHERE turn_id = %s AND n < %s ORDER BY n", (turn_id, count)
+    )
+    return [b for (b,) in await cursor.fetchall()]
 
 
 async def _take_over(
@@ -344,20 +383,24 @@ async def _take_over(
     cursor = await db.execute(
         f"UPDATE turns SET fence = fence + 1, lease_expires = {NOW} + %s"
         f" WHERE turn_id = %s AND NOT done AND {condition}"
-        " RETURNING fence, conversation_id, question, wire, version, message_offset, state, usage",
+        " RETURNING fence, conversation_id, question, wire, version, message_offset, state, usage,"
+        " n_messages",
         params,
     )
     row = await cursor.fetchone()
     if row is None:
         return None
-    new_fence, conversation_id, question, wire, version, offset, state, usage = row
-    cursor = await db.execute("SELECT state FROM checkpoints WHERE turn_id = %s", (turn_id,))
+    new_fence, conversation_id, question, wire, version, offset, state, usage, count = row
+    cursor = await db.execute(
+        "SELECT state, n_messages FROM checkpoints WHERE turn_id = %s", (turn_id,)
+    )
     checkpoint = await cursor.fetchone()
     cursor = await db.execute(
         "SELECT body FROM messages WHERE turn_id = %s ORDER BY seq DESC LIMIT 1", (turn_id,)
     )
     last = await cursor.fetchone()
     recovered = dict(checkpoint[0]) if checkpoint else dict(state)
+    recovered["messages"] = await _bubbles(db, turn_id, checkpoint[1] if checkpoint else count)
     return Recovery(
         turn_id=turn_id,
         conversation_id=conversation_id,

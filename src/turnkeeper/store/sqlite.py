@@ -29,7 +29,7 @@ NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
-        "conversations, turns, history, checkpoints",
+        "conversations, turns, history, published messages, checkpoints",
         """
         CREATE TABLE conversations (
             conversation_id TEXT PRIMARY KEY,
@@ -64,10 +64,17 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         );
         CREATE INDEX messages_by_conversation ON messages (conversation_id, seq);
         CREATE INDEX messages_by_turn ON messages (turn_id, seq);
+        CREATE TABLE bubbles (
+            turn_id TEXT NOT NULL,
+            n INTEGER NOT NULL,
+            body TEXT NOT NULL,
+            PRIMARY KEY (turn_id, n)
+        );
         CREATE TABLE checkpoints (
             turn_id TEXT PRIMARY KEY,
             iteration INTEGER NOT NULL,
-            state TEXT NOT NULL
+            state TEXT NOT NULL,
+            n_messages INTEGER NOT NULL
         );
         """,
     ),
@@ -159,13 +166,16 @@ class SqliteStore:
                             turn_id,
                             conversation_id,
                             question,
-                            _dump(first),
+                            _dump(_bare(first)),
                             offset,
                             _dump(first["usage"]),
                         ),
                     )
                 except sqlite3.IntegrityError as e:
                     raise Busy(f"conversation {conversation_id} has a turn that is not done") from e
+                db.execute(
+                    "INSERT INTO bubbles VALUES (?, 0, ?)", (turn_id, _dump(first["messages"][0]))
+                )
             return Turn(turn_id, conversation_id, question, 1, offset, False)
 
         return await self._run(insert)
@@ -187,19 +197,23 @@ class SqliteStore:
     async def state_after(self, turn_id: str, after: int) -> dict[str, Any] | None:
         def read(db: sqlite3.Connection) -> dict[str, Any] | None:
             row = db.execute(
-                "SELECT state FROM turns WHERE turn_id = ? AND version > ?", (turn_id, after)
+                "SELECT state, n_messages FROM turns WHERE turn_id = ? AND version > ?",
+                (turn_id, after),
             ).fetchone()
-            return None if row is None else _load(row[0])
+            if row is None:
+                return None
+            return {**_load(row[0]), "messages": _bubbles(db, turn_id, row[1])}
 
         return await self._run(read)
 
     async def transcript(self, conversation_id: str) -> list[dict[str, Any]]:
         def read(db: sqlite3.Connection) -> list[dict[str, Any]]:
             rows = db.execute(
-                "SELECT state FROM turns WHERE conversation_id = ? ORDER BY seq",
+                "SELECT b.body FROM turns t JOIN bubbles b ON b.turn_id = t.turn_id"
+                " WHERE t.conversation_id = ? AND b.n < t.n_messages ORDER BY t.seq, b.n",
                 (conversation_id,),
             ).fetchall()
-            return [m for (s,) in rows for m in _load(s)["messages"]]
+            return [_load(b) for (b,) in rows]
 
         return await self._run(read)
 
@@ -270,7 +284,8 @@ class SqliteStore:
 
     async def publish(self, turn_id: str, fence: int, state: dict[str, Any]) -> None:
         def update(db: sqlite3.Connection) -> None:
-            _publish(db, turn_id, fence, state)
+            with _transaction(db):
+                _publish(db, turn_id, fence, state)
 
         await self._run(update)
 
@@ -283,15 +298,16 @@ class SqliteStore:
         state: dict[str, Any],
     ) -> None:
         bodies = [_dump(m) for m in appended]
-        snapshot = _dump(state)
+        snapshot, n_messages = _dump(_bare(state)), len(state["messages"])
 
         def write(db: sqlite3.Connection) -> None:
             with _transaction(db):
                 _append(db, turn_id, fence, bodies)
                 db.execute(
-                    "INSERT INTO checkpoints VALUES (?, ?, ?) ON CONFLICT (turn_id)"
-                    " DO UPDATE SET iteration = excluded.iteration, state = excluded.state",
-                    (turn_id, iteration, snapshot),
+                    "INSERT INTO checkpoints VALUES (?, ?, ?, ?) ON CONFLICT (turn_id)"
+                    " DO UPDATE SET iteration = excluded.iteration, state = excluded.state,"
+                    " n_messages = excluded.n_messages",
+                    (turn_id, iteration, snapshot, n_messages),
                 )
 
         await self._run(write)
@@ -374,20 +390,35 @@ def _append(db: sqlite3.Connection, turn_id: str, fence: int, bodies: Sequence[s
 
 
 def _publish(db: sqlite3.Connection, turn_id: str, fence: int, state: dict[str, Any]) -> None:
-    cursor = db.execute(
-        "UPDATE turns SET state = ?, version = ?, status = ?, n_messages = ?"
-        " WHERE turn_id = ? AND fence = ? AND done = 0 AND version < ?",
-        (
-            _dump(state),
-            state["version"],
-            state["status"],
-            len(state["messages"]),
-            turn_id,
-            fence,
-            state["version"],
-        ),
+    """Write the state; of its messages (which only grow) only those not stored yet."""
+    row = db.execute(
+        "SELECT n_messages FROM turns WHERE turn_id = ? AND fence = ? AND done = 0 AND version < ?",
+        (turn_id, fence, state["version"]),
+    ).fetchone()
+    if row is None:
+        raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
+    messages, stored = state["messages"], min(row[0], len(state["messages"]))
+    db.execute("DELETE FROM bubbles WHERE turn_id = ? AND n >= ?", (turn_id, stored))
+    db.executemany(
+        "INSERT INTO bubbles VALUES (?, ?, ?)",
+        [(turn_id, n, _dump(messages[n])) for n in range(stored, len(messages))],
     )
-    _check(cursor.rowcount, turn_id, fence)
+    db.execute(
+        "UPDATE turns SET state = ?, version = ?, status = ?, n_messages = ? WHERE turn_id = ?",
+        (_dump(_bare(state)), state["version"], state["status"], len(messages), turn_id),
+    )
+
+
+def _bare(state: dict[str, Any]) -> dict[str, Any]:
+    """The state without its messages, which are stored one row each."""
+    return {k: v for k, v in state.items() if k != "messages"}
+
+
+def _bubbles(db: sqlite3.Connection, turn_id: str, count: int) -> list[dict[str, Any]]:
+    rows = db.execute(
+        "SELECT body FROM bubbles WHERE turn_id = ? AND n < ? ORDER BY n", (turn_id, count)
+    ).fetchall()
+    return [_load(b) for (b,) in rows]
 
 
 def _take_over(
@@ -399,19 +430,21 @@ def _take_over(
     row = db.execute(
         f"UPDATE turns SET fence = fence + 1, lease_expires = {NOW} + :lease"
         f" WHERE turn_id = :turn_id AND done = 0 AND {condition}"
-        " RETURNING fence, conversation_id, question, wire, version, message_offset, state, usage",
+        " RETURNING fence, conversation_id, question, wire, version, message_offset, state, usage,"
+        " n_messages",
         {"turn_id": turn_id, "fence": fence, "lease": lease},
     ).fetchone()
     if row is None:
         return None
-    new_fence, conversation_id, question, wire, version, offset, state, usage = row
+    new_fence, conversation_id, question, wire, version, offset, state, usage, count = row
     checkpoint = db.execute(
-        "SELECT state FROM checkpoints WHERE turn_id = ?", (turn_id,)
+        "SELECT state, n_messages FROM checkpoints WHERE turn_id = ?", (turn_id,)
     ).fetchone()
     last = db.execute(
         "SELECT body FROM messages WHERE turn_id = ? ORDER BY seq DESC LIMIT 1", (turn_id,)
     ).fetchone()
     recovered = _load(checkpoint[0]) if checkpoint else _load(state)
+    recovered["messages"] = _bubbles(db, turn_id, checkpoint[1] if checkpoint else count)
     return Recovery(
         turn_id=turn_id,
         conversation_id=conversation_id,
