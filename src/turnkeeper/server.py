@@ -95,6 +95,8 @@ async def work(settings: Settings, provider: Provider) -> None:
 async def _queue(settings: Settings, job: TurnJob) -> AsyncIterator[Queue]:
     if settings.worker:
         local = LocalQueue(job, concurrency=settings.concurrency)
+        for turn_id in await job.store.queued():  # left queued when the process last stopped
+            await local.enqueue(turn_id)
         try:
             yield local
         finally:

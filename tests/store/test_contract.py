@@ -63,6 +63,14 @@ async def test_one_open_turn_per_conversation(store: Store) -> None:
     assert second.message_offset == 2, "message ids continue after the earlier turns"
 
 
+async def test_queued_turns_are_listed_until_claimed(store: Store) -> None:
+    _, first = await queued_turn(store)
+    _, second = await queued_turn(store)
+    assert await store.queued() == [first, second]
+    assert await store.claim(first, 30, "anthropic") == 1
+    assert await store.queued() == [second]
+
+
 async def test_a_turn_is_claimed_once(store: Store) -> None:
     _, turn_id = await queued_turn(store)
     fences = await asyncio.gather(*(store.claim(turn_id, 30, "anthropic") for _ in range(4)))

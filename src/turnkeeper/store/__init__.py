@@ -114,6 +114,10 @@ class Store(Protocol):
         """The conversation's history in its wire format, oldest first."""
         ...
 
+    async def queued(self) -> list[str]:
+        """Turns waiting to be claimed, oldest first."""
+        ...
+
     async def claim(self, turn_id: str, lease: float, wire: str) -> int | None:
         """Move a queued turn to running under a lease; its fence, or None if not queued."""
         ...

@@ -235,6 +235,10 @@ class PostgresStore:
         )
         return [b for (b,) in rows]
 
+    async def queued(self) -> list[str]:
+        rows = await self._all("SELECT turn_id FROM turns WHERE status = 'queued' ORDER BY seq")
+        return [str(t) for (t,) in rows]
+
     async def claim(self, turn_id: str, lease: float, wire: str) -> int | None:
         row = await self._one(
             "UPDATE turns SET status = 'running', fence = fence + 1,"

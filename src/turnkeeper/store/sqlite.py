@@ -242,6 +242,13 @@ class SqliteStore:
 
         return await self._run(read)
 
+    async def queued(self) -> list[str]:
+        def read(db: sqlite3.Connection) -> list[str]:
+            rows = db.execute("SELECT turn_id FROM turns WHERE status = 'queued' ORDER BY seq")
+            return [str(t) for (t,) in rows.fetchall()]
+
+        return await self._run(read)
+
     async def claim(self, turn_id: str, lease: float, wire: str) -> int | None:
         def update(db: sqlite3.Connection) -> int | None:
             row = db.execute(
