@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from turnkeeper.store import Store, open_store
 
 PROVIDER_VARIABLES = (
     "ANTHROPIC_API_KEY",
@@ -56,3 +60,34 @@ def _no_real_providers(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+
+
+# ---- stores: every store test runs on SQLite and on PostgreSQL --------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_database() -> Iterator[str]:
+    from databases import test_database
+
+    with test_database() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of an empty store of each kind."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'turnkeeper.db'}"
+        return
+    from databases import fresh_schema
+
+    with fresh_schema(request.getfixturevalue("postgres_database")) as url:
+        yield url
+
+
+@pytest.fixture
+async def store(store_url: str) -> AsyncIterator[Store]:
+    """An open, migrated store of each kind."""
+    opened = await open_store(store_url)
+    yield opened
+    await opened.close()

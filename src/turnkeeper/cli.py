@@ -1,4 +1,4 @@
-"""The command line: `demo`, `run`, `replay`, `trace`.
+"""The command line: `demo`, `run`, `replay`, `trace`, `serve`, `worker`.
 
 Exit codes: 0 when the command did its work (whatever the turn's outcome), 1
 when a replay differs from its trace, 2 with a one-line error for unusable
@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import re
 import sys
@@ -90,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     show = trace_commands.add_parser("show", help="one row per model call, and totals")
     show.add_argument("trace", type=Path)
     show.add_argument("--json", action="store_true")
+    _add_serving_commands(commands)
     return parser
 
 
@@ -251,4 +253,91 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"demo": cmd_demo, "run": cmd_run, "replay": cmd_replay, "trace": cmd_trace}
+# ---- serve and worker ------------------------------------------------------------
+
+
+def _add_serving_commands(commands: Any) -> None:
+    serve = commands.add_parser("serve", help="serve the HTTP API (and run turns)")
+    _serving_options(serve)
+    serve.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1")
+    serve.add_argument("--port", type=port, default=8000, help="default 8000")
+    serve.add_argument(
+        "--no-worker",
+        action="store_true",
+        help="only queue turns, for `turnkeeper worker` processes (PostgreSQL)",
+    )
+    worker = commands.add_parser("worker", help="run queued turns from PostgreSQL")
+    _serving_options(worker)
+
+
+def _serving_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--database",
+        metavar="URL",
+        help="sqlite:///path.db or postgresql://user@host:port/db "
+        "(env TURNKEEPER_DATABASE_URL; default sqlite:///turnkeeper.db)",
+    )
+    parser.add_argument(
+        "--provider", choices=["anthropic", "openai", "demo"], help="env TURNKEEPER_PROVIDER"
+    )
+    parser.add_argument("--model", help="env TURNKEEPER_MODEL")
+    parser.add_argument("--concurrency", type=positive_int, default=4, help="turns at once")
+    parser.add_argument(
+        "--lease", type=seconds, default=30.0, help="seconds a turn's lease lasts (default 30)"
+    )
+
+
+def port(text: str) -> int:
+    if not re.fullmatch(r"\d+", text.strip()) or not 0 < int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number")
+    return int(text)
+
+
+def _provider(args: argparse.Namespace) -> Provider:
+    """The model `serve` and `worker` use (ARCHITECTURE §6); only the demo model for now."""
+    name = args.provider or os.environ.get("TURNKEEPER_PROVIDER") or "demo"
+    if name != "demo":
+        raise ConfigError(f"the {name!r} provider is not available in this build; use demo")
+    return DemoProvider()
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from .server import Settings
+    from .store import DEFAULT_URL, parse_url
+
+    database = args.database or os.environ.get("TURNKEEPER_DATABASE_URL") or DEFAULT_URL
+    parse_url(database)
+    return Settings(
+        database=database,
+        host=getattr(args, "host", "127.0.0.1"),
+        port=getattr(args, "port", 8000),
+        worker=not getattr(args, "no_worker", False),
+        concurrency=args.concurrency,
+        lease=args.lease,
+    )
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .server import serve
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    asyncio.run(serve(_settings(args), _provider(args)))
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from .server import work
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    asyncio.run(work(_settings(args), _provider(args)))
+    return 0
+
+
+COMMANDS = {
+    "demo": cmd_demo,
+    "run": cmd_run,
+    "replay": cmd_replay,
+    "trace": cmd_trace,
+    "serve": cmd_serve,
+    "worker": cmd_worker,
+}

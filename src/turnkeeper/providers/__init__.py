@@ -17,7 +17,7 @@ from ..wire import Message, Reply, ToolResult, ToolSpec
 
 # Each wire format is a module of pure functions: parse_reply(body) -> Reply,
 # user_message(text), tool_results(results), recorded_results(history),
-# message_text(message).
+# message_text(message), tool_uses(assistant_message).
 WIRES = {"anthropic": "messages_api", "openai": "chat_api"}
 
 

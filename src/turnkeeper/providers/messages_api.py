@@ -117,6 +117,18 @@ def tool_results(results: Sequence[ToolResult]) -> list[Message]:
     return [{"role": "user", "content": blocks}]
 
 
+def tool_uses(message: Message) -> tuple[ToolUse, ...]:
+    """The client tool uses of an assistant history message (none for any other message)."""
+    content = message.get("content")
+    if message.get("role") != "assistant" or not isinstance(content, list):
+        return ()
+    return tuple(
+        ToolUse(id=str(b.get("id")), name=str(b.get("name")), input=b.get("input"))
+        for b in content
+        if isinstance(b, dict) and b.get("type") == "tool_use"
+    )
+
+
 def message_text(message: Message) -> str:
     """The text of a history message, whether its content is a string or blocks."""
     content = message.get("content")

@@ -1,0 +1,420 @@
+"""The shared store: PostgreSQL through psycopg 3 (async), for the API and any number of workers.
+
+The same database holds procrastinate's job queue: its schema is one of the
+numbered migrations here, so `migrate()` prepares everything a deployment
+needs. Lease times come from the database's clock, the one clock every
+machine shares. Fenced writes lock the turn's row (`FOR UPDATE`), so a write
+and a take-over never interleave.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import ConfigError
+from ..usage import Usage
+from ..wire import Message
+from . import Busy, FenceLost, Recovery, Turn, new_id
+from . import sqlite as _sqlite
+
+try:
+    import psycopg
+    from psycopg.rows import TupleRow
+    from psycopg.types.json import Jsonb
+    from psycopg_pool import AsyncConnectionPool
+except ImportError as e:  # pragma: no cover - depends on the installed extras
+    raise ConfigError(
+        "PostgreSQL needs the postgres extra: pip install 'turnkeeper[postgres]'"
+    ) from e
+
+from .. import state as published
+
+NOW = "extract(epoch from clock_timestamp())"
+MIGRATION_LOCK = 7_301_880_451  # pg_advisory_xact_lock key: one migrator at a time
+REFUSED = _sqlite.REFUSED
+
+Connection = psycopg.AsyncConnection[TupleRow]
+
+
+def _procrastinate_schema() -> str:
+    from procrastinate.schema import SchemaManager
+
+    return str(SchemaManager.get_schema())
+
+
+MIGRATIONS: tuple[tuple[str, Any], ...] = (
+    (
+        "conversations, turns, history, published messages, checkpoints",
+        """
+        CREATE TABLE conversations (
+            conversation_id text PRIMARY KEY,
+            token_hash text NOT NULL,
+            created timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE TABLE turns (
+            seq bigserial PRIMARY KEY,
+            turn_id text NOT NULL UNIQUE,
+            conversation_id text NOT NULL REFERENCES conversations (conversation_id),
+            question text NOT NULL,
+            status text NOT NULL,
+            done boolean NOT NULL DEFAULT false,
+            version integer NOT NULL,
+            state jsonb NOT NULL,
+            n_messages integer NOT NULL,
+            message_offset integer NOT NULL,
+            fence integer NOT NULL DEFAULT 0,
+            lease_expires double precision,
+            wire text,
+            cancel boolean NOT NULL DEFAULT false,
+            usage jsonb NOT NULL DEFAULT '{}',
+            created timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE UNIQUE INDEX turns_one_open ON turns (conversation_id) WHERE NOT done;
+        CREATE INDEX turns_leases ON turns (lease_expires) WHERE status = 'running';
+        CREATE TABLE messages (
+            seq bigserial PRIMARY KEY,
+            conversation_id text NOT NULL,
+            turn_id text NOT NULL,
+            body jsonb NOT NULL
+        );
+        CREATE INDEX messages_by_conversation ON messages (conversation_id, seq);
+        CREATE INDEX messages_by_turn ON messages (turn_id, seq);
+        CREATE TABLE bubbles (
+            turn_id text NOT NULL,
+            n integer NOT NULL,
+            body jsonb NOT NULL,
+            PRIMARY KEY (turn_id, n)
+        );
+        CREATE TABLE checkpoints (
+            turn_id text PRIMARY KEY,
+            iteration integer NOT NULL,
+            state jsonb NOT NULL,
+            n_messages integer NOT NULL
+        );
+        """,
+    ),
+    ("procrastinate's job queue", _procrastinate_schema),
+)
+
+
+class PostgresStore:
+    def __init__(self, pool: AsyncConnectionPool[Connection]) -> None:
+        self.pool = pool
+
+    @classmethod
+    async def connect(cls, url: str, *, max_size: int = 4) -> PostgresStore:
+        pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
+            url, min_size=1, max_size=max_size, open=False, kwargs={"autocommit": True}
+        )
+        try:
+            await pool.open(wait=True, timeout=10.0)
+        except psycopg.Error as e:  # PoolTimeout is one
+            await pool.close()
+            raise ConfigError(f"cannot connect to PostgreSQL: {e}") from e
+        return cls(pool)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    async def _one(self, sql: Any, params: Any = None) -> Any:
+        async with self.pool.connection() as db:
+            cursor = await db.execute(sql, params)
+            return await cursor.fetchone()
+
+    async def _all(self, sql: Any, params: Any = None) -> list[Any]:
+        async with self.pool.connection() as db:
+            cursor = await db.execute(sql, params)
+            return await cursor.fetchall()
+
+    # ---- migrations ----------------------------------------------------------
+
+    async def migrate(self) -> None:
+        async with self.pool.connection() as db, db.transaction():
+            await db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            await db.execute(
+                "CREATE TABLE IF NOT EXISTS turnkeeper_migrations (number integer PRIMARY KEY,"
+                " name text NOT NULL, applied timestamptz NOT NULL DEFAULT now())"
+            )
+            cursor = await db.execute("SELECT number FROM turnkeeper_migrations")
+            done = {n for (n,) in await cursor.fetchall()}
+            for number, (name, sql) in enumerate(MIGRATIONS, start=1):
+                if number in done:
+                    continue
+                await db.execute(sql() if callable(sql) else sql)
+                await db.execute(
+                    "INSERT INTO turnkeeper_migrations (number, name) VALUES (%s, %s)",
+                    (number, name),
+                )
+
+    # ---- the API's side ------------------------------------------------------
+
+    async def create_conversation(self, token_hash: str) -> str:
+        conversation_id = new_id("c")
+        await self._one(
+            "INSERT INTO conversations (conversation_id, token_hash) VALUES (%s, %s)"
+            " RETURNING conversation_id",
+            (conversation_id, token_hash),
+        )
+        return conversation_id
+
+    async def token_hash(self, conversation_id: str) -> str | None:
+        row = await self._one(
+            "SELECT token_hash FROM conversations WHERE conversation_id = %s", (conversation_id,)
+        )
+        return None if row is None else str(row[0])
+
+    async def create_turn(self, conversation_id: str, question: str) -> Turn:
+        turn_id = new_id("t")
+        async with self.pool.connection() as db:
+            try:
+                async with db.transaction():
+                    cursor = await db.execute(
+                        "SELECT COALESCE(SUM(n_messages), 0) FROM turns WHERE conversation_id = %s",
+                        (conversation_id,),
+                    )
+                    (offset,) = await cursor.fetchone() or (0,)
+                    first = published.queued(turn_id, conversation_id, question, int(offset))
+                    await db.execute(
+                        "INSERT INTO turns (turn_id, conversation_id, question, status, version,"
+                        " state, n_messages, message_offset, usage)"
+                        " VALUES (%s, %s, %s, 'queued', 1, %s, 1, %s, %s)",
+                        (turn_id, conversation_id, question, Jsonb(_bare(first)), offset,
+                         Jsonb(first["usage"])),
+                    )  # fmt: skip
+                    await db.execute(
+                        "INSERT INTO bubbles VALUES (%s, 0, %s)",
+                        (turn_id, Jsonb(first["messages"][0])),
+                    )
+            except psycopg.errors.UniqueViolation as e:
+                raise Busy(f"conversation {conversation_id} has a turn that is not done") from e
+        return Turn(turn_id, conversation_id, question, 1, int(offset), False)
+
+    async def turn(self, turn_id: str) -> Turn | None:
+        row = await self._one(
+            "SELECT turn_id, conversation_id, question, version, message_offset, done"
+            " FROM turns WHERE turn_id = %s",
+            (turn_id,),
+        )
+        return None if row is None else Turn(*row)
+
+    async def state_after(self, turn_id: str, after: int) -> dict[str, Any] | None:
+        async with self.pool.connection() as db:
+            cursor = await db.execute(
+                "SELECT state, n_messages FROM turns WHERE turn_id = %s AND version > %s",
+                (turn_id, after),
+            )
+            row = await cursor.fetchone()
+            if row is None:
+                return None
+            return {**row[0], "messages": await _bubbles(db, turn_id, row[1])}
+
+    async def transcript(self, conversation_id: str) -> list[dict[str, Any]]:
+        rows = await self._all(
+            "SELECT b.body FROM turns t JOIN bubbles b ON b.turn_id = t.turn_id"
+            " WHERE t.conversation_id = %s AND b.n < t.n_messages ORDER BY t.seq, b.n",
+            (conversation_id,),
+        )
+        return [b for (b,) in rows]
+
+    async def request_cancel(self, turn_id: str) -> None:
+        async with self.pool.connection() as db:
+            await db.execute(
+                "UPDATE turns SET cancel = true WHERE turn_id = %s AND NOT done", (turn_id,)
+            )
+
+    async def counts(self) -> dict[str, int]:
+        rows = await self._all("SELECT status, COUNT(*) FROM turns GROUP BY status")
+        return {str(s): int(n) for s, n in rows}
+
+    # ---- the worker's side ---------------------------------------------------
+
+    async def history(self, conversation_id: str) -> list[Message]:
+        rows = await self._all(
+            "SELECT body FROM messages WHERE conversation_id = %s ORDER BY seq", (conversation_id,)
+        )
+        return [b for (b,) in rows]
+
+    async def queued(self) -> list[str]:
+        rows = await self._all("SELECT turn_id FROM turns WHERE status = 'queued' ORDER BY seq")
+        return [str(t) for (t,) in rows]
+
+    async def claim(self, turn_id: str, lease: float, wire: str) -> int | None:
+        row = await self._one(
+            "UPDATE turns SET status = 'running', fence = fence + 1,"
+            f" lease_expires = {NOW} + %s, wire = %s"
+            " WHERE turn_id = %s AND status = 'queued' AND NOT done RETURNING fence",
+            (lease, wire, turn_id),
+        )
+        return None if row is None else int(row[0])
+
+    async def renew(self, turn_id: str, fence: int, lease: float) -> bool:
+        row = await self._one(
+            f"UPDATE turns SET lease_expires = {NOW} + %s"
+            " WHERE turn_id = %s AND fence = %s AND NOT done RETURNING fence",
+            (lease, turn_id, fence),
+        )
+        return row is not None
+
+    async def cancel_requested(self, turn_id: str) -> bool:
+        row = await self._one("SELECT cancel FROM turns WHERE turn_id = %s", (turn_id,))
+        return row is not None and bool(row[0])
+
+    async def record_usage(self, turn_id: str, fence: int, usage: Usage) -> None:
+        row = await self._one(
+            "UPDATE turns SET usage = %s WHERE turn_id = %s AND fence = %s AND NOT done"
+            " RETURNING fence",
+            (Jsonb(usage.as_dict()), turn_id, fence),
+        )
+        if row is None:
+            raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
+
+    async def publish(self, turn_id: str, fence: int, state: dict[str, Any]) -> None:
+        async with self.pool.connection() as db, db.transaction():
+            await _publish(db, turn_id, fence, state)
+
+    async def checkpoint(
+        self,
+        turn_id: str,
+        fence: int,
+        iteration: int,
+        appended: Sequence[Message],
+        state: dict[str, Any],
+    ) -> None:
+        async with self.pool.connection() as db, db.transaction():
+            await _append(db, turn_id, fence, appended)
+            await db.execute(
+                "INSERT INTO checkpoints VALUES (%s, %s, %s, %s) ON CONFLICT (turn_id)"
+                " DO UPDATE SET iteration = excluded.iteration, state = excluded.state,"
+                " n_messages = excluded.n_messages",
+                (turn_id, iteration, Jsonb(_bare(state)), len(state["messages"])),
+            )
+
+    async def finish(
+        self,
+        turn_id: str,
+        fence: int,
+        appended: Sequence[Message],
+        state: dict[str, Any],
+        usage: Usage,
+    ) -> None:
+        async with self.pool.connection() as db, db.transaction():
+            await _append(db, turn_id, fence, appended)
+            await _publish(db, turn_id, fence, state)
+            await db.execute(
+                "UPDATE turns SET usage = %s, done = true, lease_expires = NULL, cancel = false"
+                " WHERE turn_id = %s",
+                (Jsonb(usage.as_dict()), turn_id),
+            )
+            await db.execute("DELETE FROM checkpoints WHERE turn_id = %s", (turn_id,))
+
+    # ---- the sweeper's side --------------------------------------------------
+
+    async def expired(self) -> list[str]:
+        rows = await self._all(
+            "SELECT turn_id FROM turns WHERE status = 'running' AND NOT done"
+            f" AND lease_expires < {NOW} ORDER BY lease_expires"
+        )
+        return [str(t) for (t,) in rows]
+
+    async def take_over(
+        self, turn_id: str, fence: int | None = None, lease: float = 30.0
+    ) -> Recovery | None:
+        async with self.pool.connection() as db, db.transaction():
+            return await _take_over(db, turn_id, fence, lease)
+
+
+async def _append(db: Connection, turn_id: str, fence: int, appended: Sequence[Message]) -> None:
+    cursor = await db.execute(
+        "SELECT conversation_id FROM turns WHERE turn_id = %s AND fence = %s AND NOT done"
+        " FOR UPDATE",
+        (turn_id, fence),
+    )
+    row = await cursor.fetchone()
+    if row is None:
+        raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
+    if appended:
+        async with db.cursor() as c:
+            await c.executemany(
+                "INSERT INTO messages (conversation_id, turn_id, body) VALUES (%s, %s, %s)",
+                [(row[0], turn_id, Jsonb(m)) for m in appended],
+            )
+
+
+async def _publish(db: Connection, turn_id: str, fence: int, state: dict[str, Any]) -> None:
+    """Write the state; of its messages (which only grow) only those not stored yet."""
+    cursor = await db.execute(
+        "SELECT n_messages FROM turns WHERE turn_id = %s AND fence = %s AND NOT done"
+        " AND version < %s FOR UPDATE",
+        (turn_id, fence, state["version"]),
+    )
+    row = await cursor.fetchone()
+    if row is None:
+        raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
+    messages = state["messages"]
+    stored = min(row[0], len(messages))
+    await db.execute("DELETE FROM bubbles WHERE turn_id = %s AND n >= %s", (turn_id, stored))
+    if stored < len(messages):
+        async with db.cursor() as c:
+            await c.executemany(
+                "INSERT INTO bubbles VALUES (%s, %s, %s)",
+                [(turn_id, n, Jsonb(messages[n])) for n in range(stored, len(messages))],
+            )
+    await db.execute(
+        "UPDATE turns SET state = %s, version = %s, status = %s, n_messages = %s"
+        " WHERE turn_id = %s",
+        (Jsonb(_bare(state)), state["version"], state["status"], len(messages), turn_id),
+    )
+
+
+def _bare(state: dict[str, Any]) -> dict[str, Any]:
+    """The state without its messages, which are stored one row each."""
+    return {k: v for k, v in state.items() if k != "messages"}
+
+
+async def _bubbles(db: Connection, turn_id: str, count: int) -> list[dict[str, Any]]:
+    cursor = await db.execute(
+        "SELECT body FROM bubbles WHERE turn_id = %s AND n < %s ORDER BY n", (turn_id, count)
+    )
+    return [b for (b,) in await cursor.fetchall()]
+
+
+async def _take_over(
+    db: Connection, turn_id: str, fence: int | None, lease: float
+) -> Recovery | None:
+    condition = f"status = 'running' AND lease_expires < {NOW}" if fence is None else "fence = %s"
+    params: tuple[Any, ...] = (lease, turn_id) if fence is None else (lease, turn_id, fence)
+    cursor = await db.execute(
+        f"UPDATE turns SET fence = fence + 1, lease_expires = {NOW} + %s"
+        f" WHERE turn_id = %s AND NOT done AND {condition}"
+        " RETURNING fence, conversation_id, question, wire, version, message_offset, state, usage,"
+        " n_messages",
+        params,
+    )
+    row = await cursor.fetchone()
+    if row is None:
+        return None
+    new_fence, conversation_id, question, wire, version, offset, state, usage, count = row
+    cursor = await db.execute(
+        "SELECT state, n_messages FROM checkpoints WHERE turn_id = %s", (turn_id,)
+    )
+    checkpoint = await cursor.fetchone()
+    cursor = await db.execute(
+        "SELECT body FROM messages WHERE turn_id = %s ORDER BY seq DESC LIMIT 1", (turn_id,)
+    )
+    last = await cursor.fetchone()
+    recovered = dict(checkpoint[0]) if checkpoint else dict(state)
+    recovered["messages"] = await _bubbles(db, turn_id, checkpoint[1] if checkpoint else count)
+    return Recovery(
+        turn_id=turn_id,
+        conversation_id=conversation_id,
+        fence=new_fence,
+        question=question,
+        wire=wire,
+        version=max(version, int(recovered.get("version", 0))),
+        message_offset=offset,
+        state=recovered,
+        checkpointed=checkpoint is not None,
+        last_message=last[0] if last else None,
+        usage=Usage.from_dict(usage),
+    )

@@ -1,0 +1,491 @@
+"""The embedded store: one SQLite file in WAL mode, `synchronous=NORMAL`.
+
+sqlite3 is blocking, so every call runs on one thread of its own and the
+event loop never waits on the disk. Several processes may share the file
+(a worker beside the server): writes take `BEGIN IMMEDIATE` and wait for each
+other up to the busy timeout. Lease times come from SQLite's own clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .. import state as published
+from ..errors import ConfigError
+from ..usage import Usage
+from ..wire import Message
+from . import Busy, FenceLost, Recovery, Turn, new_id
+
+T = TypeVar("T")
+
+NOW = "((julianday('now') - 2440587.5) * 86400.0)"
+
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    (
+        "conversations, turns, history, published messages, checkpoints",
+        """
+        CREATE TABLE conversations (
+            conversation_id TEXT PRIMARY KEY,
+            token_hash TEXT NOT NULL,
+            created REAL NOT NULL
+        );
+        CREATE TABLE turns (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            turn_id TEXT NOT NULL UNIQUE,
+            conversation_id TEXT NOT NULL REFERENCES conversations (conversation_id),
+            question TEXT NOT NULL,
+            status TEXT NOT NULL,
+            done INTEGER NOT NULL DEFAULT 0,
+            version INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            n_messages INTEGER NOT NULL,
+            message_offset INTEGER NOT NULL,
+            fence INTEGER NOT NULL DEFAULT 0,
+            lease_expires REAL,
+            wire TEXT,
+            cancel INTEGER NOT NULL DEFAULT 0,
+            usage TEXT NOT NULL DEFAULT '{}',
+            created REAL NOT NULL
+        );
+        CREATE UNIQUE INDEX turns_one_open ON turns (conversation_id) WHERE done = 0;
+        CREATE INDEX turns_leases ON turns (lease_expires) WHERE status = 'running';
+        CREATE TABLE messages (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            conversation_id TEXT NOT NULL,
+            turn_id TEXT NOT NULL,
+            body TEXT NOT NULL
+        );
+        CREATE INDEX messages_by_conversation ON messages (conversation_id, seq);
+        CREATE INDEX messages_by_turn ON messages (turn_id, seq);
+        CREATE TABLE bubbles (
+            turn_id TEXT NOT NULL,
+            n INTEGER NOT NULL,
+            body TEXT NOT NULL,
+            PRIMARY KEY (turn_id, n)
+        );
+        CREATE TABLE checkpoints (
+            turn_id TEXT PRIMARY KEY,
+            iteration INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            n_messages INTEGER NOT NULL
+        );
+        """,
+    ),
+)
+
+REFUSED = "turn {turn_id}: write with fence {fence} refused: the turn was finalised or taken over"
+
+
+class SqliteStore:
+    def __init__(self, path: str | Path, *, busy_timeout: float = 10.0) -> None:
+        self.path = str(path)
+        self.busy_timeout = busy_timeout
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="turnkeeper-sqlite")
+        self._db: sqlite3.Connection | None = None
+
+    # ---- plumbing ------------------------------------------------------------
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._call, fn)
+
+    def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._db is None:
+            self._db = self._connect()
+        return fn(self._db)
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+            db.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.Error as e:
+            raise ConfigError(f"cannot open the SQLite database {self.path}: {e}") from e
+        db.execute("PRAGMA synchronous = NORMAL")
+        db.execute("PRAGMA foreign_keys = ON")
+        return db
+
+    async def close(self) -> None:
+        def close(db: sqlite3.Connection) -> None:
+            db.close()
+            self._db = None
+
+        if self._db is not None:
+            await self._run(close)
+        self._executor.shutdown(wait=True)
+
+    # ---- migrations ----------------------------------------------------------
+
+    async def migrate(self) -> None:
+        await self._run(_migrate)
+
+    # ---- the API's side ------------------------------------------------------
+
+    async def create_conversation(self, token_hash: str) -> str:
+        conversation_id = new_id("c")
+
+        def insert(db: sqlite3.Connection) -> None:
+            db.execute(
+                f"INSERT INTO conversations VALUES (?, ?, {NOW})", (conversation_id, token_hash)
+            )
+
+        await self._run(insert)
+        return conversation_id
+
+    async def token_hash(self, conversation_id: str) -> str | None:
+        def read(db: sqlite3.Connection) -> str | None:
+            row = db.execute(
+                "SELECT token_hash FROM conversations WHERE conversation_id = ?", (conversation_id,)
+            ).fetchone()
+            return None if row is None else str(row[0])
+
+        return await self._run(read)
+
+    async def create_turn(self, conversation_id: str, question: str) -> Turn:
+        turn_id = new_id("t")
+
+        def insert(db: sqlite3.Connection) -> Turn:
+            with _transaction(db):
+                (offset,) = db.execute(
+                    "SELECT COALESCE(SUM(n_messages), 0) FROM turns WHERE conversation_id = ?",
+                    (conversation_id,),
+                ).fetchone()
+                first = published.queued(turn_id, conversation_id, question, offset)
+                try:
+                    db.execute(
+                        "INSERT INTO turns (turn_id, conversation_id, question, status, version,"
+                        " state, n_messages, message_offset, usage, created)"
+                        f" VALUES (?, ?, ?, 'queued', 1, ?, 1, ?, ?, {NOW})",
+                        (
+                            turn_id,
+                            conversation_id,
+                            question,
+                            _dump(_bare(first)),
+                            offset,
+                            _dump(first["usage"]),
+                        ),
+                    )
+                except sqlite3.IntegrityError as e:
+                    raise Busy(f"conversation {conversation_id} has a turn that is not done") from e
+                db.execute(
+                    "INSERT INTO bubbles VALUES (?, 0, ?)", (turn_id, _dump(first["messages"][0]))
+                )
+            return Turn(turn_id, conversation_id, question, 1, offset, False)
+
+        return await self._run(insert)
+
+    async def turn(self, turn_id: str) -> Turn | None:
+        def read(db: sqlite3.Connection) -> Turn | None:
+            row = db.execute(
+                "SELECT turn_id, conversation_id, question, version, message_offset, done"
+                " FROM turns WHERE turn_id = ?",
+                (turn_id,),
+            ).fetchone()
+            if row is None:
+                return None
+            turn_id_, conversation_id, question, version, offset, done = row
+            return Turn(turn_id_, conversation_id, question, version, offset, bool(done))
+
+        return await self._run(read)
+
+    async def state_after(self, turn_id: str, after: int) -> dict[str, Any] | None:
+        def read(db: sqlite3.Connection) -> dict[str, Any] | None:
+            row = db.execute(
+                "SELECT state, n_messages FROM turns WHERE turn_id = ? AND version > ?",
+                (turn_id, after),
+            ).fetchone()
+            if row is None:
+                return None
+            return {**_load(row[0]), "messages": _bubbles(db, turn_id, row[1])}
+
+        return await self._run(read)
+
+    async def transcript(self, conversation_id: str) -> list[dict[str, Any]]:
+        def read(db: sqlite3.Connection) -> list[dict[str, Any]]:
+            rows = db.execute(
+                "SELECT b.body FROM turns t JOIN bubbles b ON b.turn_id = t.turn_id"
+                " WHERE t.conversation_id = ? AND b.n < t.n_messages ORDER BY t.seq, b.n",
+                (conversation_id,),
+            ).fetchall()
+            return [_load(b) for (b,) in rows]
+
+        return await self._run(read)
+
+    async def request_cancel(self, turn_id: str) -> None:
+        def update(db: sqlite3.Connection) -> None:
+            db.execute("UPDATE turns SET cancel = 1 WHERE turn_id = ? AND done = 0", (turn_id,))
+
+        await self._run(update)
+
+    async def counts(self) -> dict[str, int]:
+        def read(db: sqlite3.Connection) -> dict[str, int]:
+            rows = db.execute("SELECT status, COUNT(*) FROM turns GROUP BY status").fetchall()
+            return {str(s): int(n) for s, n in rows}
+
+        return await self._run(read)
+
+    # ---- the worker's side ---------------------------------------------------
+
+    async def history(self, conversation_id: str) -> list[Message]:
+        def read(db: sqlite3.Connection) -> list[Message]:
+            rows = db.execute(
+                "SELECT body FROM messages WHERE conversation_id = ? ORDER BY seq",
+                (conversation_id,),
+            ).fetchall()
+            return [_load(b) for (b,) in rows]
+
+        return await self._run(read)
+
+    async def queued(self) -> list[str]:
+        def read(db: sqlite3.Connection) -> list[str]:
+            rows = db.execute("SELECT turn_id FROM turns WHERE status = 'queued' ORDER BY seq")
+            return [str(t) for (t,) in rows.fetchall()]
+
+        return await self._run(read)
+
+    async def claim(self, turn_id: str, lease: float, wire: str) -> int | None:
+        def update(db: sqlite3.Connection) -> int | None:
+            row = db.execute(
+                "UPDATE turns SET status = 'running', fence = fence + 1,"
+                f" lease_expires = {NOW} + ?, wire = ?"
+                " WHERE turn_id = ? AND status = 'queued' AND done = 0 RETURNING fence",
+                (lease, wire, turn_id),
+            ).fetchone()
+            return None if row is None else int(row[0])
+
+        return await self._run(update)
+
+    async def renew(self, turn_id: str, fence: int, lease: float) -> bool:
+        def update(db: sqlite3.Connection) -> bool:
+            cursor = db.execute(
+                f"UPDATE turns SET lease_expires = {NOW} + ?"
+                " WHERE turn_id = ? AND fence = ? AND done = 0",
+                (lease, turn_id, fence),
+            )
+            return cursor.rowcount == 1
+
+        return await self._run(update)
+
+    async def cancel_requested(self, turn_id: str) -> bool:
+        def read(db: sqlite3.Connection) -> bool:
+            row = db.execute("SELECT cancel FROM turns WHERE turn_id = ?", (turn_id,)).fetchone()
+            return row is not None and bool(row[0])
+
+        return await self._run(read)
+
+    async def record_usage(self, turn_id: str, fence: int, usage: Usage) -> None:
+        def update(db: sqlite3.Connection) -> None:
+            cursor = db.execute(
+                "UPDATE turns SET usage = ? WHERE turn_id = ? AND fence = ? AND done = 0",
+                (_dump(usage.as_dict()), turn_id, fence),
+            )
+            _check(cursor.rowcount, turn_id, fence)
+
+        await self._run(update)
+
+    async def publish(self, turn_id: str, fence: int, state: dict[str, Any]) -> None:
+        def update(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                _publish(db, turn_id, fence, state)
+
+        await self._run(update)
+
+    async def checkpoint(
+        self,
+        turn_id: str,
+        fence: int,
+        iteration: int,
+        appended: Sequence[Message],
+        state: dict[str, Any],
+    ) -> None:
+        bodies = [_dump(m) for m in appended]
+        snapshot, n_messages = _dump(_bare(state)), len(state["messages"])
+
+        def write(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                _append(db, turn_id, fence, bodies)
+                db.execute(
+                    "INSERT INTO checkpoints VALUES (?, ?, ?, ?) ON CONFLICT (turn_id)"
+                    " DO UPDATE SET iteration = excluded.iteration, state = excluded.state,"
+                    " n_messages = excluded.n_messages",
+                    (turn_id, iteration, snapshot, n_messages),
+                )
+
+        await self._run(write)
+
+    async def finish(
+        self,
+        turn_id: str,
+        fence: int,
+        appended: Sequence[Message],
+        state: dict[str, Any],
+        usage: Usage,
+    ) -> None:
+        bodies = [_dump(m) for m in appended]
+
+        def write(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                _append(db, turn_id, fence, bodies)
+                _publish(db, turn_id, fence, state)
+                db.execute(
+                    "UPDATE turns SET usage = ?, done = 1, lease_expires = NULL, cancel = 0"
+                    " WHERE turn_id = ?",
+                    (_dump(usage.as_dict()), turn_id),
+                )
+                db.execute("DELETE FROM checkpoints WHERE turn_id = ?", (turn_id,))
+
+        await self._run(write)
+
+    # ---- the sweeper's side --------------------------------------------------
+
+    async def expired(self) -> list[str]:
+        def read(db: sqlite3.Connection) -> list[str]:
+            rows = db.execute(
+                "SELECT turn_id FROM turns WHERE status = 'running' AND done = 0"
+                f" AND lease_expires < {NOW} ORDER BY lease_expires"
+            ).fetchall()
+            return [str(t) for (t,) in rows]
+
+        return await self._run(read)
+
+    async def take_over(
+        self, turn_id: str, fence: int | None = None, lease: float = 30.0
+    ) -> Recovery | None:
+        def update(db: sqlite3.Connection) -> Recovery | None:
+            with _transaction(db):
+                return _take_over(db, turn_id, fence, lease)
+
+        return await self._run(update)
+
+
+# ---- statements shared by several writes ---------------------------------------
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _check(rowcount: int, turn_id: str, fence: int) -> None:
+    if rowcount != 1:
+        raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
+
+
+def _append(db: sqlite3.Connection, turn_id: str, fence: int, bodies: Sequence[str]) -> None:
+    row = db.execute(
+        "SELECT conversation_id FROM turns WHERE turn_id = ? AND fence = ? AND done = 0",
+        (turn_id, fence),
+    ).fetchone()
+    if row is None:
+        raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
+    db.executemany(
+        "INSERT INTO messages (conversation_id, turn_id, body) VALUES (?, ?, ?)",
+        [(row[0], turn_id, b) for b in bodies],
+    )
+
+
+def _publish(db: sqlite3.Connection, turn_id: str, fence: int, state: dict[str, Any]) -> None:
+    """Write the state; of its messages (which only grow) only those not stored yet."""
+    row = db.execute(
+        "SELECT n_messages FROM turns WHERE turn_id = ? AND fence = ? AND done = 0 AND version < ?",
+        (turn_id, fence, state["version"]),
+    ).fetchone()
+    if row is None:
+        raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
+    messages, stored = state["messages"], min(row[0], len(state["messages"]))
+    db.execute("DELETE FROM bubbles WHERE turn_id = ? AND n >= ?", (turn_id, stored))
+    db.executemany(
+        "INSERT INTO bubbles VALUES (?, ?, ?)",
+        [(turn_id, n, _dump(messages[n])) for n in range(stored, len(messages))],
+    )
+    db.execute(
+        "UPDATE turns SET state = ?, version = ?, status = ?, n_messages = ? WHERE turn_id = ?",
+        (_dump(_bare(state)), state["version"], state["status"], len(messages), turn_id),
+    )
+
+
+def _bare(state: dict[str, Any]) -> dict[str, Any]:
+    """The state without its messages, which are stored one row each."""
+    return {k: v for k, v in state.items() if k != "messages"}
+
+
+def _bubbles(db: sqlite3.Connection, turn_id: str, count: int) -> list[dict[str, Any]]:
+    rows = db.execute(
+        "SELECT body FROM bubbles WHERE turn_id = ? AND n < ? ORDER BY n", (turn_id, count)
+    ).fetchall()
+    return [_load(b) for (b,) in rows]
+
+
+def _take_over(
+    db: sqlite3.Connection, turn_id: str, fence: int | None, lease: float
+) -> Recovery | None:
+    condition = (
+        f"status = 'running' AND lease_expires < {NOW}" if fence is None else "fence = :fence"
+    )
+    row = db.execute(
+        f"UPDATE turns SET fence = fence + 1, lease_expires = {NOW} + :lease"
+        f" WHERE turn_id = :turn_id AND done = 0 AND {condition}"
+        " RETURNING fence, conversation_id, question, wire, version, message_offset, state, usage,"
+        " n_messages",
+        {"turn_id": turn_id, "fence": fence, "lease": lease},
+    ).fetchone()
+    if row is None:
+        return None
+    new_fence, conversation_id, question, wire, version, offset, state, usage, count = row
+    checkpoint = db.execute(
+        "SELECT state, n_messages FROM checkpoints WHERE turn_id = ?", (turn_id,)
+    ).fetchone()
+    last = db.execute(
+        "SELECT body FROM messages WHERE turn_id = ? ORDER BY seq DESC LIMIT 1", (turn_id,)
+    ).fetchone()
+    recovered = _load(checkpoint[0]) if checkpoint else _load(state)
+    recovered["messages"] = _bubbles(db, turn_id, checkpoint[1] if checkpoint else count)
+    return Recovery(
+        turn_id=turn_id,
+        conversation_id=conversation_id,
+        fence=new_fence,
+        question=question,
+        wire=wire,
+        version=max(version, int(recovered.get("version", 0))),
+        message_offset=offset,
+        state=recovered,
+        checkpointed=checkpoint is not None,
+        last_message=_load(last[0]) if last else None,
+        usage=Usage.from_dict(_load(usage)),
+    )
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    with _transaction(db):
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS turnkeeper_migrations"
+            " (number INTEGER PRIMARY KEY, name TEXT NOT NULL, applied REAL NOT NULL)"
+        )
+        done = {n for (n,) in db.execute("SELECT number FROM turnkeeper_migrations")}
+        for number, (name, sql) in enumerate(MIGRATIONS, start=1):
+            if number in done:
+                continue
+            for statement in sql.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute(f"INSERT INTO turnkeeper_migrations VALUES (?, ?, {NOW})", (number, name))
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _load(text: str) -> Any:
+    return json.loads(text)

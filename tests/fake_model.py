@@ -1,0 +1,116 @@
+"""A model server the test controls, and the test-only provider that calls it over HTTP.
+
+`FakeModelServer` listens on 127.0.0.1 and answers each POST with the next
+scripted Messages API body. It counts requests, so a test can tell that a turn
+was never sent to the model twice, and `HOLD` makes it keep a request open
+until the test releases it: "the worker is in the middle of a model call".
+Tools in a worker process report to `/tool-started` before they block.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+
+from turnkeeper.providers import messages_api
+from turnkeeper.wire import Message, Reply, ToolResult, ToolSpec
+
+HOLD = "hold"
+"""A script entry: keep this request open until `release()`, then answer the next entry."""
+
+
+class FakeModelServer:
+    def __init__(self, script: Sequence[Any]) -> None:
+        self.script = list(script)
+        self.requests: list[Any] = []
+        self.tool_starts: list[str] = []
+        self.released = threading.Event()
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def __enter__(self) -> FakeModelServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.released.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def release(self) -> None:
+        self.released.set()
+
+    def _answer(self, path: str, payload: Any) -> Any:
+        if path == "/tool-started":
+            with self._lock:
+                self.tool_starts.append(str(payload.get("tool")))
+            return {}
+        with self._lock:
+            self.requests.append(payload)
+            entry = self.script.pop(0) if self.script else None
+        if entry == HOLD:
+            self.released.wait(60)
+            with self._lock:
+                entry = self.script.pop(0) if self.script else None
+        if entry is None:
+            return {
+                "type": "error",
+                "error": {"type": "invalid_request_error", "message": "no more"},
+            }
+        return entry
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length", "0"))
+                payload = json.loads(self.rfile.read(length) or b"{}")
+                body = json.dumps(fake._answer(self.path, payload)).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler
+
+
+class HttpModel:
+    """A Provider that posts the history to a `FakeModelServer` (Messages API wire format)."""
+
+    wire = messages_api.WIRE
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    async def complete(
+        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+    ) -> Reply:
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            response = await client.post(f"{self.url}/v1/messages", json={"messages": history})
+        return messages_api.parse_reply(response.json())
+
+    def user_message(self, text: str) -> Message:
+        return messages_api.user_message(text)
+
+    def tool_results(self, results: Sequence[ToolResult]) -> list[Message]:
+        return messages_api.tool_results(results)
+
+    def describe(self) -> dict[str, Any]:
+        return {"provider": "fake-http", "url": self.url}

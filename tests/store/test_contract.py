@@ -1,0 +1,197 @@
+"""The store contract: every test here runs on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from turnkeeper.store import Busy, FenceLost, Store, hash_token, new_token, open_store
+from turnkeeper.usage import Usage
+from waiting import eventually
+
+
+async def queued_turn(store: Store, question: str = "hi") -> tuple[str, str]:
+    _, token_hash = new_token()
+    conversation_id = await store.create_conversation(token_hash)
+    turn = await store.create_turn(conversation_id, question)
+    return conversation_id, turn.turn_id
+
+
+def running(state_version: int, *messages: dict[str, Any], done: bool = False) -> dict[str, Any]:
+    return {
+        "version": state_version,
+        "status": "finished" if done else "running",
+        "done": done,
+        "messages": list(messages),
+    }
+
+
+async def test_migrations_are_recorded_and_applied_once(store_url: str) -> None:
+    first = await open_store(store_url)
+    await first.migrate()  # again: nothing to do, nothing dropped
+    conversation_id = await first.create_conversation(hash_token("x"))
+    await first.close()
+    second = await open_store(store_url)
+    assert await second.token_hash(conversation_id) == hash_token("x")
+    await second.close()
+
+
+async def test_a_new_turn_is_queued_at_version_1_with_its_question(store: Store) -> None:
+    conversation_id, turn_id = await queued_turn(store, "what's on my todo list?")
+    state = await store.state_after(turn_id, 0)
+    assert state is not None
+    assert (state["version"], state["status"], state["done"]) == (1, "queued", False)
+    assert state["messages"] == [{"id": "m1", "role": "user", "text": "what's on my todo list?"}]
+    assert await store.state_after(turn_id, 1) is None
+    turn = await store.turn(turn_id)
+    assert turn is not None
+    assert turn.conversation_id == conversation_id
+    assert await store.turn("t_missing") is None
+
+
+async def test_one_open_turn_per_conversation(store: Store) -> None:
+    conversation_id, turn_id = await queued_turn(store)
+    with pytest.raises(Busy):
+        await store.create_turn(conversation_id, "again")
+    fence = await store.claim(turn_id, 30, "anthropic")
+    assert fence is not None
+    final = running(2, {"id": "m1", "role": "user", "text": "hi"}, {"id": "m2"}, done=True)
+    await store.finish(turn_id, fence, [], final, Usage())
+    second = await store.create_turn(conversation_id, "next")
+    assert second.message_offset == 2, "message ids continue after the earlier turns"
+
+
+async def test_queued_turns_are_listed_until_claimed(store: Store) -> None:
+    _, first = await queued_turn(store)
+    _, second = await queued_turn(store)
+    assert await store.queued() == [first, second]
+    assert await store.claim(first, 30, "anthropic") == 1
+    assert await store.queued() == [second]
+
+
+async def test_a_turn_is_claimed_once(store: Store) -> None:
+    _, turn_id = await queued_turn(store)
+    fences = await asyncio.gather(*(store.claim(turn_id, 30, "anthropic") for _ in range(4)))
+    assert sorted(fences, key=lambda f: f or 0)[:3] == [None, None, None]
+    assert [f for f in fences if f is not None] == [1]
+
+
+async def test_versions_strictly_increase(store: Store) -> None:
+    _, turn_id = await queued_turn(store)
+    fence = await store.claim(turn_id, 30, "anthropic")
+    assert fence is not None
+    await store.publish(turn_id, fence, running(2))
+    with pytest.raises(FenceLost):
+        await store.publish(turn_id, fence, running(2))
+    await store.publish(turn_id, fence, running(3))
+    assert await store.state_after(turn_id, 2) == running(3)
+
+
+async def test_checkpoints_append_history_and_finish_writes_the_tail(store: Store) -> None:
+    conversation_id, turn_id = await queued_turn(store)
+    fence = await store.claim(turn_id, 30, "anthropic")
+    assert fence is not None
+    first: list[dict[str, Any]] = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"n": 1}]},
+    ]
+    await store.checkpoint(turn_id, fence, 1, first, running(2))
+    second = [{"role": "user", "content": [{"n": 2}]}]
+    await store.checkpoint(turn_id, fence, 2, second, running(3))
+    assert await store.history(conversation_id) == first + second
+    tail = [{"role": "assistant", "content": [{"n": 3}]}]
+    await store.finish(turn_id, fence, tail, running(4, done=True), Usage(iterations=3))
+    assert await store.history(conversation_id) == first + second + tail
+    assert await store.take_over(turn_id, fence) is None, "a finished turn is not taken over"
+
+
+async def test_usage_is_kept_as_recorded(store: Store) -> None:
+    _, turn_id = await queued_turn(store)
+    fence = await store.claim(turn_id, 30, "anthropic")
+    assert fence is not None
+    await store.record_usage(turn_id, fence, Usage(iterations=1, input_tokens=7, output_tokens=3))
+    recovery = await store.take_over(turn_id, fence)
+    assert recovery is not None
+    assert recovery.usage == Usage(iterations=1, input_tokens=7, output_tokens=3)
+
+
+async def test_take_over_recovers_the_last_checkpoint(store: Store) -> None:
+    _, turn_id = await queued_turn(store, "q")
+    fence = await store.claim(turn_id, 30, "anthropic")
+    assert fence is not None
+    appended: list[dict[str, Any]] = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": []},
+    ]
+    question = {"id": "m1", "role": "user", "text": "q"}
+    await store.checkpoint(turn_id, fence, 1, appended, running(2, question))
+    await store.publish(turn_id, fence, running(3, question, {"id": "m2"}))
+    recovery = await store.take_over(turn_id, fence)
+    assert recovery is not None
+    assert recovery.fence == fence + 1
+    assert recovery.checkpointed
+    assert recovery.state == running(2, question)
+    assert recovery.version == 3, "past every version already published"
+    assert recovery.last_message == appended[-1]
+    assert (recovery.question, recovery.wire) == ("q", "anthropic")
+
+
+async def test_a_stale_fence_is_refused_on_every_write(store: Store) -> None:
+    _, turn_id = await queued_turn(store)
+    fence = await store.claim(turn_id, 30, "anthropic")
+    assert fence is not None
+    assert await store.take_over(turn_id, fence) is not None
+    with pytest.raises(FenceLost):
+        await store.publish(turn_id, fence, running(5))
+    with pytest.raises(FenceLost):
+        await store.record_usage(turn_id, fence, Usage(iterations=9))
+    with pytest.raises(FenceLost):
+        await store.checkpoint(turn_id, fence, 1, [{"role": "user", "content": "x"}], running(5))
+    with pytest.raises(FenceLost):
+        await store.finish(turn_id, fence, [], running(5, done=True), Usage())
+    assert not await store.renew(turn_id, fence, 30)
+    turn = await store.turn(turn_id)
+    assert turn is not None
+    assert turn.version == 1
+    assert await store.history(turn.conversation_id) == []
+
+
+async def test_leases_expire_unless_renewed(store: Store) -> None:
+    _, turn_id = await queued_turn(store)
+    _, other = await queued_turn(store)
+    fence = await store.claim(turn_id, 0.05, "anthropic")
+    assert fence is not None
+    assert await store.claim(other, 300, "anthropic") is not None
+
+    async def expired() -> bool:
+        return turn_id in await store.expired()
+
+    await eventually(expired, "the short lease expiring")
+    assert other not in await store.expired()
+    assert await store.renew(turn_id, fence, 300)
+    assert turn_id not in await store.expired()
+    assert await store.take_over(turn_id) is None, "a live lease is not taken over"
+
+
+async def test_cancel_flag_is_set_and_cleared_by_the_final_write(store: Store) -> None:
+    _, turn_id = await queued_turn(store)
+    assert not await store.cancel_requested(turn_id)
+    await store.request_cancel(turn_id)
+    assert await store.cancel_requested(turn_id)
+    fence = await store.claim(turn_id, 30, "anthropic")
+    assert fence is not None
+    await store.finish(turn_id, fence, [], running(2, done=True), Usage())
+    assert not await store.cancel_requested(turn_id)
+
+
+async def test_transcript_and_counts(store: Store) -> None:
+    conversation_id, turn_id = await queued_turn(store, "one")
+    fence = await store.claim(turn_id, 30, "anthropic")
+    assert fence is not None
+    done = running(2, {"id": "m1", "text": "one"}, {"id": "m2", "text": "answer"}, done=True)
+    await store.finish(turn_id, fence, [], done, Usage())
+    await store.create_turn(conversation_id, "two")
+    assert [m["id"] for m in await store.transcript(conversation_id)] == ["m1", "m2", "m3"]
+    assert await store.counts() == {"finished": 1, "queued": 1}

@@ -1,0 +1,38 @@
+"""`turnkeeper serve` and `worker` refuse unusable configuration with one line and exit 2."""
+
+from __future__ import annotations
+
+import pytest
+
+from turnkeeper.cli import main
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["serve", "--database", "mysql://x/y"], "unsupported database URL"),
+        (["worker"], "needs a PostgreSQL database"),
+        (["worker", "--database", "sqlite:///x.db"], "needs a PostgreSQL database"),
+        (["serve", "--provider", "anthropic"], "not available"),
+    ],
+)
+def test_unusable_configuration_exits_2(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    assert says in capsys.readouterr().err
+
+
+def test_the_database_url_can_come_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TURNKEEPER_DATABASE_URL", "redis://nope")
+    assert main(["serve"]) == 2
+    assert "redis://nope" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["0", "70000", "http"])
+def test_a_bad_port_is_an_argument_error(value: str) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--port", value])
+    assert exited.value.code == 2

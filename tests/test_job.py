@@ -1,0 +1,127 @@
+"""TurnJob and failed(), in process, on both stores."""
+
+from __future__ import annotations
+
+import asyncio
+
+import scripts
+from history_checks import assert_valid_history
+from models import LOOKUP, GatedModel, StubbornModel
+from turnkeeper.budget import Budget
+from turnkeeper.job import TurnJob, failed, recovered_tail
+from turnkeeper.outcomes import Outcome
+from turnkeeper.providers.scripted import ScriptedProvider
+from turnkeeper.store import Recovery, Store, new_token
+
+
+async def queued(store: Store, question: str = "what's up?") -> tuple[str, str]:
+    conversation_id = await store.create_conversation(new_token()[1])
+    return conversation_id, (await store.create_turn(conversation_id, question)).turn_id
+
+
+async def test_a_turn_runs_and_its_history_is_stored_whole(store: Store) -> None:
+    conversation_id, turn_id = await queued(store)
+    provider = ScriptedProvider(
+        [scripts.asks(scripts.tool_use("lookup")), scripts.answer("all good")]
+    )
+    outcome = await TurnJob(store, provider, LOOKUP).run(turn_id)
+    assert outcome is Outcome.FINISHED
+    state = await store.state_after(turn_id, 0)
+    assert state is not None
+    assert (state["status"], state["done"], state["activity"]) == ("finished", True, None)
+    assert state["messages"][-1]["text"] == "all good"
+    assert state["usage"]["iterations"] == 2
+    history = await store.history(conversation_id)
+    assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
+    assert_valid_history(history)
+
+
+async def test_the_next_turn_sees_the_whole_history(store: Store) -> None:
+    conversation_id, turn_id = await queued(store, "first")
+    await TurnJob(store, ScriptedProvider([scripts.answer("one")])).run(turn_id)
+    second = (await store.create_turn(conversation_id, "second")).turn_id
+    provider = ScriptedProvider([scripts.answer("two")])
+    await TurnJob(store, provider).run(second)
+    sent = provider.requests[0]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert sent[0]["content"] == "first"
+    assert sent[2]["content"] == "second"
+    state = await store.state_after(second, 0)
+    assert state is not None
+    assert [m["id"] for m in state["messages"]] == ["m3", "m4"]
+
+
+async def test_a_turn_is_tried_once(store: Store) -> None:
+    _, turn_id = await queued(store)
+    provider = ScriptedProvider([scripts.answer("once")])
+    job = TurnJob(store, provider)
+    assert job.tries == 1
+    assert await job.run(turn_id) is Outcome.FINISHED
+    assert await job.run(turn_id) is None
+    assert len(provider.requests) == 1
+
+
+async def test_a_cancelled_turn_stops_before_its_first_call(store: Store) -> None:
+    _, turn_id = await queued(store)
+    await store.request_cancel(turn_id)
+    provider = ScriptedProvider([])
+    assert await TurnJob(store, provider).run(turn_id) is Outcome.STOPPED
+    state = await store.state_after(turn_id, 0)
+    assert state is not None
+    assert (state["status"], state["stopped"], state["has_error"]) == ("stopped", True, False)
+    assert provider.requests == []
+    assert not await store.cancel_requested(turn_id), "the final write clears the flag"
+
+
+async def test_the_job_timeout_runs_failed(store: Store) -> None:
+    conversation_id, turn_id = await queued(store, "hang")
+    budget = Budget(deadline=1.0, call_timeout=0.1, min_call=0.05, margin=0.05)
+    job = TurnJob(store, StubbornModel([]), budget=budget, margin=0.2)
+    assert await job.run(turn_id) is Outcome.FAILED
+    state = await store.state_after(turn_id, 0)
+    assert state is not None
+    assert (state["status"], state["done"], state["has_error"]) == ("failed", True, True)
+    assert state["messages"][-1] == {
+        "id": "m2",
+        "role": "bot",
+        "key": "errors.ai_failed",
+        "is_error": True,
+    }
+    assert await store.history(conversation_id) == [{"role": "user", "content": "hang"}]
+
+
+async def test_a_job_that_lost_its_turn_writes_nothing(store: Store) -> None:
+    conversation_id, turn_id = await queued(store)
+    provider = GatedModel([scripts.answer("too late")])
+    running = asyncio.create_task(TurnJob(store, provider).run(turn_id))
+    await asyncio.wait_for(provider.started.wait(), 10)
+    recovery = await store.take_over(turn_id, fence=1)
+    assert recovery is not None
+    assert await failed(store, turn_id, fence=recovery.fence)
+    taken = await store.state_after(turn_id, 0)
+    provider.gate.set()
+    assert await asyncio.wait_for(running, 10) is None
+    assert await store.state_after(turn_id, 0) == taken
+    assert taken is not None
+    assert taken["status"] == "failed"
+    assert "too late" not in str(await store.history(conversation_id))
+
+
+def test_failed_answers_a_tool_use_left_without_results() -> None:
+    use = scripts.tool_use("lookup", id="toolu_1")
+    recovery = Recovery(
+        turn_id="t",
+        conversation_id="c",
+        fence=2,
+        question="q",
+        wire="anthropic",
+        version=3,
+        message_offset=0,
+        state={},
+        checkpointed=True,
+        last_message={"role": "assistant", "content": [scripts.text("let me look"), use]},
+    )
+    (results,) = recovered_tail(recovery)
+    assert results["role"] == "user"
+    (block,) = results["content"]
+    assert (block["tool_use_id"], block["is_error"]) == ("toolu_1", True)

@@ -1,0 +1,142 @@
+"""`turnkeeper serve` and `turnkeeper worker` as real processes, over real HTTP (uvicorn)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from waiting import eventually
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def turnkeeper(*args: str, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "turnkeeper", *args], stdout=out, stderr=subprocess.STDOUT
+        )
+        try:
+            yield process
+        finally:
+            process.terminate()
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def output(log: Path) -> str:
+    return log.read_text(errors="replace")
+
+
+def raw_request(port: int, head: bytes) -> bytes:
+    """Send only a request's head over a socket; everything the server answers."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(head)
+        received = b""
+        while chunk := s.recv(65536):
+            received += chunk
+    return received
+
+
+async def until_up(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    async def up() -> bool:
+        assert process.poll() is None, f"the server exited: {output(log)}"
+        try:
+            async with httpx.AsyncClient() as client:
+                return (await client.get(f"{base}/openapi.json")).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    await eventually(up, "the server accepting connections", bound=30)
+
+
+async def demo_turn(base: str) -> dict[str, Any]:
+    """Ask the demo model about the todo list; the final published state."""
+    async with httpx.AsyncClient(base_url=base) as client:
+        created = (await client.post("/api/conversations")).json()
+        auth = {"authorization": f"Bearer {created['token']}"}
+        response = await client.post(
+            f"/api/conversations/{created['conversation_id']}/turns",
+            json={"text": "what's on my todo list?"},
+            headers=auth,
+        )
+        assert response.status_code == 202
+        turn_id = response.json()["turn_id"]
+        states: list[dict[str, Any]] = []
+
+        async def done() -> bool:
+            after = states[-1]["version"] if states else 0
+            r = await client.get(f"/api/turns/{turn_id}", params={"after": after}, headers=auth)
+            if r.status_code == 200:
+                states.append(r.json())
+            return bool(states and states[-1]["done"])
+
+        await eventually(done, "the turn finishing", bound=30)
+    versions = [s["version"] for s in states]
+    assert versions == sorted(set(versions))
+    return states[-1]
+
+
+async def test_serve_runs_turns_embedded_on_sqlite(tmp_path: Path) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = tmp_path / "serve.log"
+    database = f"sqlite:///{tmp_path / 'tk.db'}"
+    with turnkeeper("serve", "--database", database, "--port", str(port), log=log) as server:
+        await until_up(base, server, log)
+        state = await demo_turn(base)
+        head = (
+            b"POST /api/conversations HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 2000000\r\n\r\n"
+        )
+        answer = await asyncio.to_thread(raw_request, port, head)
+    assert state["status"] == "finished"
+    assert state["messages"][-1]["text"] == "your todos: write tests"
+    assert answer.startswith(b"HTTP/1.1 413 "), answer
+    assert b'{"error": "The request body is larger than 1 MiB."}' in answer
+
+
+async def test_serve_no_worker_and_a_worker_process_on_postgresql(
+    postgres_database: str, tmp_path: Path
+) -> None:
+    from databases import fresh_schema
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with fresh_schema(postgres_database) as url:
+        serve_log, worker_log = tmp_path / "serve.log", tmp_path / "worker.log"
+        serve = ("serve", "--no-worker", "--database", url, "--port", str(port))
+        with turnkeeper(*serve, log=serve_log) as server:
+            await until_up(base, server, serve_log)
+            with turnkeeper("worker", "--database", url, log=worker_log):
+                state = await demo_turn(base)
+    assert state["status"] == "finished", output(worker_log)
+    assert state["messages"][-1]["text"] == "your todos: write tests"
+
+
+def test_no_worker_needs_postgresql(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "turnkeeper", "serve", "--no-worker"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "PostgreSQL" in result.stderr
+    assert not (tmp_path / "turnkeeper.db").exists()
