@@ -67,7 +67,7 @@ def _no_real_providers(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="session")
 def postgres_database() -> Iterator[str]:
-    from databases import test_database
+    from tests.databases import test_database
 
     with test_database() as url:
         yield url
@@ -79,7 +79,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'turnkeeper.db'}"
         return
-    from databases import fresh_schema
+    from tests.databases import fresh_schema
 
     with fresh_schema(request.getfixturevalue("postgres_database")) as url:
         yield url

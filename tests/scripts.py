@@ -87,7 +87,7 @@ def assert_valid_history(history: list[dict[str, Any]]) -> None:
         )
         if uses:
             assert history[i + 1]["role"] == "user", f"message {i}: tool_use not followed by user"
-            assert set(uses) <= set(answered), f"message {i}: unanswered tool uses"
+            assert answered == uses, f"message {i}: tool uses {uses} answered by {answered}"
         if message["role"] == "user":
             results = _ids(message, "tool_result", "tool_use_id")
             before = _ids(history[i - 1], "tool_use", "id") if i > 0 else []

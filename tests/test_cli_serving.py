@@ -13,7 +13,8 @@ from turnkeeper.cli import main
         (["serve", "--database", "mysql://x/y"], "unsupported database URL"),
         (["worker"], "needs a PostgreSQL database"),
         (["worker", "--database", "sqlite:///x.db"], "needs a PostgreSQL database"),
-        (["serve", "--provider", "anthropic"], "not available"),
+        (["serve", "--provider", "anthropic"], "ANTHROPIC_API_KEY is not set"),
+        (["serve", "--mcp-stdio", "/nonexistent/mcp-server"], "could not start"),
     ],
 )
 def test_unusable_configuration_exits_2(

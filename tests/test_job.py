@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-import scripts
-from history_checks import assert_valid_history
-from models import LOOKUP, GatedModel, StubbornModel
+from tests import scripts
+from tests.models import LOOKUP, GatedModel, StubbornModel
+from tests.scripts import assert_valid_history
 from turnkeeper.budget import Budget
 from turnkeeper.job import TurnJob, failed, recovered_tail
 from turnkeeper.outcomes import Outcome

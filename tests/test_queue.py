@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-import scripts
-from models import GatedModel
+from tests import scripts
+from tests.models import GatedModel
+from tests.waiting import eventually
 from turnkeeper.job import TurnJob
 from turnkeeper.queue import LocalQueue
 from turnkeeper.store import Store, new_token
-from waiting import eventually
 
 
 async def test_concurrency_is_bounded_and_every_turn_runs(store: Store) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from waiting import eventually
+from tests.waiting import eventually
 
 
 def free_port() -> int:
@@ -114,7 +114,7 @@ async def test_serve_runs_turns_embedded_on_sqlite(tmp_path: Path) -> None:
 async def test_serve_no_worker_and_a_worker_process_on_postgresql(
     postgres_database: str, tmp_path: Path
 ) -> None:
-    from databases import fresh_schema
+    from tests.databases import fresh_schema
 
     port = free_port()
     base = f"http://127.0.0.1:{port}"

@@ -18,14 +18,14 @@ from typing import Any
 
 import pytest
 
-import scripts
-from fake_model import HOLD, FakeModelServer
-from history_checks import assert_valid_history
+from tests import scripts
+from tests.fake_model import HOLD, FakeModelServer
+from tests.scripts import assert_valid_history
+from tests.waiting import eventually
 from turnkeeper.store import Store, new_token
 from turnkeeper.sweeper import Sweeper
-from waiting import eventually
 
-WORKER = Path(__file__).with_name("worker_process.py")
+REPO = Path(__file__).resolve().parents[1]
 LEASE = 1.0
 
 
@@ -33,7 +33,16 @@ LEASE = 1.0
 def worker_process(store_url: str, turn_id: str, model_url: str, log: Path) -> Iterator[Any]:
     with log.open("w") as err:
         process = subprocess.Popen(
-            [sys.executable, str(WORKER), store_url, turn_id, model_url, str(LEASE)],
+            [
+                sys.executable,
+                "-m",
+                "tests.worker_process",
+                store_url,
+                turn_id,
+                model_url,
+                str(LEASE),
+            ],
+            cwd=REPO,
             stdout=subprocess.PIPE,
             stderr=err,
             text=True,

@@ -1,6 +1,6 @@
 """A worker process for the crash tests: runs one queued turn against a `FakeModelServer`.
 
-    python tests/worker_process.py DATABASE_URL TURN_ID MODEL_URL LEASE
+    python -m tests.worker_process DATABASE_URL TURN_ID MODEL_URL LEASE
 
 Its tools: `lookup` answers at once; `slow_step` tells the model server it
 started, then blocks until the process is killed.
@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from fake_model import HttpModel
+from tests.fake_model import HttpModel
 from turnkeeper.job import TurnJob
 from turnkeeper.store import open_store
 from turnkeeper.tools.functions import FunctionToolset, Tool

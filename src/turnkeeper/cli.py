@@ -281,6 +281,12 @@ def _serving_options(parser: argparse.ArgumentParser) -> None:
         "--provider", choices=["anthropic", "openai", "demo"], help="env TURNKEEPER_PROVIDER"
     )
     parser.add_argument("--model", help="env TURNKEEPER_MODEL")
+    parser.add_argument(
+        "--root",
+        type=directory,
+        help="the folder read_file may read (default: turnkeeper's demo folder)",
+    )
+    add_mcp_options(parser)
     parser.add_argument("--concurrency", type=positive_int, default=4, help="turns at once")
     parser.add_argument(
         "--lease", type=seconds, default=30.0, help="seconds a turn's lease lasts (default 30)"
@@ -294,11 +300,16 @@ def port(text: str) -> int:
 
 
 def _provider(args: argparse.Namespace) -> Provider:
-    """The model `serve` and `worker` use (ARCHITECTURE §6); only the demo model for now."""
-    name = args.provider or os.environ.get("TURNKEEPER_PROVIDER") or "demo"
-    if name != "demo":
-        raise ConfigError(f"the {name!r} provider is not available in this build; use demo")
-    return DemoProvider()
+    """The model `serve` and `worker` use: the rule of ARCHITECTURE §6."""
+    return choose_provider(args.provider, args.model, os.environ)
+
+
+def _toolset(args: argparse.Namespace) -> CombinedToolset:
+    """`read_file` (rooted at --root, else the shipped demo folder) and the MCP servers' tools."""
+    from .server import DEMO_ROOT
+
+    root = args.root if args.root is not None else DEMO_ROOT
+    return CombinedToolset(FunctionToolset([read_file_tool(root)]), *mcp_servers(args))
 
 
 def _settings(args: argparse.Namespace) -> Any:
@@ -321,7 +332,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .server import serve
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    asyncio.run(serve(_settings(args), _provider(args)))
+    asyncio.run(serve(_settings(args), _provider(args), _toolset(args)))
     return 0
 
 
@@ -329,7 +340,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from .server import work
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    asyncio.run(work(_settings(args), _provider(args)))
+    asyncio.run(work(_settings(args), _provider(args), _toolset(args)))
     return 0
 
 

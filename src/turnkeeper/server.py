@@ -20,7 +20,7 @@ from .providers import Provider
 from .queue import LocalQueue, Queue
 from .store import DEFAULT_URL, Store, open_store, parse_url
 from .sweeper import Sweeper
-from .tools import Toolset
+from .tools import CombinedToolset, Toolset
 from .tools.files import read_file_tool
 from .tools.functions import FunctionToolset
 
@@ -57,7 +57,9 @@ def require_postgres(url: str, what: str) -> None:
         )
 
 
-async def serve(settings: Settings, provider: Provider) -> None:
+async def serve(
+    settings: Settings, provider: Provider, toolset: CombinedToolset | None = None
+) -> None:
     """Serve the HTTP API until SIGINT or SIGTERM."""
     import uvicorn
 
@@ -65,30 +67,46 @@ async def serve(settings: Settings, provider: Provider) -> None:
 
     if not settings.worker:
         require_postgres(settings.database, "serve --no-worker")
-    store = await open_store(settings.database)
-    job = TurnJob(store, provider, demo_toolset(), lease=settings.lease)
-    try:
+    async with _resources(settings, provider, toolset) as (store, tools):
+        job = TurnJob(store, provider, tools, lease=settings.lease)
         async with _queue(settings, job) as queue, _sweeping(store, settings):
             config = uvicorn.Config(
                 create_app(store, queue), host=settings.host, port=settings.port, lifespan="off"
             )
             await uvicorn.Server(config).serve()
-    finally:
-        await store.close()
 
 
-async def work(settings: Settings, provider: Provider) -> None:
+async def work(
+    settings: Settings, provider: Provider, toolset: CombinedToolset | None = None
+) -> None:
     """Run deferred turns from the PostgreSQL queue until SIGINT or SIGTERM."""
     require_postgres(settings.database, "turnkeeper worker")
     from .worker import run_worker
 
-    store = await open_store(settings.database)
-    job = TurnJob(store, provider, demo_toolset(), lease=settings.lease)
-    sweeper = Sweeper(store, interval=settings.sweep_interval)
-    try:
+    async with _resources(settings, provider, toolset) as (store, tools):
+        job = TurnJob(store, provider, tools, lease=settings.lease)
+        sweeper = Sweeper(store, interval=settings.sweep_interval)
         await run_worker(settings.database, job, concurrency=settings.concurrency, sweeper=sweeper)
+
+
+@contextlib.asynccontextmanager
+async def _resources(
+    settings: Settings, provider: Provider, toolset: CombinedToolset | None
+) -> AsyncIterator[tuple[Store, Toolset]]:
+    """The store, and the tools (MCP servers connected) for the process's lifetime;
+    the provider's connections are closed at the end."""
+    tools = toolset or CombinedToolset(demo_toolset())
+    try:
+        async with tools:
+            store = await open_store(settings.database)
+            try:
+                yield store, tools
+            finally:
+                await store.close()
     finally:
-        await store.close()
+        close = getattr(provider, "aclose", None)
+        if close is not None:
+            await close()
 
 
 @contextlib.asynccontextmanager

@@ -8,14 +8,14 @@ from typing import Any
 
 import httpx
 import pytest
+from tests import scripts
+from tests.models import LOOKUP, GatedModel
+from tests.waiting import eventually
 
-import scripts
-from models import LOOKUP, GatedModel
 from turnkeeper.api import create_app
 from turnkeeper.job import TurnJob
 from turnkeeper.queue import LocalQueue
 from turnkeeper.store import Store
-from waiting import eventually
 
 
 class HeldQueue:

@@ -99,3 +99,11 @@ def test_readers_accept_strings_parts_and_null() -> None:
 def test_the_registry_names_this_module() -> None:
     assert wire_format("openai") is chat_api
     assert chat_api.WIRE == "openai"
+
+
+def test_an_assistant_message_with_nothing_in_it_is_not_kept() -> None:
+    empty = {"role": "assistant", "content": None}
+    assert not chat_api.parse_reply(completion(empty, "stop")).keep
+    assert chat_api.parse_reply(completion({"role": "assistant", "content": ""}, "stop")).keep
+    refusal = {"role": "assistant", "content": None, "refusal": "no"}
+    assert chat_api.parse_reply(completion(refusal, "stop")).keep

@@ -6,10 +6,10 @@ import asyncio
 from typing import Any
 
 import pytest
+from tests.waiting import eventually
 
 from turnkeeper.store import Busy, FenceLost, Store, hash_token, new_token, open_store
 from turnkeeper.usage import Usage
-from waiting import eventually
 
 
 async def queued_turn(store: Store, question: str = "hi") -> tuple[str, str]:

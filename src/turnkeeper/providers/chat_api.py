@@ -51,6 +51,7 @@ def parse_reply(body: Any) -> Reply:
         steps=tuple(u.name for u in uses),
         usage=parse_usage(body.get("usage")),
         raw=body,
+        keep=any(message.get(k) is not None for k in ("content", "tool_calls", "refusal")),
     )
 
 
