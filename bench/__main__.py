@@ -58,9 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     started, t0, before = datetime.datetime.now(datetime.UTC), time.monotonic(), machine.load()
     ctx = Context(smoke=args.smoke, log=log)
     sections = []
-    for name in names:
-        log(f"== {name}")
-        sections.append(load(name).run(ctx))
+    try:
+        for name in names:
+            log(f"== {name}")
+            sections.append(load(name).run(ctx))
+    finally:
+        ctx.pool.close()
     about = machine.describe(started, time.monotonic() - t0, before)
     args.out.write_text(render(sections, about, args.smoke), encoding="utf-8")
     log(f"wrote {args.out}")

@@ -64,22 +64,26 @@ class Process:
         self.log.seek(0)
         return "".join(self.log.read().splitlines(keepends=True)[-15:])
 
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            assert self.proc.stdin is not None
+    def hang_up(self) -> None:
+        """Close the worker's stdin: it finishes its request, if any, and exits."""
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
             self.proc.stdin.close()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+
+    def close(self) -> None:
+        self.hang_up()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
         self.log.close()
 
 
 def start(name: str) -> Process:
     """Start the worker of contender `name` (it loads its framework in the background)."""
     log = tempfile.TemporaryFile("w+")  # noqa: SIM115 (closed by Process.close)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": "0"}
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "PYTHONHASHSEED": "0"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "bench.worker", name],
         stdin=subprocess.PIPE,
@@ -99,15 +103,35 @@ def ready(process: Process, timeout: float = 120.0) -> Process:
     return process
 
 
+class Pool:
+    """Live workers, one per contender, started on first use and kept for the whole run."""
+
+    def __init__(self) -> None:
+        self.live: dict[str, Process] = {}
+
+    def get(self, names: Sequence[str]) -> dict[str, Process]:
+        """The workers of `names`; those not yet running start at once, side by side."""
+        started = [start(n) for n in names if n not in self.live]
+        for p in started:
+            self.live[p.name] = ready(p)
+        return {n: self.live[n] for n in names}
+
+    def close(self) -> None:
+        for p in self.live.values():
+            p.hang_up()
+        for p in self.live.values():
+            p.close()
+        self.live.clear()
+
+
 @contextmanager
 def workers(names: Sequence[str]) -> Iterator[dict[str, Process]]:
-    """One live worker per contender, all started at once, closed on exit."""
-    started = [start(n) for n in names]
+    """Workers of `names` for the length of the block."""
+    pool = Pool()
     try:
-        yield {p.name: ready(p) for p in started}
+        yield pool.get(names)
     finally:
-        for p in started:
-            p.close()
+        pool.close()
 
 
 def fresh(name: str, run: str, timeout: float, **args: Any) -> dict[str, Any]:

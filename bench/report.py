@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from .method import Pool, Process
+
 PENDING = "pending"
 
 
@@ -33,6 +35,11 @@ class Context:
 
     smoke: bool
     log: Callable[[str], None]
+    pool: Pool = field(default_factory=Pool)
+    """Workers shared by the workloads that measure in live processes (A, A-wire, C)."""
+
+    def workers(self, names: Sequence[str]) -> dict[str, Process]:
+        return self.pool.get(names)
 
     def size(self, full: int, smoke: int) -> int:
         return smoke if self.smoke else full

@@ -76,6 +76,8 @@ def serve(name: str) -> None:
                 traceback.print_exc()
                 result = {"error": f"{type(e).__name__}: {e}"}
             answer(out, result)
+    out.close()
+    os._exit(0)  # skip the frameworks' interpreter teardown: nothing is left to flush
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ from typing import Any
 from turnkeeper import Budget, LocalHooks, Outcome, run_turn
 
 from .. import fake
-from .mock_api import MockMessagesApi
 from .turnkeeper_loop import quiet, toolset
 
 try:
@@ -32,6 +31,8 @@ def provider(client: Any) -> Any:
 def make(spec: fake.Spec) -> fake.Turn:
     if PENDING:
         raise RuntimeError(PENDING)
+    from .mock_api import MockMessagesApi  # loads the anthropic SDK
+
     server = MockMessagesApi(spec)
     adapter = provider(server.client())
     tools = toolset(spec)

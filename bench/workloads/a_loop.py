@@ -8,7 +8,7 @@ from typing import Any
 
 from .. import fake
 from ..contenders import label
-from ..method import Rounds, alternate, median, spread, workers
+from ..method import Rounds, alternate, median, spread
 from ..report import Context, Headline, Section, number, table, verdict
 from ..worker import Worker
 
@@ -53,12 +53,12 @@ def measure(
     ctx: Context, names: list[str], spec: fake.Spec, rounds: int, seconds: float
 ) -> tuple[Rounds, dict[str, str]]:
     """Alternating rounds of slices; the pending contenders with why."""
-    with workers(names) as pool:
-        pending = {n: p.pending for n, p in pool.items() if p.pending}
-        ctx.log(f"{TITLE}: N = {spec.rounds}, {rounds} rounds of {seconds} s slices")
-        result = alternate(
-            pool, f"{__name__}:slice", rounds, 600.0, ctx.log, spec=spec_args(spec), seconds=seconds
-        )
+    pool = ctx.workers(names)
+    pending = {n: p.pending for n, p in pool.items() if p.pending}
+    ctx.log(f"N = {spec.rounds}: {rounds} rounds of {seconds} s slices")
+    result = alternate(
+        pool, f"{__name__}:slice", rounds, 600.0, ctx.log, spec=spec_args(spec), seconds=seconds
+    )
     return result, pending
 
 
