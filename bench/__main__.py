@@ -45,6 +45,9 @@ def render(sections: list[Section], about: str, smoke: bool) -> str:
     ]
     for s in sections:
         parts += [f"## {s.title}", "", s.body.strip(), ""]
+    notes = HERE / "NOTES.md"
+    if notes.exists():
+        parts += [notes.read_text(encoding="utf-8").strip(), ""]
     return "\n".join(parts)
 
 

@@ -186,4 +186,8 @@ def spread(values: Sequence[float]) -> str:
     if len(values) < 4:
         return "–"
     q = statistics.quantiles(values, n=4)
-    return f"{q[0]:.3g}–{q[2]:.3g}"
+    return f"{short(q[0])}–{short(q[2])}"
+
+
+def short(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
