@@ -1,0 +1,98 @@
+"""turnkeeper's `run_turn` over a fake provider that returns the fake model's bodies.
+
+The provider does what an SDK adapter does after the HTTP call: it reads the
+body with the Messages API wire functions (`parse_reply`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from turnkeeper import Budget, LocalHooks, Outcome, run_turn
+from turnkeeper.hooks import Hooks
+from turnkeeper.providers import messages_api
+from turnkeeper.tools.functions import FunctionToolset, Tool
+from turnkeeper.wire import Message, Reply, ToolResult, ToolSpec
+
+from .. import fake
+
+
+class FakeProvider:
+    """The fake model behind turnkeeper's `Provider` protocol."""
+
+    wire = messages_api.WIRE
+
+    def __init__(self, spec: fake.Spec) -> None:
+        self.spec = spec
+        self.bodies = fake.script(spec)
+
+    async def complete(
+        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+    ) -> Reply:
+        await fake.called(self.spec)
+        return messages_api.parse_reply(self.bodies[fake.step_of(len(history))])
+
+    def user_message(self, text: str) -> Message:
+        return messages_api.user_message(text)
+
+    def tool_results(self, results: Sequence[ToolResult]) -> list[Message]:
+        return messages_api.tool_results(results)
+
+    def describe(self) -> dict[str, Any]:
+        return {"provider": "bench-fake"}
+
+
+def toolset(spec: fake.Spec) -> FunctionToolset:
+    lookup = fake.tool(spec)
+
+    async def call(arguments: dict[str, Any]) -> str:
+        return await lookup(**arguments)
+
+    spec_ = ToolSpec(fake.TOOL_NAME, fake.TOOL_DESCRIPTION, fake.TOOL_SCHEMA)
+    return FunctionToolset([Tool(spec_, call)])
+
+
+def quiet(report: Any) -> None:
+    """The no-op reporter."""
+
+
+class NullHooks:
+    """Hooks that keep nothing: a turn with no store and nobody watching."""
+
+    async def should_stop(self) -> bool:
+        return False
+
+    async def record_usage(self, usage: Any) -> None:
+        pass
+
+    async def checkpoint(self, checkpoint: Any) -> None:
+        pass
+
+    async def publish(self, state: dict[str, Any]) -> None:
+        pass
+
+    async def clear(self) -> None:
+        pass
+
+    def report(self, report: Any) -> None:
+        pass
+
+
+def make(spec: fake.Spec, *, hooks: type[Hooks] | None = None) -> fake.Turn:
+    provider = FakeProvider(spec)
+    tools = toolset(spec)
+    budget = Budget(max_iterations=spec.calls, deadline=3600.0, call_timeout=600.0)
+
+    async def turn() -> Outcome:
+        result = await run_turn(
+            "go",
+            provider=provider,
+            toolset=tools,
+            budget=budget,
+            hooks=hooks() if hooks else LocalHooks(reporter=quiet),
+        )
+        assert result.outcome is Outcome.FINISHED, result.outcome
+        return result.outcome
+
+    return turn

@@ -1,0 +1,60 @@
+"""The benchmark suite (bench/) still runs end to end; tiny sizes, no timing asserted."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PEERS = ("pydantic_ai", "agents", "langgraph", "langchain_core", "anthropic")
+HEADLINES = (
+    "| A, N = 2 | CPU µs per model call |",
+    "| A, N = 2 | pydantic-ai ÷ turnkeeper |",
+    "| A, N = 2 | openai-agents ÷ turnkeeper |",
+    "| A, N = 2 | langgraph ÷ turnkeeper |",
+    "| A-wire, N = 2 |",
+    "| B, K = 5 | wall ÷ ideal (0.30 s) |",
+    "| B, K = 5 | RSS per in-flight turn |",
+    "| B-store |",
+    "| C, no store |",
+    "| C, SQLite |",
+    "| C, PostgreSQL |",
+    "| D |",
+)
+CONTENDERS = (
+    "bare loop (baseline)",
+    "turnkeeper `run_turn`",
+    "pydantic-ai `Agent.run`",
+    "openai-agents `Runner.run`",
+    "langgraph `create_react_agent`",
+    "anthropic SDK tool runner",
+)
+
+
+@pytest.mark.skipif(
+    any(importlib.util.find_spec(p) is None for p in PEERS),
+    reason="the bench extra (the peers) is not installed",
+)
+def test_smoke_run_writes_every_row(tmp_path: Path) -> None:
+    out = tmp_path / "RESULTS.md"
+    run = subprocess.run(
+        [sys.executable, "-m", "bench", "--smoke", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    text = out.read_text(encoding="utf-8")
+    summary = text.split("## Summary", 1)[1].split("\n## ", 1)[0]
+    for headline in HEADLINES:
+        assert headline in summary, headline
+    for name in CONTENDERS:
+        rows = [line for line in text.splitlines() if line.startswith(f"| {name} |")]
+        measured = [line for line in rows if line.split("|")[2].strip()[:1].isdigit()]
+        assert measured, rows
+    assert "failed" not in text, run.stderr[-3000:]
