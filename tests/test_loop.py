@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -672,3 +673,52 @@ async def test_a_timeout_error_raised_by_a_toolset_is_reported_not_taken_for_the
     assert result.outcome is Outcome.FINISHED
     assert [r.event for r in hooks.reports] == ["tool_error"]
     assert "upstream API timed out" in result.history[2]["content"][0]["content"]
+
+
+class Hanging(ScriptedProvider):
+    """A provider that ignores the timeout it is given and never answers."""
+
+    async def complete(
+        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+    ) -> Reply:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+async def test_a_provider_that_ignores_its_timeout_is_stopped_at_the_deadline() -> None:
+    hooks = quiet_hooks()
+    result = await run_turn(
+        QUESTION,
+        provider=Hanging([]),
+        hooks=hooks,
+        budget=Budget(deadline=0.2, margin=0.01, min_call=0.01),
+    )
+    assert result.outcome is Outcome.TIME_LIMIT
+    assert hooks.cleared == 1
+    assert [r.event for r in hooks.reports] == ["time_limit"]
+    assert result.state["done"] is True
+    assert "ignored their timeout" in result.trace["calls"][0]["error"]["message"]
+
+
+async def test_a_tool_round_timeout_answers_only_the_unfinished_tools() -> None:
+    async def stuck(args: dict[str, Any]) -> str:
+        await asyncio.Event().wait()
+        return "never"
+
+    first, second = tool_use("echo", {"say": "a"}), tool_use("stuck")
+    result, hooks, _ = await turn(
+        [asks(first, second), answer("ok")],
+        tools=[echo_tool([]), Tool(ToolSpec("stuck", ""), stuck)],
+        budget=Budget(tool_timeout=0.05),
+    )
+    assert result.outcome is Outcome.FINISHED
+    assert result.history[2]["content"] == [
+        {"type": "tool_result", "tool_use_id": first["id"], "content": "echo a"},
+        {
+            "type": "tool_result",
+            "tool_use_id": second["id"],
+            "content": "stuck did not finish within 0.1 s",
+            "is_error": True,
+        },
+    ]
+    assert hooks.reports == []

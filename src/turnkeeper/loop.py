@@ -174,43 +174,50 @@ class _Turn:
 
     # ---- the loop -------------------------------------------------------
 
-    async def run(self, question: str) -> None:
+    async def run(self, question: str) -> None:  # noqa: C901 (the loop, kept in one piece)
         self.question = question
+        # Each call and tool round has its own timeout; this one, in real time, only
+        # catches a provider or toolset that ignores the timeout it was given.
+        backstop = asyncio.timeout(self.budget.deadline)
         try:
             self.history.append(self.provider.user_message(question))
             self.bubble({"role": "user", "text": question})
             await self.publish()
             tools = await self.toolset.list_tools()
-            while True:
-                if await self.stop_requested():
-                    self.exit(Outcome.STOPPED)
-                    break
-                timeout = self.budget.timeout_for_call(self.deadline - self.now())
-                if timeout is None:
-                    self.exit(Outcome.TIME_LIMIT, "too little time left to start a model call")
-                    break
-                reply = await self.call(tools, timeout)
-                if reply is None:
-                    break
-                step = decide(reply)
-                self.append(reply, step)
-                if step is not CONTINUE:
-                    self.end(reply, step.outcome)
-                    break
-                self.show(reply)
-                if self.usage.iterations >= self.budget.max_iterations:
-                    self.exit(Outcome.ITERATION_LIMIT, "the model wanted another step")
-                    break
-                if reply.tool_uses:
-                    tools_timeout = self.budget.timeout_for_tools(self.deadline - self.now())
-                    if tools_timeout is None:
-                        self.exit(Outcome.TIME_LIMIT, "no time left to run the tools")
+            async with backstop:
+                while True:
+                    if await self.stop_requested():
+                        self.exit(Outcome.STOPPED)
                         break
-                    await self.run_tools(reply.tool_uses, tools_timeout)
-                await self.iteration_done()
+                    timeout = self.budget.timeout_for_call(self.deadline - self.now())
+                    if timeout is None:
+                        self.exit(Outcome.TIME_LIMIT, "too little time left to start a model call")
+                        break
+                    reply = await self.call(tools, timeout)
+                    if reply is None:
+                        break
+                    step = decide(reply)
+                    self.append(reply, step)
+                    if step is not CONTINUE:
+                        self.end(reply, step.outcome)
+                        break
+                    self.show(reply)
+                    if self.usage.iterations >= self.budget.max_iterations:
+                        self.exit(Outcome.ITERATION_LIMIT, "the model wanted another step")
+                        break
+                    if reply.tool_uses:
+                        tools_timeout = self.budget.timeout_for_tools(self.deadline - self.now())
+                        if tools_timeout is None:
+                            self.exit(Outcome.TIME_LIMIT, "no time left to run the tools")
+                            break
+                        await self.run_tools(reply.tool_uses, tools_timeout)
+                    await self.iteration_done()
         except BaseException as e:
-            self.crashed(e)
-            raise
+            if isinstance(e, TimeoutError) and backstop.expired():
+                self.overran()
+            else:
+                self.crashed(e)
+                raise
         finally:
             await self.finalise()
 
@@ -235,8 +242,7 @@ class _Turn:
         }
         self.calls.append(record)
         try:
-            async with asyncio.timeout(timeout):
-                reply = await self.provider.complete(self.history, tools, timeout)
+            reply = await self.provider.complete(self.history, tools, timeout)
         except TimeoutError:
             error: ProviderError = ProviderUnavailable(
                 f"the model call did not finish within its {timeout:.1f} s timeout"
@@ -265,23 +271,37 @@ class _Turn:
     # ---- tools ----------------------------------------------------------
 
     async def run_tools(self, uses: Sequence[ToolUse], timeout: float) -> None:
-        """Run the tool uses concurrently; append their results as one message, in order."""
+        """Run the tool uses concurrently within `timeout`; append their results as one
+        message, in order. A tool still running when the timeout fires is answered
+        with an error result; the others keep theirs."""
         started = self.now()
-        if len(uses) == 1:
-            results = [await self.run_tool(uses[0], timeout)]
-        else:
-            results = list(await asyncio.gather(*(self.run_tool(u, timeout) for u in uses)))
-        self.calls[-1]["tools_duration"] = self.now() - started
-        self.answer(results)
+        results: list[ToolResult | None] = [None] * len(uses)
 
-    async def run_tool(self, use: ToolUse, timeout: float) -> ToolResult:
+        async def run(i: int, use: ToolUse) -> None:
+            results[i] = await self.run_tool(use, timeout)
+
         scope = asyncio.timeout(timeout)
         try:
             async with scope:
-                return await self.toolset.call(use, timeout)
+                if len(uses) == 1:
+                    await run(0, uses[0])
+                else:
+                    await asyncio.gather(*(run(i, u) for i, u in enumerate(uses)))
+        except TimeoutError:
+            if not scope.expired():
+                raise
+        self.calls[-1]["tools_duration"] = self.now() - started
+        self.answer(
+            [
+                r or ToolResult(u.id, f"{u.name} did not finish within {timeout:.1f} s", True)
+                for u, r in zip(uses, results, strict=True)
+            ]
+        )
+
+    async def run_tool(self, use: ToolUse, timeout: float) -> ToolResult:
+        try:
+            return await self.toolset.call(use, timeout)
         except Exception as e:
-            if isinstance(e, TimeoutError) and scope.expired():
-                return ToolResult(use.id, f"{use.name} did not finish within {timeout:.1f} s", True)
             self.report(
                 "tool_error",
                 f"tool {use.name} raised {type(e).__name__}: {e}",
@@ -353,6 +373,13 @@ class _Turn:
                 stop_reason=stop_reason,
                 details=details,
             )
+
+    def overran(self) -> None:
+        """The real-time backstop fired: a provider or toolset ignored its timeout."""
+        why = "the deadline passed during a model call or tools that ignored their timeout"
+        if self.calls and not {"response", "error"} & self.calls[-1].keys():
+            self.calls[-1]["error"] = ProviderUnavailable(why).describe()
+        self.exit(Outcome.TIME_LIMIT, why)
 
     def crashed(self, e: BaseException) -> None:
         """An exception escaped the loop (a hook failed, or the task was cancelled)."""

@@ -43,23 +43,32 @@ def parse_reply(body: Any) -> Reply:
     if body.get("type") == "error":
         raise error_from_body(body)
     content = body.get("content")
-    if not isinstance(content, list) or not all(
-        isinstance(b, dict) and isinstance(b.get("type"), str) for b in content
-    ):
-        raise ProviderFailed("response body has no list of typed content blocks")
+    if not isinstance(content, list):
+        raise ProviderFailed("response body has no list of content blocks")
+    texts: list[str] = []
+    uses: list[ToolUse] = []
+    steps: list[str] = []
+    for b in content:  # one pass: this runs on every model call
+        kind = b.get("type") if isinstance(b, dict) else None
+        if kind == "text":
+            if "text" in b:
+                texts.append(b["text"])
+        elif kind in TOOL_USE_TYPES:
+            name = str(b.get("name"))
+            steps.append(name)
+            if kind == "tool_use":
+                uses.append(ToolUse(id=str(b.get("id")), name=name, input=b.get("input")))
+        elif not isinstance(kind, str):
+            raise ProviderFailed("response body has a content block without a type")
     raw_stop = body.get("stop_reason")
     raw_stop = raw_stop if isinstance(raw_stop, str) else None
     return Reply(
         stop=STOP_REASONS.get(raw_stop or "", Stop.OTHER),
         raw_stop=raw_stop,
         message={"role": "assistant", "content": content},
-        text="\n".join(b["text"] for b in content if b["type"] == "text" and "text" in b),
-        tool_uses=tuple(
-            ToolUse(id=str(b.get("id")), name=str(b.get("name")), input=b.get("input"))
-            for b in content
-            if b["type"] == "tool_use"
-        ),
-        steps=tuple(str(b.get("name")) for b in content if b["type"] in TOOL_USE_TYPES),
+        text="\n".join(texts),
+        tool_uses=tuple(uses),
+        steps=tuple(steps),
         usage=parse_usage(body.get("usage")),
         raw=body,
         keep=bool(content),

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, ScriptExhausted
+from ..errors import ConfigError, ProviderUnavailable, ScriptExhausted
 from ..wire import Message, Reply, ToolResult, ToolSpec
 from . import messages_api
 
@@ -63,7 +63,11 @@ class ScriptedProvider:
         body = self._responses[self._next]
         self._next += 1
         if self.delay:
-            await asyncio.sleep(self.delay)
+            await asyncio.sleep(min(self.delay, timeout))
+            if self.delay > timeout:
+                raise ProviderUnavailable(
+                    f"the scripted model takes {self.delay} s, over {timeout} s"
+                )
         return messages_api.parse_reply(body)
 
     def user_message(self, text: str) -> Message:

@@ -35,7 +35,8 @@ class Toolset(Protocol):
         ...
 
     async def call(self, use: ToolUse, timeout: float) -> ToolResult:
-        """Run one tool use within `timeout` seconds."""
+        """Run one tool use. The loop bounds the call by `timeout` seconds; a toolset
+        uses it to bound its own work (an MCP request, a tool's tighter limit)."""
         ...
 
 

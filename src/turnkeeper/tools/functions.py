@@ -19,11 +19,12 @@ timeout is abandoned (Python cannot kill a thread), not waited for.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, overload
+from dataclasses import dataclass, field
+from typing import Any, cast, overload
 
 import pydantic
 import pydantic_core
@@ -50,6 +51,11 @@ class Tool:
     function: Callable[[dict[str, Any]], Awaitable[str] | str]
     timeout: float | None = None
     """At most this many seconds per call, if shorter than what the turn has left."""
+    is_async: bool = field(init=False, repr=False, compare=False)
+    """Whether `function` is a coroutine function, found once (inspect is slow per call)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.function))
 
 
 @overload
@@ -198,6 +204,10 @@ def rendered(value: Any) -> str:
     return pydantic_core.to_json(value).decode("utf-8")
 
 
+UNBOUNDED = contextlib.nullcontext()
+"""No timer of our own: the loop already bounds every tool call."""
+
+
 class FunctionToolset:
     """Python functions as one toolset; see the module docstring for how failures are answered."""
 
@@ -220,26 +230,28 @@ class FunctionToolset:
             return unknown_tool(use, self._tools)
         if not isinstance(use.input, dict):
             return ToolResult(use.id, f"invalid input for {use.name}: must be a JSON object", True)
-        limit = timeout if tool.timeout is None else min(timeout, tool.timeout)
-        scope = asyncio.timeout(limit)
+        # The loop bounds every tool call by `timeout`; a second timer here is only
+        # worth its cost when the tool's own limit is tighter.
+        limit = tool.timeout if tool.timeout is not None and tool.timeout < timeout else None
+        scope = asyncio.timeout(limit) if limit is not None else None
         try:
-            async with scope:
-                content = await _invoke(tool.function, use.input)
+            async with scope or UNBOUNDED:
+                content = await _invoke(tool, use.input)
         except ToolRefused as e:
             return ToolResult(use.id, str(e) or f"{use.name} declined this input", True)
         except TimeoutError as e:
-            if not scope.expired():
+            if scope is None or not scope.expired():
                 # The tool's own TimeoutError is a failure to report, not our deadline.
                 raise ToolFailed(f"{use.name} raised TimeoutError: {e}") from e
             return ToolResult(use.id, f"{use.name} did not finish within {limit:.1f} s", True)
         return ToolResult(use.id, content)
 
 
-async def _invoke(function: Callable[[dict[str, Any]], Any], args: dict[str, Any]) -> str:
-    if inspect.iscoroutinefunction(function):
-        result = await function(args)
+async def _invoke(tool: Tool, args: dict[str, Any]) -> str:
+    if tool.is_async:
+        result = await cast(Awaitable[Any], tool.function(args))
     else:
-        result = await in_thread(function, args)
+        result = await in_thread(tool.function, args)
         if inspect.isawaitable(result):
             result = await result
     return result if isinstance(result, str) else str(result)
