@@ -213,3 +213,13 @@ def test_a_time_limit_replays_identically(
     assert trace["outcome"] == "time_limit"
     assert trace["calls"] == []
     assert main(["replay", str(trace_path)]) == 0
+
+
+def test_a_reported_exit_is_one_line_on_stderr(tmp_path: Path) -> None:
+    script = write_script(tmp_path / "s.json", [body([text("cut")], "max_tokens")])
+    done = cli("run", "--script", str(script), "q")
+    assert done.returncode == 0
+    assert done.stderr.splitlines() == [
+        "turnkeeper: truncated: response truncated on max_tokens after 1 iterations: "
+        "stop_reason 'max_tokens'"
+    ]

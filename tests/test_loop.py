@@ -722,3 +722,46 @@ async def test_a_tool_round_timeout_answers_only_the_unfinished_tools() -> None:
         },
     ]
     assert hooks.reports == []
+
+
+async def test_a_toolset_that_hangs_while_listing_is_stopped_at_the_deadline() -> None:
+    class HangsListing:
+        async def list_tools(self) -> Sequence[ToolSpec]:
+            await asyncio.Event().wait()
+            return []
+
+        async def call(self, use: ToolUse, timeout: float) -> ToolResult:
+            raise AssertionError("never called")
+
+    hooks = quiet_hooks()
+    result = await run_turn(
+        QUESTION,
+        provider=ScriptedProvider([answer("x")]),
+        toolset=HangsListing(),
+        hooks=hooks,
+        budget=Budget(deadline=0.2, margin=0.01, min_call=0.01),
+    )
+    assert result.outcome is Outcome.TIME_LIMIT
+    assert [r.event for r in hooks.reports] == ["time_limit"]
+
+
+async def test_a_cancelled_turn_is_finalised_once_and_left_to_its_canceller_to_report() -> None:
+    called = asyncio.Event()
+
+    class Signals(Hanging):
+        async def complete(
+            self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+        ) -> Reply:
+            called.set()
+            return await super().complete(history, tools, timeout)
+
+    hooks = quiet_hooks()
+    task = asyncio.create_task(run_turn(QUESTION, provider=Signals([]), hooks=hooks))
+    await asyncio.wait_for(called.wait(), 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert hooks.cleared == 1
+    assert hooks.published[-1]["status"] == "failed"
+    assert hooks.published[-1]["done"] is True
+    assert hooks.reports == []

@@ -52,3 +52,36 @@ def test_an_unreadable_trace_is_a_config_error(tmp_path: Path) -> None:
         read_trace(path)
     with pytest.raises(ConfigError, match="cannot read"):
         read_trace(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("calls", "x"),
+        ("calls", [1]),
+        ("history", None),
+        ("clock", "abc"),
+        ("prior", 99),
+        ("question", 3),
+    ],
+)
+def test_a_malformed_trace_is_a_config_error_not_a_crash(
+    tmp_path: Path, field: str, value: object
+) -> None:
+    trace = {
+        "format": "turnkeeper.trace/1",
+        "wire": "anthropic",
+        "question": "q",
+        "prior": 0,
+        "history": [{"role": "user", "content": "q"}],
+        "calls": [],
+        "clock": [0.0],
+        "outcome": "stopped",
+        "budget": {},
+    }
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(trace))
+    read_trace(path)  # the untouched trace is fine
+    path.write_text(json.dumps({**trace, field: value}))
+    with pytest.raises(ConfigError, match="malformed"):
+        read_trace(path)

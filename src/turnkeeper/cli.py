@@ -28,7 +28,7 @@ from .providers import Provider
 from .providers.demo import DemoProvider
 from .providers.scripted import ScriptedProvider
 from .providers.select import NAMES, choose_provider
-from .report import Report, log_report
+from .report import Report
 from .tools import CombinedToolset, Toolset
 from .tools.files import read_file_tool
 from .tools.functions import FunctionToolset
@@ -102,6 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as e:
         print(f"turnkeeper: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("turnkeeper: interrupted", file=sys.stderr)
+        return 130
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -196,7 +199,7 @@ def mcp_servers(args: argparse.Namespace) -> list[Toolset]:
 
 
 def _stderr_report(report: Report) -> None:
-    log_report(report)
+    """The CLI's reporter: one line on stderr per report (the logger would repeat it)."""
     print(f"turnkeeper: {report.event}: {report.message}", file=sys.stderr)
 
 

@@ -183,8 +183,8 @@ class _Turn:
             self.history.append(self.provider.user_message(question))
             self.bubble({"role": "user", "text": question})
             await self.publish()
-            tools = await self.toolset.list_tools()
             async with backstop:
+                tools = await self.toolset.list_tools()
                 while True:
                     if await self.stop_requested():
                         self.exit(Outcome.STOPPED)
@@ -382,8 +382,13 @@ class _Turn:
         self.exit(Outcome.TIME_LIMIT, why)
 
     def crashed(self, e: BaseException) -> None:
-        """An exception escaped the loop (a hook failed, or the task was cancelled)."""
-        if self.outcome is None:
+        """An exception escaped the loop: a hook failed (reported here), or the task was
+        cancelled (not reported here: whoever cancelled it knows why and says so)."""
+        if self.outcome is not None:
+            return
+        if isinstance(e, asyncio.CancelledError):
+            self.outcome, self.error_key = Outcome.FAILED, OUTCOME_KEYS[Outcome.FAILED]
+        else:
             self.exit(Outcome.FAILED, f"{type(e).__name__}: {e}", details={"exception": repr(e)})
 
     def report(

@@ -42,7 +42,34 @@ def read_trace(path: str | Path) -> dict[str, Any]:
     missing = [k for k in REQUIRED if k not in data]
     if missing:
         raise ConfigError(f"trace {path} lacks {', '.join(missing)}")
+    wrong = _malformed(data)
+    if wrong:
+        raise ConfigError(f"trace {path} is malformed: {wrong}")
     return data
+
+
+def _malformed(data: dict[str, Any]) -> str | None:
+    """What is wrong with the shape of a trace's fields, or None."""
+
+    def objects(value: Any) -> bool:
+        return isinstance(value, list) and all(isinstance(v, dict) for v in value)
+
+    checks = [
+        (objects(data["calls"]), "calls must be a list of objects"),
+        (objects(data["history"]), "history must be a list of messages"),
+        (
+            isinstance(data["clock"], list)
+            and all(isinstance(t, int | float) for t in data["clock"]),
+            "clock must be a list of numbers",
+        ),
+        (isinstance(data["question"], str), "question must be text"),
+        (
+            isinstance(data["prior"], int) and 0 <= data["prior"] <= len(data["history"] or []),
+            "prior must count messages of the history",
+        ),
+        (isinstance(data["budget"], dict), "budget must be an object"),
+    ]
+    return next((why for ok, why in checks if not ok), None)
 
 
 class ReplayProvider:

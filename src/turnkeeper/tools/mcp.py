@@ -182,23 +182,41 @@ class MCPToolset:
     # ---- the toolset ------------------------------------------------------
 
     async def list_tools(self) -> Sequence[ToolSpec]:
-        """The server's tools, fetched now; none if it cannot be reached (logged)."""
-        client = self.client
+        """The server's tools, fetched now; none if it cannot be reached (logged).
+
+        A server that fails to list (it crashed, or hangs past the connect
+        timeout) is connected again once, so a long-running `serve` gets it back
+        on the next turn; if that fails too, the turn goes on without its tools.
+        """
+        self.client  # noqa: B018 (says so if the server was never connected)
+        try:
+            specs = await self._list()
+        except Exception as e:
+            logger.warning("MCP server %s could not list its tools: %s", self.name, _why(e))
+            specs = await self._reconnected_list()
+        self._names = {s.name for s in specs}
+        return specs
+
+    async def _list(self) -> list[ToolSpec]:
         specs: list[ToolSpec] = []
         cursor: str | None = None
-        try:
+        async with asyncio.timeout(self.connect_timeout):
             for _ in range(MAX_PAGES):
-                page = await client.list_tools(cursor=cursor)
+                page = await self.client.list_tools(cursor=cursor)
                 specs.extend(_spec(t) for t in page.tools)
                 cursor = page.next_cursor
                 if cursor is None:
                     break
-        except Exception as e:
-            # The turn goes on without this server's tools rather than failing before it starts.
-            logger.warning("MCP server %s could not list its tools: %s", self.name, _why(e))
-            specs = []
-        self._names = {s.name for s in specs}
         return specs
+
+    async def _reconnected_list(self) -> list[ToolSpec]:
+        try:
+            await self._release()
+            await self.__aenter__()
+            return await self._list()
+        except Exception as e:
+            logger.warning("MCP server %s: no tools this turn: %s", self.name, _why(e))
+            return []
 
     async def call(self, use: ToolUse, timeout: float) -> ToolResult:
         if use.name not in self._names:
