@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from turnkeeper.cli import main
+
+TIME_SERVER = f"{sys.executable} -m mcp_server_time --local-timezone UTC"
 
 
 @pytest.mark.parametrize(
@@ -15,6 +19,7 @@ from turnkeeper.cli import main
         (["worker", "--database", "sqlite:///x.db"], "needs a PostgreSQL database"),
         (["serve", "--provider", "anthropic"], "ANTHROPIC_API_KEY is not set"),
         (["serve", "--mcp-stdio", "/nonexistent/mcp-server"], "could not start"),
+        (["serve", "--mcp-stdio", TIME_SERVER, "--mcp-stdio", TIME_SERVER], "get_current_time"),
     ],
 )
 def test_unusable_configuration_exits_2(

@@ -11,6 +11,7 @@ from turnkeeper.budget import Budget
 from turnkeeper.job import TurnJob, failed, recovered_tail
 from turnkeeper.outcomes import Outcome
 from turnkeeper.providers.scripted import ScriptedProvider
+from turnkeeper.report import Report
 from turnkeeper.store import Recovery, Store, new_token
 
 
@@ -76,8 +77,10 @@ async def test_a_cancelled_turn_stops_before_its_first_call(store: Store) -> Non
 async def test_the_job_timeout_runs_failed(store: Store) -> None:
     conversation_id, turn_id = await queued(store, "hang")
     budget = Budget(deadline=1.0, call_timeout=0.1, min_call=0.05, margin=0.05)
-    job = TurnJob(store, StubbornModel([]), budget=budget, margin=0.2)
+    reports: list[Report] = []
+    job = TurnJob(store, StubbornModel([]), budget=budget, margin=0.2, reporter=reports.append)
     assert await job.run(turn_id) is Outcome.FAILED
+    assert [r.event for r in reports] == ["failed"], "one failure, one report"
     state = await store.state_after(turn_id, 0)
     assert state is not None
     assert (state["status"], state["done"], state["has_error"]) == ("failed", True, True)
@@ -125,3 +128,26 @@ def test_failed_answers_a_tool_use_left_without_results() -> None:
     assert results["role"] == "user"
     (block,) = results["content"]
     assert (block["tool_use_id"], block["is_error"]) == ("toolu_1", True)
+
+
+async def test_a_store_failure_in_a_hook_is_reported_once(store: Store) -> None:
+    _, turn_id = await queued(store)
+
+    reports: list[Report] = []
+    real_checkpoint = store.checkpoint
+
+    async def checkpoint(*args: object, **kwargs: object) -> None:
+        raise ConnectionError("the store went away")
+
+    store.checkpoint = checkpoint  # type: ignore[method-assign]
+    try:
+        job = TurnJob(
+            store,
+            ScriptedProvider([scripts.asks(scripts.tool_use("lookup")), scripts.answer("x")]),
+            reporter=reports.append,
+        )
+        assert await job.run(turn_id) is Outcome.FAILED
+    finally:
+        store.checkpoint = real_checkpoint  # type: ignore[method-assign]
+    assert [r.event for r in reports] == ["failed"]
+    assert "the store went away" in reports[0].message

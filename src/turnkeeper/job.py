@@ -17,11 +17,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import state as published
+from .activity import ACTIVITIES
 from .budget import Budget
 from .hooks import Checkpoint
 from .loop import run_turn
@@ -55,6 +56,8 @@ class StoreHooks:
         self.reporter = reporter
         self.written = 0
         """History messages the checkpoints have appended so far."""
+        self.failure_reported = False
+        """The loop reported the turn as failed; `failed()` need not report it again."""
 
     async def should_stop(self) -> bool:
         return await self.store.cancel_requested(self.turn_id)
@@ -77,6 +80,7 @@ class StoreHooks:
         """Nothing yet: `Store.finish` clears the checkpoint and cancel flag in the final write."""
 
     def report(self, report: Report) -> None:
+        self.failure_reported |= report.event == Outcome.FAILED.value
         self.reporter(report)
 
 
@@ -91,6 +95,8 @@ class TurnJob:
     lease: float = DEFAULT_LEASE
     margin: float = JOB_MARGIN
     reporter: Reporter = log_report
+    activities: Mapping[str, str] = field(default_factory=lambda: ACTIVITIES)
+    """Tool names to caption keys (`activity.captions()` adds your own)."""
     tries: int = field(default=1, init=False)
     """A turn is tried once; never retried by a queue."""
 
@@ -112,9 +118,10 @@ class TurnJob:
             return None
 
     async def _run(self, turn_id: str, fence: int, lost: asyncio.Event) -> Outcome | None:
+        hooks = StoreHooks(self.store, turn_id, fence, self.reporter)
         try:
             async with asyncio.timeout(self.timeout):
-                return await self._turn(turn_id, fence)
+                return await self._turn(turn_id, hooks)
         except FenceLost:
             raise
         except asyncio.CancelledError:
@@ -123,14 +130,15 @@ class TurnJob:
             raise FenceLost(f"turn {turn_id}: the lease was lost; writes refused") from None
         except Exception as e:  # TimeoutError included: the job clock fired
             logger.exception("turn %s: the job failed: %s", turn_id, e)
-        await failed(self.store, turn_id, fence=fence, reporter=self.reporter)
+        # One failure, one report: the loop has said it already if a hook failed.
+        reporter = _quiet if hooks.failure_reported else self.reporter
+        await failed(self.store, turn_id, fence=fence, reporter=reporter)
         return Outcome.FAILED
 
-    async def _turn(self, turn_id: str, fence: int) -> Outcome:
+    async def _turn(self, turn_id: str, hooks: StoreHooks) -> Outcome:
         turn = await self.store.turn(turn_id)
         assert turn is not None, "a claimed turn exists"
         history = await self.store.history(turn.conversation_id)
-        hooks = StoreHooks(self.store, turn_id, fence, self.reporter)
         result = await run_turn(
             turn.question,
             provider=self.provider,
@@ -138,13 +146,14 @@ class TurnJob:
             history=history,
             budget=self.budget,
             hooks=hooks,
+            activities=self.activities,
             turn_id=turn_id,
             conversation_id=turn.conversation_id,
             version=turn.version,
             message_offset=turn.message_offset,
         )
         tail = result.history[len(history) + hooks.written :]
-        await self.store.finish(turn_id, fence, tail, result.state, result.usage)
+        await self.store.finish(turn_id, hooks.fence, tail, result.state, result.usage)
         return result.outcome
 
     @contextlib.asynccontextmanager
@@ -157,7 +166,12 @@ class TurnJob:
         async def renew() -> None:
             while True:
                 await asyncio.sleep(self.lease / 3)
-                if not await self.store.renew(turn_id, fence, self.lease):
+                try:
+                    renewed = await self.store.renew(turn_id, fence, self.lease)
+                except Exception as e:  # a passing store error: try again next tick
+                    logger.warning("turn %s: lease renewal failed, will retry: %s", turn_id, e)
+                    continue
+                if not renewed:
                     logger.warning(
                         "turn %s: lease renewal with fence %d refused: the turn was taken over",
                         turn_id,
@@ -172,10 +186,14 @@ class TurnJob:
             yield lost
         finally:
             renewer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await renewer
             if lost.is_set():
                 body.uncancel()
+
+
+def _quiet(report: Report) -> None:
+    """For a failure the loop already reported."""
 
 
 async def failed(

@@ -98,6 +98,7 @@ async def _resources(
     tools = toolset or CombinedToolset(demo_toolset())
     try:
         async with tools:
+            await tools.list_tools()  # a name clash is a configuration error: say so now
             store = await open_store(settings.database)
             try:
                 yield store, tools

@@ -200,6 +200,8 @@ async def test_a_wrong_or_missing_token_answers_like_an_unknown_id(
         (b'{"text": 3}', '"text"'),
         (b'{"question": "hi"}', '"text"'),
         (b'{"text": "   "}', "empty"),
+        (b'{"text": "a\\u0000b"}', "NUL"),
+        (b'{"text": "a\\ud800b"}', "not valid Unicode"),
     ],
 )
 async def test_bad_input_gets_400_with_a_sentence(

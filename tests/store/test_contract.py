@@ -195,3 +195,27 @@ async def test_transcript_and_counts(store: Store) -> None:
     await store.create_turn(conversation_id, "two")
     assert [m["id"] for m in await store.transcript(conversation_id)] == ["m1", "m2", "m3"]
     assert await store.counts() == {"finished": 1, "queued": 1}
+
+
+async def test_wire_data_is_kept_as_it_came_nul_characters_and_key_order_included(
+    store: Store,
+) -> None:
+    conversation_id, turn_id = await queued_turn(store)
+    fence = await store.claim(turn_id, 30, "anthropic")
+    assert fence is not None
+    odd: list[dict[str, Any]] = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "text", "text": "a\x00b", "z": 1, "a": 2}]},
+    ]
+    question = {"id": "m1", "role": "user", "text": "hi"}
+    bubble = {"id": "m2", "role": "bot", "text": "a\x00b"}
+    await store.checkpoint(turn_id, fence, 1, odd, running(2, question, bubble))
+    tail = [{"role": "user", "content": [{"type": "tool_result", "content": "\x00"}]}]
+    final = running(3, question, bubble, done=True)
+    await store.finish(turn_id, fence, tail, final, Usage(iterations=1))
+    history = await store.history(conversation_id)
+    assert history == odd + tail
+    assert list(history[1]["content"][0]) == ["type", "text", "z", "a"]
+    state = await store.state_after(turn_id, 0)
+    assert state is not None
+    assert state["messages"][-1]["text"] == "a\x00b"

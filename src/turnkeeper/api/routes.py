@@ -105,6 +105,12 @@ def _question(body: Any) -> str:
         raise ApiError(400, 'The body must be a JSON object with a string "text".')
     if not text.strip():
         raise ApiError(400, 'The "text" of a turn is empty.')
+    if "\x00" in text:
+        raise ApiError(400, 'The "text" of a turn may not contain a NUL character.')
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ApiError(400, 'The "text" of a turn is not valid Unicode text.') from None
     return text
 
 

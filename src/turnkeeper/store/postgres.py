@@ -21,7 +21,7 @@ from . import sqlite as _sqlite
 try:
     import psycopg
     from psycopg.rows import TupleRow
-    from psycopg.types.json import Jsonb
+    from psycopg.types.json import Json, Jsonb
     from psycopg_pool import AsyncConnectionPool
 except ImportError as e:  # pragma: no cover - depends on the installed extras
     raise ConfigError(
@@ -95,6 +95,15 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
         """,
     ),
     ("procrastinate's job queue", _procrastinate_schema),
+    (
+        "wire data as json, not jsonb: kept as sent, and \\u0000 allowed",
+        """
+        ALTER TABLE messages ALTER COLUMN body TYPE json USING body::json;
+        ALTER TABLE bubbles ALTER COLUMN body TYPE json USING body::json;
+        ALTER TABLE turns ALTER COLUMN state TYPE json USING state::json;
+        ALTER TABLE checkpoints ALTER COLUMN state TYPE json USING state::json;
+        """,
+    ),
 )
 
 
@@ -179,12 +188,12 @@ class PostgresStore:
                         "INSERT INTO turns (turn_id, conversation_id, question, status, version,"
                         " state, n_messages, message_offset, usage)"
                         " VALUES (%s, %s, %s, 'queued', 1, %s, 1, %s, %s)",
-                        (turn_id, conversation_id, question, Jsonb(_bare(first)), offset,
+                        (turn_id, conversation_id, question, Json(_bare(first)), offset,
                          Jsonb(first["usage"])),
                     )  # fmt: skip
                     await db.execute(
                         "INSERT INTO bubbles VALUES (%s, 0, %s)",
-                        (turn_id, Jsonb(first["messages"][0])),
+                        (turn_id, Json(first["messages"][0])),
                     )
             except psycopg.errors.UniqueViolation as e:
                 raise Busy(f"conversation {conversation_id} has a turn that is not done") from e
@@ -287,7 +296,7 @@ class PostgresStore:
                 "INSERT INTO checkpoints VALUES (%s, %s, %s, %s) ON CONFLICT (turn_id)"
                 " DO UPDATE SET iteration = excluded.iteration, state = excluded.state,"
                 " n_messages = excluded.n_messages",
-                (turn_id, iteration, Jsonb(_bare(state)), len(state["messages"])),
+                (turn_id, iteration, Json(_bare(state)), len(state["messages"])),
             )
 
     async def finish(
@@ -337,7 +346,7 @@ async def _append(db: Connection, turn_id: str, fence: int, appended: Sequence[M
         async with db.cursor() as c:
             await c.executemany(
                 "INSERT INTO messages (conversation_id, turn_id, body) VALUES (%s, %s, %s)",
-                [(row[0], turn_id, Jsonb(m)) for m in appended],
+                [(row[0], turn_id, Json(m)) for m in appended],
             )
 
 
@@ -358,12 +367,12 @@ async def _publish(db: Connection, turn_id: str, fence: int, state: dict[str, An
         async with db.cursor() as c:
             await c.executemany(
                 "INSERT INTO bubbles VALUES (%s, %s, %s)",
-                [(turn_id, n, Jsonb(messages[n])) for n in range(stored, len(messages))],
+                [(turn_id, n, Json(messages[n])) for n in range(stored, len(messages))],
             )
     await db.execute(
         "UPDATE turns SET state = %s, version = %s, status = %s, n_messages = %s"
         " WHERE turn_id = %s",
-        (Jsonb(_bare(state)), state["version"], state["status"], len(messages), turn_id),
+        (Json(_bare(state)), state["version"], state["status"], len(messages), turn_id),
     )
 
 
