@@ -37,7 +37,11 @@ class Provider(Protocol):
     async def complete(
         self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
     ) -> Reply:
-        """Call the model once; raise `ProviderError` when no usable response came."""
+        """Call the model once within `timeout` seconds (the per-call timeout the loop
+        derived from what remains: hand it to the SDK, and raise `ProviderUnavailable`
+        or `TimeoutError` when it passes); raise `ProviderError` when no usable
+        response came. The loop adds no timer of its own per call: only the turn's
+        deadline stops a provider that ignores its timeout."""
         ...
 
     def user_message(self, text: str) -> Message:
