@@ -370,7 +370,8 @@ def _publish(db: sqlite3.Connection, turn_id: str, fence: int, state: dict[str, 
     if row is None:
         raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
     messages, stored = state["messages"], min(row[0], len(state["messages"]))
-    db.execute("DELETE FROM bubbles WHERE turn_id = ? AND n >= ?", (turn_id, stored))
+    if stored < row[0]:  # fewer messages than stored: none are kept past n_messages
+        db.execute("DELETE FROM bubbles WHERE turn_id = ? AND n >= ?", (turn_id, stored))
     db.executemany(
         "INSERT INTO bubbles VALUES (?, ?, ?)",
         [(turn_id, n, _dump(messages[n])) for n in range(stored, len(messages))],
@@ -448,8 +449,12 @@ def _migrate(db: sqlite3.Connection) -> None:
             db.execute(f"INSERT INTO turnkeeper_migrations VALUES (?, ?, {NOW})", (number, name))
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+"""One encoder for every write (`json.dumps` with options builds a new one per call)."""
+
+
 def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 def _load(text: str) -> Any:
