@@ -5,7 +5,7 @@ turnkeeper API over a SQLite store holding one running turn at version N, and
 a bare Starlette app with one route that answers 204. A client in this
 process (raw asyncio sockets, HTTP/1.1 keep-alive, one request in flight per
 connection) drives one server at a time for a short slice, alternating.
-`python -m bench.workloads.d_polling api|bare` runs a server and prints its
+`python -m bench.workloads.d_polling api|bare FOLDER` runs a server and prints its
 port (and, for the API, the path and token to poll) on one JSON line.
 """
 
@@ -71,21 +71,19 @@ async def api_app(folder: str) -> tuple[Any, dict[str, str]]:
     return create_app(store, NoQueue()), {"path": path, "token": token}
 
 
-async def serve(kind: str) -> None:
+async def serve(kind: str, folder: str) -> None:
+    """Serve until terminated; the store lives in `folder`, which the parent removes."""
     import socket
 
     import uvicorn
 
-    with tempfile.TemporaryDirectory(prefix="turnkeeper-bench-") as folder:
-        app, poll = (
-            await api_app(folder) if kind == "api" else (bare_app(), {"path": "/api/turns/t_1"})
-        )
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        config = uvicorn.Config(app, **SERVER, lifespan="off", log_level="warning")
-        config.backlog = 1024
-        print(json.dumps({"port": sock.getsockname()[1], **poll}), flush=True)
-        await uvicorn.Server(config).serve(sockets=[sock])
+    app, poll = await api_app(folder) if kind == "api" else (bare_app(), {"path": "/api/turns/t_1"})
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(app, **SERVER, lifespan="off", log_level="warning")
+    config.backlog = 1024
+    print(json.dumps({"port": sock.getsockname()[1], **poll}), flush=True)
+    await uvicorn.Server(config).serve(sockets=[sock])
 
 
 # ---- the client (in the bench process) ---------------------------------------
@@ -125,7 +123,8 @@ async def load(target: dict[str, Any], seconds: float, clients: int) -> float:
 @contextmanager
 def server(kind: str) -> Iterator[dict[str, Any]]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", __name__, kind]
+    folder = tempfile.TemporaryDirectory(prefix="turnkeeper-bench-")
+    command = [sys.executable, "-m", __name__, kind, folder.name]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=ROOT, env=env)
     try:
         assert proc.stdout is not None
@@ -136,6 +135,7 @@ def server(kind: str) -> Iterator[dict[str, Any]]:
     finally:
         proc.terminate()
         proc.wait(10)
+        folder.cleanup()
 
 
 async def ready(target: dict[str, Any]) -> None:
@@ -204,4 +204,4 @@ keep-alive, one request in flight per connection; slices of {seconds} s,
 
 
 if __name__ == "__main__":
-    asyncio.run(serve(sys.argv[1]))
+    asyncio.run(serve(sys.argv[1], sys.argv[2]))
