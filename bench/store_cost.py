@@ -21,8 +21,8 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -102,27 +102,34 @@ async def measure(name: str, url: str, iterations: int, runs: int) -> float:
     return ratio
 
 
-@asynccontextmanager
-async def postgres_database(admin_url: str) -> AsyncIterator[str | None]:
-    """A throwaway database, or None when the server cannot be reached."""
+ADMIN_URL = os.environ.get(
+    "TURNKEEPER_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+
+
+@contextmanager
+def postgres_database(admin_url: str, log: Callable[[str], None] = print) -> Iterator[str | None]:
+    """A throwaway database on the server at `admin_url`, or None when it cannot be reached."""
     try:
         import psycopg
     except ImportError:
+        log("postgresql skipped: psycopg is not installed")
         yield None
         return
     name = f"turnkeeper_bench_{secrets.token_hex(4)}"
     try:
-        admin = await psycopg.AsyncConnection.connect(admin_url, autocommit=True, connect_timeout=3)
+        admin = psycopg.connect(admin_url, autocommit=True, connect_timeout=3)
     except psycopg.OperationalError as e:
-        print(f"postgresql skipped: {str(e).strip().splitlines()[0]}")
+        log(f"postgresql skipped: {str(e).strip().splitlines()[0]}")
         yield None
         return
-    async with admin:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield urlsplit(admin_url)._replace(path=f"/{name}").geturl()
-        finally:
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlsplit(admin_url)._replace(path=f"/{name}").geturl()
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 async def main(iterations: int, runs: int) -> int:
@@ -130,10 +137,7 @@ async def main(iterations: int, runs: int) -> int:
     ratios = []
     with tempfile.TemporaryDirectory(prefix="turnkeeper-bench-") as folder:
         ratios.append(await measure("sqlite", f"sqlite:///{folder}/bench.db", iterations, runs))
-    admin = os.environ.get(
-        "TURNKEEPER_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
-    )
-    async with postgres_database(admin) as url:
+    with postgres_database(ADMIN_URL) as url:
         if url is not None:
             ratios.append(await measure("postgresql", url, iterations, runs))
     return 0 if all(r <= TARGET for r in ratios) else 1

@@ -22,6 +22,8 @@ CONTENDERS = {
     "langgraph": ("langgraph_react", "langgraph `create_react_agent`"),
     "anthropic-runner": ("anthropic_runner", "anthropic SDK tool runner"),
     "turnkeeper-anthropic": ("turnkeeper_wire", "turnkeeper `run_turn`, `AnthropicProvider`"),
+    "turnkeeper-sqlite": ("turnkeeper_sqlite", "turnkeeper `TurnJob`, SQLite store"),
+    "turnkeeper-postgres": ("turnkeeper_postgres", "turnkeeper `TurnJob`, PostgreSQL store"),
 }
 
 

@@ -16,6 +16,9 @@ from anthropic import AsyncAnthropic
 
 from .. import fake
 
+BASE_URL = "http://mock-api.invalid"
+KEY = "bench-not-a-key"
+
 
 class MockMessagesApi:
     def __init__(self, spec: fake.Spec) -> None:
@@ -31,11 +34,14 @@ class MockMessagesApi:
         headers = {"content-type": "application/json", "request-id": f"req_{self.step}"}
         return httpx2.Response(200, content=body, headers=headers)
 
+    def transport(self) -> httpx2.MockTransport:
+        return httpx2.MockTransport(self.handle)
+
     def client(self) -> AsyncAnthropic:
-        transport = httpx2.MockTransport(self.handle)
+        """A plain SDK client over the mock, as an application using the SDK builds one."""
         return AsyncAnthropic(
-            api_key="bench-not-a-key",
-            base_url="http://mock-api.invalid",
-            http_client=httpx2.AsyncClient(transport=transport),
+            api_key=KEY,
+            base_url=BASE_URL,
+            http_client=httpx2.AsyncClient(transport=self.transport()),
             max_retries=0,
         )

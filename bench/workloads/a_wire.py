@@ -45,8 +45,8 @@ DESCRIPTION = """\
 Same turn shape and slices as A. The anthropic tool runner is
 `client.beta.messages.tool_runner(..., thread=False)` with a `beta_async_tool`
 and `until_done()`; `thread=False` makes it send the whole history each call,
-as turnkeeper does. The mock answers from a per-turn counter, so it never
-parses the growing request. turnkeeper's row needs
-`turnkeeper.providers.anthropic.AnthropicProvider` (issue 3); until that is on
-this branch the row is pending.
+as turnkeeper does. turnkeeper's row is `run_turn` with
+`AnthropicProvider(transport=...)`: the adapter's own `AsyncAnthropic` client
+(with its attempt hooks) over the same mock transport. The mock answers from a
+per-turn counter, so it never parses the growing request.
 """

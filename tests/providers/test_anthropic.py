@@ -12,6 +12,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import httpx2
 import pytest
 
 from turnkeeper import Budget, Outcome, Stop
@@ -607,3 +608,36 @@ async def test_stop_reasons_map_once_into_the_closed_set(server: WireServer, mak
         (Stop.END_TURN, "stop_sequence"),
         (Stop.OTHER, "something_new"),
     ]
+
+
+# ---- a transport of the caller's -------------------------------------------------
+
+
+async def test_a_given_transport_carries_the_calls_and_keeps_the_attempt_hooks() -> None:
+    """`transport=` (a mock, for tests and benchmarks) replaces only the socket layer."""
+    body = recording(TEXT)["response"]["body"]
+    seen: list[httpx2.Request] = []
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        if len(seen) == 1:
+            return httpx2.Response(200, json=body, headers={"request-id": "req_mock_1"})
+        fault = {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}
+        return httpx2.Response(529, json=fault, headers={"request-id": "req_mock_2"})
+
+    adapter = AnthropicProvider(
+        api_key="test-key",
+        base_url="http://mock-api.invalid",
+        max_retries=0,
+        transport=httpx2.MockTransport(answer),
+    )
+    try:
+        reply = await adapter.complete([{"role": "user", "content": "q"}], [], 5)
+        with pytest.raises(ProviderUnavailable) as raised:
+            await adapter.complete([{"role": "user", "content": "q"}], [], 5)
+    finally:
+        await adapter.aclose()
+    assert reply.message == {"role": "assistant", "content": body["content"]}
+    assert [r.url.path for r in seen] == ["/v1/messages", "/v1/messages"]
+    assert all(0 < t <= 5 for t in seen[0].extensions["timeout"].values())  # hook shrank them
+    assert (raised.value.status, raised.value.request_id) == (529, "req_mock_2")

@@ -19,6 +19,7 @@ from ..job import failed
 from ..queue import Queue
 from ..store import Busy, Store, hash_token, new_token
 from .errors import ApiError
+from .owners import Owners
 
 logger = logging.getLogger("turnkeeper.api")
 
@@ -30,6 +31,7 @@ class Routes:
     def __init__(self, store: Store, queue: Queue) -> None:
         self.store = store
         self.queue = queue
+        self.owners = Owners(store)
 
     async def create_conversation(self, request: Request) -> Response:
         token, token_hash = new_token()
@@ -77,8 +79,8 @@ class Routes:
 
     async def _turn(self, request: Request) -> str:
         turn_id = request.path_params["turn_id"]
-        turn = await self.store.turn(turn_id)
-        if turn is None or not await self._opens(request, turn.conversation_id):
+        conversation_id = await self.owners.conversation_of(turn_id)
+        if conversation_id is None or not await self._opens(request, conversation_id):
             raise ApiError(404, NO_TURN)
         return str(turn_id)
 
@@ -87,7 +89,7 @@ class Routes:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             return False
-        expected = await self.store.token_hash(conversation_id)
+        expected = await self.owners.token_hash(conversation_id)
         return expected is not None and hmac.compare_digest(expected, hash_token(token.strip()))
 
 

@@ -35,6 +35,8 @@ from .messages_stream import MessageFold, sse_data
 DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_MAX_TOKENS = 8192
 REQUEST_ID_HEADER = "request-id"
+_OPTIONS = ("timeout", "extra_body", "extra_headers")
+"""Keys of `request()` that are options of the call, not fields of the body."""
 
 
 class AnthropicProvider:
@@ -57,12 +59,15 @@ class AnthropicProvider:
         base_url: str | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
         min_attempt: float = DEFAULT_MIN_ATTEMPT,
+        transport: httpx2.AsyncBaseTransport | None = None,
     ) -> None:
         """`server_tools` (e.g. web search) and `mcp_servers` go to the API as given.
 
         `api_key` and `base_url` default to the SDK's own `ANTHROPIC_API_KEY`
         and `ANTHROPIC_BASE_URL`. `max_retries` are the SDK's retries; all
         attempts together fit in the timeout of the call (see `attempts`).
+        `transport` replaces the HTTP transport under the SDK's client (an
+        `httpx2.MockTransport` in tests and benchmarks); the attempt hooks stay.
         """
         self.model = model
         self.max_tokens = max_tokens
@@ -78,9 +83,7 @@ class AnthropicProvider:
             api_key=api_key,
             base_url=base_url,
             max_retries=max_retries,
-            http_client=anthropic.DefaultAsyncHttpxClient(
-                event_hooks=event_hooks(REQUEST_ID_HEADER)
-            ),
+            http_client=_http_client(transport),
         )
 
     async def complete(
@@ -124,9 +127,22 @@ class AnthropicProvider:
         return params
 
     async def _plain(self, params: dict[str, Any]) -> Any:
-        raw = await self.client.messages.with_raw_response.create(**params)
+        """One non-streaming call: the body encoded once, sent by the SDK client's `post`.
+
+        The client still does the retries, auth, headers and error statuses;
+        `messages.create` would first deep-copy every request (the whole
+        history, on every call) into a fresh tree and encode that: ~40 % of an
+        iteration's CPU in a long turn (bench/NOTES.md, A-wire).
+        """
+        headers = {"content-type": "application/json", **params.get("extra_headers", {})}
+        response = await self.client.post(
+            "/v1/messages",
+            cast_to=httpx2.Response,
+            content=_encoded(params),
+            options={"headers": headers, "timeout": params["timeout"]},
+        )
         try:
-            return json.loads(raw.http_response.content)
+            return json.loads(response.content)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise _Unreadable(f"the response body is not JSON: {e}") from e
 
@@ -198,6 +214,21 @@ def _parsed(body: Any, attempts: Attempts) -> Reply:
         return messages_api.parse_reply(body)
     except ProviderError as e:
         raise attempts.error(type(e), str(e)) from e
+
+
+def _http_client(transport: httpx2.AsyncBaseTransport | None) -> httpx2.AsyncClient:
+    """The SDK's default HTTP client (its limits, keep-alive) with the attempt hooks."""
+    hooks = event_hooks(REQUEST_ID_HEADER)
+    if transport is None:  # the SDK sets its socket options only when no transport is given
+        return anthropic.DefaultAsyncHttpxClient(event_hooks=hooks)
+    return anthropic.DefaultAsyncHttpxClient(event_hooks=hooks, transport=transport)
+
+
+def _encoded(params: Mapping[str, Any]) -> bytes:
+    """The JSON body of `messages.create(**params)`, encoded as the SDK encodes it."""
+    body = {k: v for k, v in params.items() if k not in _OPTIONS}
+    body.update(params.get("extra_body") or {})
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
 def _tool(spec: ToolSpec) -> dict[str, Any]:

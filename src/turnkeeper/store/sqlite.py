@@ -1,29 +1,27 @@
 """The embedded store: one SQLite file in WAL mode, `synchronous=NORMAL`.
 
 sqlite3 is blocking, so every call runs on one thread of its own and the
-event loop never waits on the disk. Several processes may share the file
-(a worker beside the server): writes take `BEGIN IMMEDIATE` and wait for each
+event loop never waits on the disk. Calls are batched (`commits`): the writes
+that arrive while one transaction commits share the next, and each caller is
+answered once its write is committed. Several processes may share the file (a
+worker beside the server): writes take `BEGIN IMMEDIATE` and wait for each
 other up to the busy timeout. Lease times come from SQLite's own clock.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from .. import state as published
 from ..errors import ConfigError
 from ..usage import Usage
 from ..wire import Message
 from . import Busy, FenceLost, Recovery, Turn, new_id
-
-T = TypeVar("T")
+from .commits import GroupCommit, transaction
 
 NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 
@@ -87,19 +85,8 @@ class SqliteStore:
     def __init__(self, path: str | Path, *, busy_timeout: float = 10.0) -> None:
         self.path = str(path)
         self.busy_timeout = busy_timeout
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="turnkeeper-sqlite")
-        self._db: sqlite3.Connection | None = None
-
-    # ---- plumbing ------------------------------------------------------------
-
-    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._call, fn)
-
-    def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        if self._db is None:
-            self._db = self._connect()
-        return fn(self._db)
+        self.commits = GroupCommit(self._connect)
+        """The connection, its thread, and the batching of calls into transactions."""
 
     def _connect(self) -> sqlite3.Connection:
         try:
@@ -112,18 +99,12 @@ class SqliteStore:
         return db
 
     async def close(self) -> None:
-        def close(db: sqlite3.Connection) -> None:
-            db.close()
-            self._db = None
-
-        if self._db is not None:
-            await self._run(close)
-        self._executor.shutdown(wait=True)
+        await self.commits.close()
 
     # ---- migrations ----------------------------------------------------------
 
     async def migrate(self) -> None:
-        await self._run(_migrate)
+        await self.commits.alone(_migrate)
 
     # ---- the API's side ------------------------------------------------------
 
@@ -135,7 +116,7 @@ class SqliteStore:
                 f"INSERT INTO conversations VALUES (?, ?, {NOW})", (conversation_id, token_hash)
             )
 
-        await self._run(insert)
+        await self.commits.write(insert)
         return conversation_id
 
     async def token_hash(self, conversation_id: str) -> str | None:
@@ -145,40 +126,39 @@ class SqliteStore:
             ).fetchone()
             return None if row is None else str(row[0])
 
-        return await self._run(read)
+        return await self.commits.read(read)
 
     async def create_turn(self, conversation_id: str, question: str) -> Turn:
         turn_id = new_id("t")
 
         def insert(db: sqlite3.Connection) -> Turn:
-            with _transaction(db):
-                (offset,) = db.execute(
-                    "SELECT COALESCE(SUM(n_messages), 0) FROM turns WHERE conversation_id = ?",
-                    (conversation_id,),
-                ).fetchone()
-                first = published.queued(turn_id, conversation_id, question, offset)
-                try:
-                    db.execute(
-                        "INSERT INTO turns (turn_id, conversation_id, question, status, version,"
-                        " state, n_messages, message_offset, usage, created)"
-                        f" VALUES (?, ?, ?, 'queued', 1, ?, 1, ?, ?, {NOW})",
-                        (
-                            turn_id,
-                            conversation_id,
-                            question,
-                            _dump(_bare(first)),
-                            offset,
-                            _dump(first["usage"]),
-                        ),
-                    )
-                except sqlite3.IntegrityError as e:
-                    raise Busy(f"conversation {conversation_id} has a turn that is not done") from e
+            (offset,) = db.execute(
+                "SELECT COALESCE(SUM(n_messages), 0) FROM turns WHERE conversation_id = ?",
+                (conversation_id,),
+            ).fetchone()
+            first = published.queued(turn_id, conversation_id, question, offset)
+            try:
                 db.execute(
-                    "INSERT INTO bubbles VALUES (?, 0, ?)", (turn_id, _dump(first["messages"][0]))
+                    "INSERT INTO turns (turn_id, conversation_id, question, status, version,"
+                    " state, n_messages, message_offset, usage, created)"
+                    f" VALUES (?, ?, ?, 'queued', 1, ?, 1, ?, ?, {NOW})",
+                    (
+                        turn_id,
+                        conversation_id,
+                        question,
+                        _dump(_bare(first)),
+                        offset,
+                        _dump(first["usage"]),
+                    ),
                 )
+            except sqlite3.IntegrityError as e:
+                raise Busy(f"conversation {conversation_id} has a turn that is not done") from e
+            db.execute(
+                "INSERT INTO bubbles VALUES (?, 0, ?)", (turn_id, _dump(first["messages"][0]))
+            )
             return Turn(turn_id, conversation_id, question, 1, offset, False)
 
-        return await self._run(insert)
+        return await self.commits.write(insert)
 
     async def turn(self, turn_id: str) -> Turn | None:
         def read(db: sqlite3.Connection) -> Turn | None:
@@ -192,7 +172,7 @@ class SqliteStore:
             turn_id_, conversation_id, question, version, offset, done = row
             return Turn(turn_id_, conversation_id, question, version, offset, bool(done))
 
-        return await self._run(read)
+        return await self.commits.read(read)
 
     async def state_after(self, turn_id: str, after: int) -> dict[str, Any] | None:
         def read(db: sqlite3.Connection) -> dict[str, Any] | None:
@@ -204,7 +184,7 @@ class SqliteStore:
                 return None
             return {**_load(row[0]), "messages": _bubbles(db, turn_id, row[1])}
 
-        return await self._run(read)
+        return await self.commits.read(read)
 
     async def transcript(self, conversation_id: str) -> list[dict[str, Any]]:
         def read(db: sqlite3.Connection) -> list[dict[str, Any]]:
@@ -215,20 +195,20 @@ class SqliteStore:
             ).fetchall()
             return [_load(b) for (b,) in rows]
 
-        return await self._run(read)
+        return await self.commits.read(read)
 
     async def request_cancel(self, turn_id: str) -> None:
         def update(db: sqlite3.Connection) -> None:
             db.execute("UPDATE turns SET cancel = 1 WHERE turn_id = ? AND done = 0", (turn_id,))
 
-        await self._run(update)
+        await self.commits.write(update)
 
     async def counts(self) -> dict[str, int]:
         def read(db: sqlite3.Connection) -> dict[str, int]:
             rows = db.execute("SELECT status, COUNT(*) FROM turns GROUP BY status").fetchall()
             return {str(s): int(n) for s, n in rows}
 
-        return await self._run(read)
+        return await self.commits.read(read)
 
     # ---- the worker's side ---------------------------------------------------
 
@@ -240,14 +220,14 @@ class SqliteStore:
             ).fetchall()
             return [_load(b) for (b,) in rows]
 
-        return await self._run(read)
+        return await self.commits.read(read)
 
     async def queued(self) -> list[str]:
         def read(db: sqlite3.Connection) -> list[str]:
             rows = db.execute("SELECT turn_id FROM turns WHERE status = 'queued' ORDER BY seq")
             return [str(t) for (t,) in rows.fetchall()]
 
-        return await self._run(read)
+        return await self.commits.read(read)
 
     async def claim(self, turn_id: str, lease: float, wire: str) -> int | None:
         def update(db: sqlite3.Connection) -> int | None:
@@ -259,7 +239,7 @@ class SqliteStore:
             ).fetchone()
             return None if row is None else int(row[0])
 
-        return await self._run(update)
+        return await self.commits.write(update)
 
     async def renew(self, turn_id: str, fence: int, lease: float) -> bool:
         def update(db: sqlite3.Connection) -> bool:
@@ -270,14 +250,14 @@ class SqliteStore:
             )
             return cursor.rowcount == 1
 
-        return await self._run(update)
+        return await self.commits.write(update)
 
     async def cancel_requested(self, turn_id: str) -> bool:
         def read(db: sqlite3.Connection) -> bool:
             row = db.execute("SELECT cancel FROM turns WHERE turn_id = ?", (turn_id,)).fetchone()
             return row is not None and bool(row[0])
 
-        return await self._run(read)
+        return await self.commits.read(read)
 
     async def record_usage(self, turn_id: str, fence: int, usage: Usage) -> None:
         def update(db: sqlite3.Connection) -> None:
@@ -287,14 +267,13 @@ class SqliteStore:
             )
             _check(cursor.rowcount, turn_id, fence)
 
-        await self._run(update)
+        await self.commits.write(update)
 
     async def publish(self, turn_id: str, fence: int, state: dict[str, Any]) -> None:
         def update(db: sqlite3.Connection) -> None:
-            with _transaction(db):
-                _publish(db, turn_id, fence, state)
+            _publish(db, turn_id, fence, state)
 
-        await self._run(update)
+        await self.commits.write(update)
 
     async def checkpoint(
         self,
@@ -308,16 +287,15 @@ class SqliteStore:
         snapshot, n_messages = _dump(_bare(state)), len(state["messages"])
 
         def write(db: sqlite3.Connection) -> None:
-            with _transaction(db):
-                _append(db, turn_id, fence, bodies)
-                db.execute(
-                    "INSERT INTO checkpoints VALUES (?, ?, ?, ?) ON CONFLICT (turn_id)"
-                    " DO UPDATE SET iteration = excluded.iteration, state = excluded.state,"
-                    " n_messages = excluded.n_messages",
-                    (turn_id, iteration, snapshot, n_messages),
-                )
+            _append(db, turn_id, fence, bodies)
+            db.execute(
+                "INSERT INTO checkpoints VALUES (?, ?, ?, ?) ON CONFLICT (turn_id)"
+                " DO UPDATE SET iteration = excluded.iteration, state = excluded.state,"
+                " n_messages = excluded.n_messages",
+                (turn_id, iteration, snapshot, n_messages),
+            )
 
-        await self._run(write)
+        await self.commits.write(write)
 
     async def finish(
         self,
@@ -330,17 +308,16 @@ class SqliteStore:
         bodies = [_dump(m) for m in appended]
 
         def write(db: sqlite3.Connection) -> None:
-            with _transaction(db):
-                _append(db, turn_id, fence, bodies)
-                _publish(db, turn_id, fence, state)
-                db.execute(
-                    "UPDATE turns SET usage = ?, done = 1, lease_expires = NULL, cancel = 0"
-                    " WHERE turn_id = ?",
-                    (_dump(usage.as_dict()), turn_id),
-                )
-                db.execute("DELETE FROM checkpoints WHERE turn_id = ?", (turn_id,))
+            _append(db, turn_id, fence, bodies)
+            _publish(db, turn_id, fence, state)
+            db.execute(
+                "UPDATE turns SET usage = ?, done = 1, lease_expires = NULL, cancel = 0"
+                " WHERE turn_id = ?",
+                (_dump(usage.as_dict()), turn_id),
+            )
+            db.execute("DELETE FROM checkpoints WHERE turn_id = ?", (turn_id,))
 
-        await self._run(write)
+        await self.commits.write(write)
 
     # ---- the sweeper's side --------------------------------------------------
 
@@ -352,30 +329,18 @@ class SqliteStore:
             ).fetchall()
             return [str(t) for (t,) in rows]
 
-        return await self._run(read)
+        return await self.commits.read(read)
 
     async def take_over(
         self, turn_id: str, fence: int | None = None, lease: float = 30.0
     ) -> Recovery | None:
         def update(db: sqlite3.Connection) -> Recovery | None:
-            with _transaction(db):
-                return _take_over(db, turn_id, fence, lease)
+            return _take_over(db, turn_id, fence, lease)
 
-        return await self._run(update)
+        return await self.commits.write(update)
 
 
 # ---- statements shared by several writes ---------------------------------------
-
-
-@contextmanager
-def _transaction(db: sqlite3.Connection) -> Iterator[None]:
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
 
 
 def _check(rowcount: int, turn_id: str, fence: int) -> None:
@@ -405,7 +370,8 @@ def _publish(db: sqlite3.Connection, turn_id: str, fence: int, state: dict[str, 
     if row is None:
         raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
     messages, stored = state["messages"], min(row[0], len(state["messages"]))
-    db.execute("DELETE FROM bubbles WHERE turn_id = ? AND n >= ?", (turn_id, stored))
+    if stored < row[0]:  # fewer messages than stored: none are kept past n_messages
+        db.execute("DELETE FROM bubbles WHERE turn_id = ? AND n >= ?", (turn_id, stored))
     db.executemany(
         "INSERT INTO bubbles VALUES (?, ?, ?)",
         [(turn_id, n, _dump(messages[n])) for n in range(stored, len(messages))],
@@ -468,7 +434,7 @@ def _take_over(
 
 
 def _migrate(db: sqlite3.Connection) -> None:
-    with _transaction(db):
+    with transaction(db):
         db.execute(
             "CREATE TABLE IF NOT EXISTS turnkeeper_migrations"
             " (number INTEGER PRIMARY KEY, name TEXT NOT NULL, applied REAL NOT NULL)"
@@ -483,8 +449,12 @@ def _migrate(db: sqlite3.Connection) -> None:
             db.execute(f"INSERT INTO turnkeeper_migrations VALUES (?, ?, {NOW})", (number, name))
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+"""One encoder for every write (`json.dumps` with options builds a new one per call)."""
+
+
 def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 def _load(text: str) -> Any:

@@ -1,0 +1,47 @@
+"""Who owns what, remembered: a turn's conversation and a conversation's token hash.
+
+Both facts are fixed when the row is created and never change, so once read
+they can be kept: a poll then costs the API one store read (the version
+check) instead of three. Only found rows are kept (an unknown id is asked of
+the store every time), and at most `size` of each, the oldest dropped first.
+"""
+
+from __future__ import annotations
+
+from ..store import Store
+
+DEFAULT_SIZE = 100_000
+
+
+class Owners:
+    def __init__(self, store: Store, size: int = DEFAULT_SIZE) -> None:
+        self.store = store
+        self.size = size
+        self._conversations: dict[str, str] = {}
+        self._hashes: dict[str, str] = {}
+
+    async def conversation_of(self, turn_id: str) -> str | None:
+        """The id of the turn's conversation, or None if there is no such turn."""
+        found = self._conversations.get(turn_id)
+        if found is None:
+            turn = await self.store.turn(turn_id)
+            if turn is None:
+                return None
+            found = self._keep(self._conversations, turn_id, turn.conversation_id)
+        return found
+
+    async def token_hash(self, conversation_id: str) -> str | None:
+        """The hash of the conversation's token, or None if there is no such conversation."""
+        found = self._hashes.get(conversation_id)
+        if found is None:
+            stored = await self.store.token_hash(conversation_id)
+            if stored is None:
+                return None
+            found = self._keep(self._hashes, conversation_id, stored)
+        return found
+
+    def _keep(self, kept: dict[str, str], key: str, value: str) -> str:
+        if len(kept) >= self.size:
+            del kept[next(iter(kept))]
+        kept[key] = value
+        return value
