@@ -51,7 +51,7 @@ class StubbornModel(GatedModel):
     ) -> Reply:
         self.calls += 1
         try:
-            await asyncio.sleep(60)
+            await asyncio.Event().wait()
         except asyncio.CancelledError:
-            await asyncio.sleep(60)
+            await asyncio.Event().wait()
         raise AssertionError("not reached")
