@@ -138,20 +138,19 @@ def test_unusable_arguments_exit_2_with_a_one_line_error(
     assert "Traceback" not in captured.err
 
 
-def test_trace_is_written_replayed_and_shown(
-    todo_root: Path, todo_script: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+@pytest.fixture
+def todo_trace(todo_root: Path, todo_script: Path, tmp_path: Path) -> Path:
+    """The trace of the todo turn, written by `run --trace`."""
     trace_path = tmp_path / "trace.json"
-    argv = [
-        "run",
-        "--script",
-        str(todo_script),
-        "--root",
-        str(todo_root),
-        "--trace",
-        str(trace_path),
-    ]
-    assert main([*argv, "todo?"]) == 0
+    argv = ["run", "--script", str(todo_script), "--root", str(todo_root)]
+    assert main([*argv, "--trace", str(trace_path), "todo?"]) == 0
+    return trace_path
+
+
+def test_trace_is_written_replayed_and_shown(
+    todo_trace: Path, todo_script: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace_path = todo_trace
     trace = json.loads(trace_path.read_text())
     assert trace["outcome"] == "finished"
     assert [c["decision"] for c in trace["calls"]] == ["continue", "finished"]
@@ -176,19 +175,9 @@ def test_trace_is_written_replayed_and_shown(
 
 
 def test_replay_reports_the_first_difference(
-    todo_root: Path, todo_script: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    todo_trace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    trace_path = tmp_path / "trace.json"
-    argv = [
-        "run",
-        "--script",
-        str(todo_script),
-        "--root",
-        str(todo_root),
-        "--trace",
-        str(trace_path),
-    ]
-    assert main([*argv, "todo?"]) == 0
+    trace_path = todo_trace
     trace = json.loads(trace_path.read_text())
     trace["calls"][1]["response"]["stop_reason"] = "max_tokens"
     trace_path.write_text(json.dumps(trace))

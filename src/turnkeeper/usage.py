@@ -48,3 +48,8 @@ class Usage:
     def from_dict(cls, data: dict[str, Any]) -> Usage:
         names = {f.name for f in fields(cls)}
         return cls(**{k: int(v) for k, v in data.items() if k in names})
+
+
+def count(value: Any) -> int:
+    """A token count from a provider's usage object; anything but a whole number is zero."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import ProviderError, ProviderFailed, ProviderUnavailable
 from ..outcomes import Stop
-from ..usage import Usage
+from ..usage import Usage, count
 from ..wire import Message, Reply, ToolResult, ToolUse
 
 WIRE = "openai"
@@ -119,14 +119,10 @@ def parse_usage(usage: Any) -> Usage:
     details = details if isinstance(details, dict) else {}
     return Usage(
         iterations=1,
-        input_tokens=_count(usage.get("prompt_tokens")),
-        output_tokens=_count(usage.get("completion_tokens")),
-        cache_read_input_tokens=_count(details.get("cached_tokens")),
+        input_tokens=count(usage.get("prompt_tokens")),
+        output_tokens=count(usage.get("completion_tokens")),
+        cache_read_input_tokens=count(details.get("cached_tokens")),
     )
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def error_from_body(body: dict[str, Any], status: int | None = None) -> ProviderError:

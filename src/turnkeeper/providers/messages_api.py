@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import ProviderError, ProviderFailed, ProviderUnavailable
 from ..outcomes import Stop
-from ..usage import Usage
+from ..usage import Usage, count
 from ..wire import Message, Reply, ToolResult, ToolUse
 
 WIRE = "anthropic"
@@ -83,17 +83,13 @@ def parse_usage(usage: Any) -> Usage:
     server = server if isinstance(server, dict) else {}
     return Usage(
         iterations=1,
-        input_tokens=_count(usage.get("input_tokens")),
-        output_tokens=_count(usage.get("output_tokens")),
-        cache_creation_input_tokens=_count(usage.get("cache_creation_input_tokens")),
-        cache_read_input_tokens=_count(usage.get("cache_read_input_tokens")),
-        web_search_requests=_count(server.get("web_search_requests")),
-        web_fetch_requests=_count(server.get("web_fetch_requests")),
+        input_tokens=count(usage.get("input_tokens")),
+        output_tokens=count(usage.get("output_tokens")),
+        cache_creation_input_tokens=count(usage.get("cache_creation_input_tokens")),
+        cache_read_input_tokens=count(usage.get("cache_read_input_tokens")),
+        web_search_requests=count(server.get("web_search_requests")),
+        web_fetch_requests=count(server.get("web_fetch_requests")),
     )
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def error_from_body(body: dict[str, Any], status: int | None = None) -> ProviderError:
