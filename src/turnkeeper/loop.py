@@ -19,6 +19,8 @@ from .activity import ACTIVITIES, caption
 from .budget import Budget, Clock, monotonic
 from .errors import ProviderError, ProviderFailed, ProviderUnavailable
 from .hooks import Checkpoint, Hooks, LocalHooks
+from .instruments import UNWATCHED, CallEnd, TurnInfo, TurnWatch, Watcher, default_watchers
+from . import prices
 from .outcomes import ERROR_OUTCOMES, OUTCOME_KEYS, Outcome, Status, Stop
 from .providers import Provider
 from .report import Report
@@ -90,12 +92,14 @@ async def run_turn(
     conversation_id: str = "c_local",
     version: int = 0,
     message_offset: int = 0,
+    watcher: Watcher | None = None,
 ) -> TurnResult:
     """Run one turn of `question` after `history`; never raises for what the model or tools do.
 
     `version` is the last version already published for this turn (the first
     publish here is `version + 1`); `message_offset` numbers the published
-    messages after those of earlier turns.
+    messages after those of earlier turns. `watcher` gets the turn's spans and
+    metrics (default: OpenTelemetry spans when a tracer provider is configured).
     """
     turn = _Turn(
         provider=provider,
@@ -120,6 +124,7 @@ async def run_turn(
         },
         message_offset=message_offset,
     )
+    turn.watch = (watcher or default_watchers()).turn(turn.info(question))
     await turn.run(question)
     return turn.result()
 
@@ -166,6 +171,20 @@ class _Turn:
         self._clock = clock
         self.started = self.now()
         self.deadline = self.started + budget.deadline
+        self.watch: TurnWatch = UNWATCHED
+        self.requested: str | None = None
+        """The model requested, as the provider describes itself."""
+
+    def info(self, question: str) -> TurnInfo:
+        described = self.provider.describe()
+        self.requested = described.get("model")
+        return TurnInfo(
+            turn_id=self.turn_id,
+            conversation_id=self.state["conversation_id"],
+            provider=str(described.get("provider") or self.provider.wire),
+            model=self.requested,
+            question=question,
+        )
 
     def now(self) -> float:
         t = self._clock()
@@ -241,6 +260,7 @@ class _Turn:
             "timeout": timeout,
         }
         self.calls.append(record)
+        self.watch.call_started(record["iteration"])
         try:
             reply = await self.provider.complete(self.history, tools, timeout)
         except TimeoutError:
@@ -254,12 +274,30 @@ class _Turn:
         else:
             record.update(duration=self.now() - started, response=reply.raw)
             record.update(stop_reason=reply.raw_stop, tools=[u.name for u in reply.tool_uses])
-            self.usage.add(reply.usage)
+            usage = self.priced(reply, record)
+            self.usage.add(usage)
+            self.watch.call_ended(
+                CallEnd(record["iteration"], record["duration"], record["model"], usage,
+                        reply.raw_stop, tools=record["tools"], text=reply.text)
+            )  # fmt: skip
             await self.hooks.record_usage(self.usage)
             return reply
         record.update(duration=self.now() - started, error=error.describe())
+        model = self.requested
+        self.watch.call_ended(
+            CallEnd(record["iteration"], record["duration"], model, error=str(error))
+        )
         self.exit(Outcome.FAILED, str(error), key=error.key, details=error.describe())
         return None
+
+    def priced(self, reply: Reply, record: dict[str, Any]) -> Usage:
+        """The call's usage with its cost, priced by the model that answered (else the one
+        requested); the model and cost go in the call's trace record."""
+        answered = reply.raw.get("model") if isinstance(reply.raw, dict) else None
+        model = answered if isinstance(answered, str) else self.requested
+        usage = prices.current().priced(reply.usage, model, self.provider.wire)
+        record.update(model=model, cost_usd=usage.cost_usd)
+        return usage
 
     def append(self, reply: Reply, step: Exit | None) -> None:
         if reply.keep:
@@ -267,6 +305,7 @@ class _Turn:
         self.pending = reply.tool_uses
         self.calls[-1]["decision"] = "continue" if step is CONTINUE else step.outcome.value
         self.state["activity"] = caption(reply.steps, self.state["activity"], self.activities)
+        self.calls[-1]["activity"] = self.state["activity"]
 
     # ---- tools ----------------------------------------------------------
 
@@ -299,9 +338,11 @@ class _Turn:
         )
 
     async def run_tool(self, use: ToolUse, timeout: float) -> ToolResult:
+        self.watch.tool_started(use)
         try:
-            return await self.toolset.call(use, timeout)
+            result = await self.toolset.call(use, timeout)
         except Exception as e:
+            self.watch.tool_ended(use, True)
             self.report(
                 "tool_error",
                 f"tool {use.name} raised {type(e).__name__}: {e}",
@@ -309,6 +350,8 @@ class _Turn:
                 details={"tool": use.name, "exception": type(e).__name__},
             )
             return ToolResult(use.id, f"{use.name} failed: {type(e).__name__}: {e}", True)
+        self.watch.tool_ended(use, result.is_error)
+        return result
 
     def answer(self, results: Sequence[ToolResult]) -> None:
         self.history.extend(self.provider.tool_results(results))
@@ -410,6 +453,8 @@ class _Turn:
                 stop_reason=stop_reason,
                 usage=self.usage.copy(),
                 details=details or {},
+                conversation_id=self.state["conversation_id"],
+                elapsed=self.clock_reads[-1] - self.started,
             )
         )
 
@@ -436,6 +481,7 @@ class _Turn:
             has_error=outcome in ERROR_OUTCOMES,
             activity=None,
         )
+        self.watch.turn_ended(outcome, self.usage)
         await self.hooks.clear()
         await self.publish()
         await self.hooks.record_usage(self.usage)
