@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import os
 import re
 import sys
@@ -19,10 +18,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import i18n
+from . import i18n, logs, prices
 from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_ITERATIONS, Budget
 from .errors import ConfigError
 from .hooks import LocalHooks
+from .logs import FORMATS
 from .loop import TurnResult, run_turn
 from .providers import Provider
 from .providers.demo import DemoProvider
@@ -81,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--deadline", type=seconds, default=DEFAULT_DEADLINE, help="seconds")
     run.add_argument("--json", action="store_true", help="print the final published state")
     run.add_argument("--trace", type=Path, metavar="OUT", help="write the turn's trace here")
+    add_price_option(run)
     add_mcp_options(run)
 
     rep = commands.add_parser("replay", help="re-run a traced turn offline and compare")
@@ -119,6 +120,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.question.strip():
         raise ConfigError("the question is empty")
     provider = _run_provider(args)
+    use_prices(args)
     if args.trace is not None:
         _check_writable(args.trace)
     budget = Budget(max_iterations=args.max_iterations, deadline=args.deadline)
@@ -271,6 +273,9 @@ def _add_serving_commands(commands: Any) -> None:
     )
     worker = commands.add_parser("worker", help="run queued turns from PostgreSQL")
     _serving_options(worker)
+    worker.add_argument(
+        "--metrics-port", type=port, metavar="PORT", help="serve /metrics on this port"
+    )
 
 
 def _serving_options(parser: argparse.ArgumentParser) -> None:
@@ -294,6 +299,24 @@ def _serving_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--lease", type=seconds, default=30.0, help="seconds a turn's lease lasts (default 30)"
     )
+    parser.add_argument(
+        "--log-format", choices=FORMATS, default="text", help="text lines or JSON lines"
+    )
+    add_price_option(parser)
+
+
+def add_price_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--prices",
+        type=Path,
+        metavar="FILE",
+        help="JSON of model prices in USD per million tokens (env TURNKEEPER_PRICES)",
+    )
+
+
+def use_prices(args: argparse.Namespace) -> None:
+    """The price table of `--prices FILE`, else of `TURNKEEPER_PRICES`, on the shipped one."""
+    prices.use(prices.load(getattr(args, "prices", None), os.environ))
 
 
 def port(text: str) -> int:
@@ -328,13 +351,15 @@ def _settings(args: argparse.Namespace) -> Any:
         worker=not getattr(args, "no_worker", False),
         concurrency=args.concurrency,
         lease=args.lease,
+        metrics_port=getattr(args, "metrics_port", None),
     )
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from .server import serve
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    logs.configure(args.log_format)
+    use_prices(args)
     asyncio.run(serve(_settings(args), _provider(args), _toolset(args)))
     return 0
 
@@ -342,7 +367,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     from .server import work
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    logs.configure(args.log_format)
+    use_prices(args)
     asyncio.run(work(_settings(args), _provider(args), _toolset(args)))
     return 0
 

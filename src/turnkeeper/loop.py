@@ -15,12 +15,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, assert_never
 
+from . import prices
 from .activity import ACTIVITIES, caption
 from .budget import Budget, Clock, monotonic
 from .errors import ProviderError, ProviderFailed, ProviderUnavailable
 from .hooks import Checkpoint, Hooks, LocalHooks
 from .instruments import UNWATCHED, CallEnd, TurnInfo, TurnWatch, Watcher, default_watchers
-from . import prices
 from .outcomes import ERROR_OUTCOMES, OUTCOME_KEYS, Outcome, Status, Stop
 from .providers import Provider
 from .report import Report

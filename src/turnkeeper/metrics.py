@@ -9,6 +9,9 @@ sweeper counts the turns it finalises. `serve` exposes it at `/metrics`,
 
 from __future__ import annotations
 
+import threading
+from wsgiref.simple_server import WSGIServer
+
 from .errors import ConfigError
 from .instruments import CallEnd, TurnInfo
 from .outcomes import Outcome, Status
@@ -128,8 +131,9 @@ class TurnCounts:
         self.metrics.in_flight.dec()
 
 
-def serve_metrics(metrics: Metrics, port: int, host: str = "127.0.0.1") -> tuple[object, object]:
+def serve_metrics(
+    metrics: Metrics, port: int, host: str = "127.0.0.1"
+) -> tuple[WSGIServer, threading.Thread]:
     """Serve `/metrics` on `host:port` from a daemon thread (prometheus_client's own server).
-    The server and its thread; call `server.shutdown()` to stop it."""
-    server, thread = prometheus.start_http_server(port, addr=host, registry=metrics.registry)
-    return server, thread
+    The server and its thread; `server.shutdown()` stops it."""
+    return prometheus.start_http_server(port, addr=host, registry=metrics.registry)

@@ -161,4 +161,3 @@ def use(table: PriceTable | None) -> None:
 
 
 __all__ = ["ENV", "SHIPPED", "Price", "PriceTable", "current", "load", "read_prices", "use"]
-

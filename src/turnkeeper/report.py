@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .outcomes import Outcome
 from .usage import Usage
@@ -95,7 +95,7 @@ def to_sentry(r: Report) -> bool:
     if not sentry_sdk.get_client().is_active():
         return False
     ignore_logger(logger.name)  # sent here, with its fields: not a second time from the log
-    level = "error" if r.level >= logging.ERROR else "warning"
+    level: Literal["error", "warning"] = "error" if r.level >= logging.ERROR else "warning"
     with sentry_sdk.new_scope() as scope:
         scope.set_tag("turnkeeper.event", r.event)
         scope.set_tag("turnkeeper.outcome", r.outcome or "")

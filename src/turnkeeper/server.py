@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ConfigError
+from .instruments import Watchers, default_watchers
 from .job import DEFAULT_LEASE, TurnJob
+from .metrics import Metrics, serve_metrics
 from .providers import Provider
 from .queue import LocalQueue, Queue
 from .store import DEFAULT_URL, Store, open_store, parse_url
@@ -43,6 +45,8 @@ class Settings:
     """Run turns in this process (the embedded queue); False only defers them."""
     concurrency: int = 4
     lease: float = DEFAULT_LEASE
+    metrics_port: int | None = None
+    """`worker` serves `/metrics` on this port (serve has it on its own port)."""
 
     @property
     def sweep_interval(self) -> float:
@@ -67,12 +71,12 @@ async def serve(
 
     if not settings.worker:
         require_postgres(settings.database, "serve --no-worker")
+    metrics = Metrics()
     async with _resources(settings, provider, toolset) as (store, tools):
-        job = TurnJob(store, provider, tools, lease=settings.lease)
-        async with _queue(settings, job) as queue, _sweeping(store, settings):
-            config = uvicorn.Config(
-                create_app(store, queue), host=settings.host, port=settings.port, lifespan="off"
-            )
+        job = TurnJob(store, provider, tools, lease=settings.lease, watcher=watchers(metrics))
+        async with _queue(settings, job) as queue, _sweeping(store, settings, metrics):
+            app = create_app(store, queue, metrics=metrics)
+            config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="off")
             await uvicorn.Server(config).serve()
 
 
@@ -83,10 +87,37 @@ async def work(
     require_postgres(settings.database, "turnkeeper worker")
     from .worker import run_worker
 
-    async with _resources(settings, provider, toolset) as (store, tools):
-        job = TurnJob(store, provider, tools, lease=settings.lease)
-        sweeper = Sweeper(store, interval=settings.sweep_interval)
+    metrics = Metrics()
+    async with (
+        _resources(settings, provider, toolset) as (store, tools),
+        _exposed(metrics, settings.metrics_port),
+    ):
+        job = TurnJob(store, provider, tools, lease=settings.lease, watcher=watchers(metrics))
+        sweeper = Sweeper(store, interval=settings.sweep_interval, metrics=metrics)
         await run_worker(settings.database, job, concurrency=settings.concurrency, sweeper=sweeper)
+
+
+def watchers(metrics: Metrics) -> Watchers:
+    """What watches a serving process's turns: its metrics, and spans if tracing is set up."""
+    return Watchers([metrics, *default_watchers().watchers])
+
+
+@contextlib.asynccontextmanager
+async def _exposed(metrics: Metrics, port: int | None) -> AsyncIterator[None]:
+    """`/metrics` on `port` (all interfaces) while the body runs; nothing if no port."""
+    if port is None:
+        yield
+        return
+    try:
+        server, _ = serve_metrics(metrics, port, host="0.0.0.0")
+    except OSError as e:
+        raise ConfigError(f"cannot serve metrics on port {port}: {e.strerror}") from e
+    logger.info("metrics at http://0.0.0.0:%d/metrics", port)
+    try:
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @contextlib.asynccontextmanager
@@ -128,8 +159,9 @@ async def _queue(settings: Settings, job: TurnJob) -> AsyncIterator[Queue]:
 
 
 @contextlib.asynccontextmanager
-async def _sweeping(store: Store, settings: Settings) -> AsyncIterator[None]:
-    task = asyncio.create_task(Sweeper(store, interval=settings.sweep_interval).run())
+async def _sweeping(store: Store, settings: Settings, metrics: Metrics) -> AsyncIterator[None]:
+    sweeper = Sweeper(store, interval=settings.sweep_interval, metrics=metrics)
+    task = asyncio.create_task(sweeper.run())
     try:
         yield
     finally:

@@ -13,6 +13,7 @@ import asyncio
 import logging
 
 from .job import failed
+from .metrics import Metrics
 from .report import Reporter, log_report
 from .store import Store
 
@@ -23,11 +24,17 @@ DEFAULT_INTERVAL = 5.0
 
 class Sweeper:
     def __init__(
-        self, store: Store, *, interval: float = DEFAULT_INTERVAL, reporter: Reporter = log_report
+        self,
+        store: Store,
+        *,
+        interval: float = DEFAULT_INTERVAL,
+        reporter: Reporter = log_report,
+        metrics: Metrics | None = None,
     ) -> None:
         self.store = store
         self.interval = interval
         self.reporter = reporter
+        self.metrics = metrics
 
     async def sweep(self) -> list[str]:
         """Finalise every turn whose lease has expired; the ids finalised here."""
@@ -36,6 +43,8 @@ class Sweeper:
             if await failed(self.store, turn_id, reporter=self.reporter):
                 logger.warning("turn %s: its worker's lease expired; finalised as failed", turn_id)
                 swept.append(turn_id)
+                if self.metrics is not None:
+                    self.metrics.swept.inc()
         return swept
 
     async def run(self) -> None:

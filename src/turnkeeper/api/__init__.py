@@ -9,11 +9,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from ..metrics import Metrics
 from ..queue import Queue
 from ..store import Store
-from . import metrics
 from .errors import ApiError, api_error, http_error, server_error
 from .limits import MAX_BODY, BodyLimit
+from .metrics import endpoint as exposition
 from .openapi import DOCUMENT
 from .routes import Routes
 
@@ -32,13 +33,17 @@ async def openapi(request: Request) -> Response:
     return JSONResponse(DOCUMENT)
 
 
-def create_app(store: Store, queue: Queue, *, max_body: int = MAX_BODY) -> Starlette:
+def create_app(
+    store: Store, queue: Queue, *, max_body: int = MAX_BODY, metrics: Metrics | None = None
+) -> Starlette:
+    """The app; `metrics` are the instruments its turns count into (`app.state.metrics`)."""
     routes = Routes(store, queue)
-    return Starlette(
+    metrics = metrics or Metrics()
+    app = Starlette(
         routes=[
             Route("/", index),
             Route("/openapi.json", openapi),
-            Route("/metrics", metrics.endpoint(store)),
+            Route("/metrics", exposition(store, metrics)),
             Route("/api/conversations", routes.create_conversation, methods=["POST"]),
             Route("/api/conversations/{conversation_id}", routes.conversation),
             Route(
@@ -54,6 +59,8 @@ def create_app(store: Store, queue: Queue, *, max_body: int = MAX_BODY) -> Starl
             Exception: server_error,
         },
     )
+    app.state.metrics = metrics
+    return app
 
 
 __all__ = ["create_app"]
