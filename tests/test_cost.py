@@ -1,0 +1,76 @@
+"""A turn's usage and cost as the store keeps them: known tokens times known prices."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.scripts import answer, asks, tool_use, usage
+from turnkeeper import ScriptedProvider
+from turnkeeper.api import create_app
+from turnkeeper.job import TurnJob, failed
+from turnkeeper.store import Store, new_token
+from turnkeeper.tools.functions import FunctionToolset, Tool
+from turnkeeper.usage import Usage
+from turnkeeper.wire import ToolSpec
+
+SONNET = "claude-sonnet-4-5-20250929"
+"""$3 in, $15 out, $3.75 cache write, $0.30 cache read per million tokens."""
+
+
+def lookup() -> FunctionToolset:
+    return FunctionToolset([Tool(ToolSpec("lookup", "Look it up."), lambda args: "found")])
+
+
+class NoQueue:
+    async def enqueue(self, turn_id: str) -> None:
+        pass
+
+
+async def test_a_scripted_turns_cost_is_stored_with_it_and_summed_per_conversation(
+    store: Store,
+) -> None:
+    token, token_hash = new_token()
+    conversation_id = await store.create_conversation(token_hash)
+    first = asks(tool_use("lookup"))
+    first["model"] = SONNET
+    first["usage"] = usage(1_000, 200, cache_creation_input_tokens=2_000)
+    last = answer("done", model=SONNET, usage=usage(1_500, 100, cache_read_input_tokens=2_000))
+    costs = []
+    for question in ("one", "two"):
+        turn = await store.create_turn(conversation_id, question)
+        job = TurnJob(store, ScriptedProvider([first, last]), lookup(), reporter=lambda r: None)
+        await job.run(turn.turn_id)
+        state = await store.state_after(turn.turn_id, 0)
+        assert state is not None
+        costs.append(state["usage"]["cost_usd"])
+    # first call: 1000*3 + 200*15 + 2000*3.75 = 13500; second: 1500*3 + 100*15 + 2000*0.3 = 6600
+    assert costs == [pytest.approx(0.0201), pytest.approx(0.0201)]
+    stored = await store.usages(conversation_id)
+    assert [u.cost_usd for u in stored] == [pytest.approx(0.0201)] * 2
+    app = create_app(store, NoQueue())
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t.test") as client:
+        response = await client.get(
+            f"/api/conversations/{conversation_id}",
+            headers={"Authorization": f"Bearer {token}"},
+        )
+    summed = response.json()["usage"]
+    assert summed["iterations"] == 4
+    assert summed["input_tokens"] == 5_000
+    assert summed["cost_usd"] == pytest.approx(0.0402)
+
+
+async def test_a_turn_finalised_by_failed_keeps_the_cost_recorded_so_far(store: Store) -> None:
+    conversation_id = await store.create_conversation(new_token()[1])
+    turn = await store.create_turn(conversation_id, "q")
+    fence = await store.claim(turn.turn_id, 30.0, "anthropic")
+    assert fence is not None
+    await store.record_usage(turn.turn_id, fence, Usage(1, 1_000, 10, cost_usd=0.00315))
+    assert await failed(store, turn.turn_id, fence=fence, reporter=lambda r: None)
+    state = await store.state_after(turn.turn_id, 0)
+    assert state is not None
+    assert state["status"] == "failed"
+    assert state["usage"]["cost_usd"] == pytest.approx(0.00315)
+    [kept] = await store.usages(conversation_id)
+    assert kept.cost_usd == pytest.approx(0.00315)
