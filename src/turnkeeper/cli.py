@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import i18n, logs, prices
+from . import i18n, logs, prices, timeline
 from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_ITERATIONS, Budget
 from .errors import ConfigError
 from .hooks import LocalHooks
@@ -32,7 +32,7 @@ from .report import Report
 from .tools import CombinedToolset, Toolset
 from .tools.files import read_file_tool
 from .tools.functions import FunctionToolset
-from .trace import first_difference, read_trace, replay, summary, write_trace
+from .trace import first_difference, read_trace, replay, write_trace
 
 DEMO_QUESTION = "what's on my todo list?"
 
@@ -90,8 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     trace = commands.add_parser("trace", help="read traces")
     trace_commands = trace.add_subparsers(dest="trace_command", required=True, parser_class=_Parser)
     show = trace_commands.add_parser("show", help="one row per model call, and totals")
-    show.add_argument("trace", type=Path)
+    show.add_argument("trace", metavar="TRACE_OR_TURN_ID", help="a trace file, or a stored turn")
     show.add_argument("--json", action="store_true")
+    show.add_argument(
+        "--database", metavar="URL", help="the store of TURN_ID (env TURNKEEPER_DATABASE_URL)"
+    )
+    add_price_option(show)
     _add_serving_commands(commands)
     return parser
 
@@ -238,24 +242,39 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
-    trace = read_trace(args.trace)
-    rows = summary(trace)
+    use_prices(args)
+    if Path(args.trace).exists() and args.database is None:
+        trace = read_trace(args.trace)
+        rows = timeline.rows(trace["calls"], trace["wire"])
+        outcome = trace["outcome"]
+    else:
+        rows, outcome = asyncio.run(_stored_timeline(args.trace, args.database))
     if args.json:
-        print(json.dumps({"iterations": rows}, ensure_ascii=False))
-        return 0
-    print(f"{'#':>3}  {'stop reason or error':<32} {'in':>7} {'out':>7} {'seconds':>8}  tools")
-    for r in rows:
-        stop = r["stop_reason"] if r["error"] is None else f"error: {r['error']}"
-        print(
-            f"{r['iteration']:>3}  {str(stop)[:32]:<32} {r['input_tokens']:>7} "
-            f"{r['output_tokens']:>7} {r['seconds']:>8.3f}  {', '.join(r['tools'])}"
-        )
-    total_in = sum(r["input_tokens"] for r in rows)
-    total_out = sum(r["output_tokens"] for r in rows)
-    total_s = sum(r["seconds"] for r in rows)
-    outcome = f"outcome: {trace['outcome']}"
-    print(f"{'all':>3}  {outcome:<32} {total_in:>7} {total_out:>7} {total_s:>8.3f}")
+        print(json.dumps({"iterations": rows, "totals": timeline.totals(rows)}, ensure_ascii=False))
+    else:
+        print(timeline.render(rows, outcome))
     return 0
+
+
+async def _stored_timeline(turn_id: str, database: str | None) -> tuple[list[Any], str | None]:
+    """The timeline of a turn the store at `database` holds."""
+    from .store import DEFAULT_URL, open_store
+
+    url = database or os.environ.get("TURNKEEPER_DATABASE_URL") or DEFAULT_URL
+    if not re.fullmatch(r"t_[0-9a-f]+", turn_id):
+        raise ConfigError(f"{turn_id!r} is neither a trace file nor a turn id")
+    store = await open_store(url)
+    try:
+        turn = await store.turn(turn_id)
+        if turn is None:
+            raise ConfigError(f"the store at {url} has no turn {turn_id}")
+        records = await store.iterations(turn_id)
+        state = await store.state_after(turn_id, 0)
+    finally:
+        await store.close()
+    wire = records[0].get("wire", "anthropic") if records else "anthropic"
+    outcome = state.get("status") if state is not None else None
+    return timeline.rows(records, wire), outcome
 
 
 # ---- serve and worker ------------------------------------------------------------

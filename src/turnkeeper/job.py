@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import state as published
+from . import timeline
 from .activity import ACTIVITIES
 from .budget import Budget
 from .hooks import Checkpoint
@@ -157,6 +158,8 @@ class TurnJob:
             watcher=self.watcher,
         )
         tail = result.history[len(history) + hooks.written :]
+        records = timeline.stored(result.trace["calls"], self.provider.wire)
+        await self.store.record_iterations(turn_id, hooks.fence, records)
         await self.store.finish(turn_id, hooks.fence, tail, result.state, result.usage)
         return result.outcome
 

@@ -134,6 +134,16 @@ class Store(Protocol):
 
     async def publish(self, turn_id: str, fence: int, state: dict[str, Any]) -> None: ...
 
+    async def record_iterations(
+        self, turn_id: str, fence: int, records: Sequence[dict[str, Any]]
+    ) -> None:
+        """Keep one record per model call of the turn (`timeline.stored`), for `trace show`."""
+        ...
+
+    async def iterations(self, turn_id: str) -> list[dict[str, Any]]:
+        """The turn's per-call records, in order; empty if none were kept."""
+        ...
+
     async def checkpoint(
         self,
         turn_id: str,

@@ -104,6 +104,17 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
         ALTER TABLE checkpoints ALTER COLUMN state TYPE json USING state::json;
         """,
     ),
+    (
+        "one record per model call of a turn, for `trace show TURN_ID`",
+        """
+        CREATE TABLE iterations (
+            turn_id text NOT NULL REFERENCES turns(turn_id),
+            iteration integer NOT NULL,
+            record json NOT NULL,
+            PRIMARY KEY (turn_id, iteration)
+        );
+        """,
+    ),
 )
 
 
@@ -283,6 +294,29 @@ class PostgresStore:
         )
         if row is None:
             raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
+
+    async def record_iterations(
+        self, turn_id: str, fence: int, records: Sequence[dict[str, Any]]
+    ) -> None:
+        async with self.pool.connection() as db, db.transaction():
+            cursor = await db.execute(
+                "SELECT 1 FROM turns WHERE turn_id = %s AND fence = %s AND NOT done FOR UPDATE",
+                (turn_id, fence),
+            )
+            if await cursor.fetchone() is None:
+                raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
+            async with db.cursor() as many:
+                await many.executemany(
+                    "INSERT INTO iterations (turn_id, iteration, record) VALUES (%s, %s, %s)"
+                    " ON CONFLICT (turn_id, iteration) DO UPDATE SET record = EXCLUDED.record",
+                    [(turn_id, i, Json(r)) for i, r in enumerate(records, start=1)],
+                )
+
+    async def iterations(self, turn_id: str) -> list[dict[str, Any]]:
+        rows = await self._all(
+            "SELECT record FROM iterations WHERE turn_id = %s ORDER BY iteration", (turn_id,)
+        )
+        return [r for (r,) in rows]
 
     async def publish(self, turn_id: str, fence: int, state: dict[str, Any]) -> None:
         async with self.pool.connection() as db, db.transaction():

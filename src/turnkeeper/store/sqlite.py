@@ -76,6 +76,17 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         );
         """,
     ),
+    (
+        "one record per model call of a turn, for `trace show TURN_ID`",
+        """
+        CREATE TABLE iterations (
+            turn_id TEXT NOT NULL REFERENCES turns(turn_id),
+            iteration INTEGER NOT NULL,
+            record TEXT NOT NULL,
+            PRIMARY KEY (turn_id, iteration)
+        );
+        """,
+    ),
 )
 
 REFUSED = "turn {turn_id}: write with fence {fence} refused: the turn was finalised or taken over"
@@ -278,6 +289,31 @@ class SqliteStore:
             _check(cursor.rowcount, turn_id, fence)
 
         await self.commits.write(update)
+
+    async def record_iterations(
+        self, turn_id: str, fence: int, records: Sequence[dict[str, Any]]
+    ) -> None:
+        def insert(db: sqlite3.Connection) -> None:
+            row = db.execute(
+                "SELECT 1 FROM turns WHERE turn_id = ? AND fence = ? AND done = 0",
+                (turn_id, fence),
+            ).fetchone()
+            _check(0 if row is None else 1, turn_id, fence)
+            db.executemany(
+                "INSERT OR REPLACE INTO iterations (turn_id, iteration, record) VALUES (?, ?, ?)",
+                [(turn_id, i, _dump(r)) for i, r in enumerate(records, start=1)],
+            )
+
+        await self.commits.write(insert)
+
+    async def iterations(self, turn_id: str) -> list[dict[str, Any]]:
+        def read(db: sqlite3.Connection) -> list[dict[str, Any]]:
+            rows = db.execute(
+                "SELECT record FROM iterations WHERE turn_id = ? ORDER BY iteration", (turn_id,)
+            ).fetchall()
+            return [_load(r) for (r,) in rows]
+
+        return await self.commits.read(read)
 
     async def publish(self, turn_id: str, fence: int, state: dict[str, Any]) -> None:
         def update(db: sqlite3.Connection) -> None:

@@ -1,0 +1,120 @@
+"""A turn's timeline: one row per model call, and totals, as `turnkeeper trace show` prints it.
+
+Rows come from a trace file's call records or from the per-iteration records
+the store keeps; either way a row holds the stop reason (or the error), the
+input and output tokens, the seconds the call took, the tools it called, the
+activity caption key it left, and its cost when the model's price is known.
+The input column's growth (`+in`) shows the history getting longer, the one
+cost that compounds with every iteration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from . import prices
+from .providers import wire_format
+from .usage import count
+
+Row = dict[str, Any]
+
+
+def row(call: Mapping[str, Any], wire: str = "anthropic") -> Row:
+    """A timeline row from one call record (as the loop writes it in a trace)."""
+    response = call.get("response")
+    response = response if isinstance(response, dict) else {}
+    usage = response.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    error = call.get("error")
+    model = call.get("model") or response.get("model")
+    return {
+        "iteration": call.get("iteration"),
+        "stop_reason": call.get("stop_reason"),
+        "error": error.get("message") if isinstance(error, dict) else None,
+        "input_tokens": _tokens(usage, "input_tokens", "prompt_tokens"),
+        "output_tokens": _tokens(usage, "output_tokens", "completion_tokens"),
+        "seconds": round(float(call.get("duration", 0.0)), 3),
+        "tools": list(call.get("tools", [])),
+        "activity": call.get("activity"),
+        "model": model if isinstance(model, str) else None,
+        "cost_usd": _cost(call, response, wire),
+    }
+
+
+def stored(calls: Sequence[Mapping[str, Any]], wire: str) -> list[dict[str, Any]]:
+    """What the store keeps of each call record: no content, only what a row needs
+    (the response's usage and model, not its text)."""
+    kept = ("iteration", "stop_reason", "error", "duration", "tools", "activity", "cost_usd")
+    records = []
+    for call in calls:
+        response = call.get("response")
+        response = response if isinstance(response, dict) else {}
+        record = {k: call[k] for k in kept if k in call}
+        model = call.get("model") or response.get("model")
+        record.update(wire=wire, model=model, response={"usage": response.get("usage")})
+        records.append(record)
+    return records
+
+
+def rows(calls: Sequence[Mapping[str, Any]], wire: str = "anthropic") -> list[Row]:
+    return [row(call, wire) for call in calls]
+
+
+def totals(timeline: Sequence[Row]) -> Row:
+    costs = [r["cost_usd"] for r in timeline if r["error"] is None]
+    return {
+        "iterations": len(timeline),
+        "input_tokens": sum(r["input_tokens"] for r in timeline),
+        "output_tokens": sum(r["output_tokens"] for r in timeline),
+        "seconds": round(sum(r["seconds"] for r in timeline), 3),
+        "cost_usd": None if None in costs else round(sum(costs), 10),
+    }
+
+
+def render(timeline: Sequence[Row], outcome: str | None) -> str:
+    """The timeline as a table: a header, one line per call, and a totals line."""
+    lines = [
+        f"{'#':>3}  {'stop reason or error':<28} {'in':>7} {'+in':>7} {'out':>6} "
+        f"{'seconds':>8} {'cost $':>9}  {'activity':<22} tools"
+    ]
+    previous: int | None = None
+    for r in timeline:
+        stop = r["stop_reason"] if r["error"] is None else f"error: {r['error']}"
+        growth = "" if previous is None else f"{r['input_tokens'] - previous:+d}"
+        previous = r["input_tokens"] if r["error"] is None else previous
+        lines.append(
+            f"{r['iteration']!s:>3}  {str(stop)[:28]:<28} {r['input_tokens']:>7} {growth:>7} "
+            f"{r['output_tokens']:>6} {r['seconds']:>8.3f} {_dollars(r['cost_usd']):>9}  "
+            f"{r['activity'] or '':<22} {', '.join(r['tools'])}"
+        )
+    t = totals(timeline)
+    lines.append(
+        f"{'all':>3}  {'outcome: ' + str(outcome):<28} {t['input_tokens']:>7} {'':>7} "
+        f"{t['output_tokens']:>6} {t['seconds']:>8.3f} {_dollars(t['cost_usd']):>9}"
+    )
+    return "\n".join(lines)
+
+
+def _dollars(cost: float | None) -> str:
+    return "?" if cost is None else f"{cost:.4f}"
+
+
+def _cost(call: Mapping[str, Any], response: Mapping[str, Any], wire: str) -> float | None:
+    """The call's recorded cost, else its price now (traces from before costs were kept)."""
+    if call.get("error") is not None:
+        return None
+    recorded = call.get("cost_usd")
+    if isinstance(recorded, int | float):
+        return float(recorded)
+    reply_usage = wire_format(wire).parse_usage(response.get("usage"))
+    model = call.get("model") or response.get("model")
+    return prices.current().cost(reply_usage, model if isinstance(model, str) else None, wire)
+
+
+def _tokens(usage: Mapping[str, Any], *names: str) -> int:
+    for name in names:
+        value = count(usage.get(name))
+        if value:
+            return value
+    return 0
