@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -22,6 +23,7 @@ from . import i18n, logs, prices, timeline
 from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_ITERATIONS, Budget
 from .errors import ConfigError
 from .hooks import LocalHooks
+from .liveline import LiveHooks, LiveLine
 from .logs import FORMATS
 from .loop import TurnResult, run_turn
 from .providers import Provider
@@ -128,7 +130,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.trace is not None:
         _check_writable(args.trace)
     budget = Budget(max_iterations=args.max_iterations, deadline=args.deadline)
-    result = _run(args.question, provider, args.root, budget, mcp_servers(args))
+    locale = i18n.locale_from_env(os.environ)
+    line = LiveLine(sys.stdout, locale) if sys.stdout.isatty() and not args.json else None
+    result = _run(args.question, provider, args.root, budget, mcp_servers(args), line)
     if args.trace is not None:
         write_trace(result.trace, args.trace)
     if isinstance(provider, ScriptedProvider) and provider.unused:
@@ -136,7 +140,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.state, ensure_ascii=False))
     else:
-        print(transcript(result.state["messages"], i18n.locale_from_env(os.environ)))
+        print(transcript(result.state["messages"], locale))
+    if line is not None:
+        print(line.outcome(result.outcome.value))
     return 0
 
 
@@ -157,18 +163,29 @@ def _run(
     root: str | Path,
     budget: Budget,
     servers: Sequence[Toolset] = (),
+    line: LiveLine | None = None,
 ) -> TurnResult:
-    return asyncio.run(_turn(question, provider, root, budget, servers))
+    return asyncio.run(_turn(question, provider, root, budget, servers, line))
 
 
 async def _turn(
-    question: str, provider: Provider, root: str | Path, budget: Budget, servers: Sequence[Toolset]
+    question: str,
+    provider: Provider,
+    root: str | Path,
+    budget: Budget,
+    servers: Sequence[Toolset],
+    line: LiveLine | None = None,
 ) -> TurnResult:
     """One turn with `read_file` and the MCP servers' tools, connected for the turn's length;
-    the provider's connections are closed after it (SDK clients hold a pool)."""
-    hooks = LocalHooks(reporter=_stderr_report)
+    the provider's connections are closed after it (SDK clients hold a pool). With a live
+    line, it shows what just happened while the turn runs."""
+    hooks = LocalHooks(reporter=_stderr_report) if line is None else LiveHooks(line, _stderr_report)
+    shown = contextlib.nullcontext() if line is None else line.ticking()
     try:
-        async with CombinedToolset(FunctionToolset([read_file_tool(root)]), *servers) as toolset:
+        async with (
+            shown,
+            CombinedToolset(FunctionToolset([read_file_tool(root)]), *servers) as toolset,
+        ):
             return await run_turn(
                 question, provider=provider, toolset=toolset, budget=budget, hooks=hooks
             )
