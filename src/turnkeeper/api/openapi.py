@@ -73,7 +73,7 @@ DOCUMENT: dict[str, Any] = {
         },
         "/api/conversations/{conversation_id}": {
             "get": {
-                "summary": "The display transcript of every turn, oldest first, and their summed usage.",
+                "summary": "Every turn's messages, oldest first, and their summed usage.",
                 "security": BEARER,
                 "parameters": [_id("conversation_id")],
                 "responses": {"200": _answer("transcript", {"type": "object"}), **_errors(404)},
