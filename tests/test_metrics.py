@@ -87,3 +87,25 @@ async def test_the_sweeper_counts_the_turns_it_finalises(store: Store) -> None:
     await eventually(expired, "the lease expiring")
     assert await Sweeper(store, reporter=lambda r: None, metrics=metrics).sweep() == [turn.turn_id]
     assert samples(metrics)[("turnkeeper_sweeper_finalised_total", ())] == 1
+
+
+async def test_a_tool_cut_off_by_its_timeout_counts_as_an_error() -> None:
+    import asyncio
+
+    from turnkeeper.budget import Budget
+
+    async def hangs(args: object) -> str:
+        await asyncio.Event().wait()
+        return "never"
+
+    metrics = Metrics()
+    await run_turn(
+        "q",
+        provider=ScriptedProvider([asks(tool_use("hangs")), answer("x")]),
+        toolset=FunctionToolset([Tool(ToolSpec("hangs", "Hangs."), hangs)]),
+        budget=Budget(tool_timeout=0.05),
+        hooks=LocalHooks(reporter=lambda r: None),
+        watcher=metrics,
+    )
+    got = samples(metrics)
+    assert got[("turnkeeper_tool_calls_total", (("outcome", "error"), ("tool", "hangs")))] == 1

@@ -90,3 +90,23 @@ def test_trace_show_of_a_file_has_captions_and_cost(
     shown = json.loads(capsys.readouterr().out)
     assert [r["activity"] for r in shown["iterations"]] == ["activity.read_file"] * 3
     assert shown["totals"]["cost_usd"] == pytest.approx(0.0195)
+
+
+def test_a_summarised_record_gives_the_same_row() -> None:
+    from turnkeeper import timeline
+
+    summary = {
+        "iteration": 2,
+        "stop_reason": "tool_use",
+        "error": None,
+        "input_tokens": 1_600,
+        "output_tokens": 100,
+        "seconds": 0.25,
+        "tools": ["read_file"],
+        "caption": "activity.read_file",
+        "cost_usd": 0.0063,
+    }
+    [row] = timeline.rows([summary])
+    assert row["activity"] == "activity.read_file"
+    assert (row["input_tokens"], row["cost_usd"], row["seconds"]) == (1_600, 0.0063, 0.25)
+    assert timeline.totals([row, {**row, "cost_usd": None}])["cost_usd"] is None

@@ -330,6 +330,8 @@ class _Turn:
             if not scope.expired():
                 raise
         self.calls[-1]["tools_duration"] = self.now() - started
+        for use in (u for u, r in zip(uses, results, strict=True) if r is None):
+            self.watch.tool_ended(use, True)
         self.answer(
             [
                 r or ToolResult(u.id, f"{u.name} did not finish within {timeout:.1f} s", True)

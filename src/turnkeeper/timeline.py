@@ -21,7 +21,10 @@ Row = dict[str, Any]
 
 
 def row(call: Mapping[str, Any], wire: str = "anthropic") -> Row:
-    """A timeline row from one call record (as the loop writes it in a trace)."""
+    """A timeline row from one call record: as the loop writes it in a trace, or already
+    summarised (tokens and seconds counted, the caption under `caption`)."""
+    if "input_tokens" in call:
+        return _summarised(call)
     response = call.get("response")
     response = response if isinstance(response, dict) else {}
     usage = response.get("usage")
@@ -55,6 +58,22 @@ def stored(calls: Sequence[Mapping[str, Any]], wire: str) -> list[dict[str, Any]
         record.update(wire=wire, model=model, response={"usage": response.get("usage")})
         records.append(record)
     return records
+
+
+def _summarised(call: Mapping[str, Any]) -> Row:
+    cost = call.get("cost_usd")
+    return {
+        "iteration": call.get("iteration"),
+        "stop_reason": call.get("stop_reason"),
+        "error": call.get("error"),
+        "input_tokens": count(call.get("input_tokens")),
+        "output_tokens": count(call.get("output_tokens")),
+        "seconds": round(float(call.get("seconds", 0.0)), 3),
+        "tools": list(call.get("tools", [])),
+        "activity": call.get("caption", call.get("activity")),
+        "model": call.get("model"),
+        "cost_usd": float(cost) if isinstance(cost, int | float) else None,
+    }
 
 
 def rows(calls: Sequence[Mapping[str, Any]], wire: str = "anthropic") -> list[Row]:
