@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 from .job import failed
-from .metrics import Metrics
 from .report import Reporter, log_report
 from .store import Store
+
+if TYPE_CHECKING:  # prometheus-client comes with the server and postgres extras
+    from .metrics import Metrics
 
 logger = logging.getLogger("turnkeeper.sweeper")
 
