@@ -106,7 +106,7 @@ class TurnJob:
 
     async def run(self, turn_id: str) -> Outcome | None:
         """Run the turn if it is still queued; its outcome, or None if someone else has it."""
-        fence = await self.store.claim(turn_id, self.lease, self.provider.wire)
+        fence = await self.store.claim(turn_id, self.lease, self.provider.wire.name)
         if fence is None:
             logger.info("turn %s is not queued any more; not running it again", turn_id)
             return None

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any, assert_never
 
 from .activity import ACTIVITIES, caption
-from .budget import Budget, Clock, monotonic
+from .budget import Budget
+from .clock import Clock, monotonic
 from .errors import ProviderError, ProviderFailed, ProviderUnavailable
 from .hooks import Checkpoint, Hooks, LocalHooks
 from .outcomes import ERROR_OUTCOMES, OUTCOME_KEYS, Outcome, Status, Stop
@@ -454,7 +455,7 @@ class _Turn:
         first = self.clock_reads[0] if self.clock_reads else 0.0
         return {
             "format": "turnkeeper.trace/1",
-            "wire": self.provider.wire,
+            "wire": self.provider.wire.name,
             "request": self.provider.describe(),
             "budget": self.budget.as_dict(),
             "turn_id": self.turn_id,

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from .budget import Budget
@@ -21,7 +20,7 @@ from .hooks import LocalHooks
 from .loop import TurnResult, run_turn
 from .providers import wire_format
 from .report import Report
-from .wire import Message, Reply, ToolResult, ToolSpec, ToolUse
+from .wire import Message, Reply, ToolResult, ToolSpec, ToolUse, WireFormat
 
 FORMAT = "turnkeeper.trace/1"
 REQUIRED = ("wire", "question", "prior", "history", "calls", "clock", "outcome", "budget")
@@ -75,9 +74,8 @@ def _malformed(data: dict[str, Any]) -> str | None:
 class ReplayProvider:
     """Answers each call with the recorded response or error, in order."""
 
-    def __init__(self, trace: dict[str, Any], wire: ModuleType) -> None:
-        self.wire = trace["wire"]
-        self._format = wire
+    def __init__(self, trace: dict[str, Any], wire: WireFormat) -> None:
+        self.wire = wire
         self._calls: list[dict[str, Any]] = list(trace["calls"])
         self._request = trace.get("request", {})
 
@@ -89,16 +87,13 @@ class ReplayProvider:
         call = self._calls.pop(0)
         if call.get("error") is not None:
             raise provider_error_from(call["error"])
-        reply: Reply = self._format.parse_reply(call.get("response"))
-        return reply
+        return self.wire.parse_reply(call.get("response"))
 
     def user_message(self, text: str) -> Message:
-        message: Message = self._format.user_message(text)
-        return message
+        return self.wire.user_message(text)
 
     def tool_results(self, results: Sequence[ToolResult]) -> list[Message]:
-        messages: list[Message] = self._format.tool_results(results)
-        return messages
+        return self.wire.tool_results(results)
 
     def describe(self) -> dict[str, Any]:
         return dict(self._request)

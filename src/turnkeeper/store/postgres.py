@@ -15,8 +15,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..usage import Usage
 from ..wire import Message
-from . import Busy, FenceLost, Recovery, Turn, new_id
-from . import sqlite as _sqlite
+from .base import Busy, Recovery, Turn, new_id, refused
 
 try:
     import psycopg
@@ -32,7 +31,6 @@ from .. import state as published
 
 NOW = "extract(epoch from clock_timestamp())"
 MIGRATION_LOCK = 7_301_880_451  # pg_advisory_xact_lock key: one migrator at a time
-REFUSED = _sqlite.REFUSED
 
 Connection = psycopg.AsyncConnection[TupleRow]
 
@@ -276,7 +274,7 @@ class PostgresStore:
             (Jsonb(usage.as_dict()), turn_id, fence),
         )
         if row is None:
-            raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
+            raise refused(turn_id, fence)
 
     async def publish(self, turn_id: str, fence: int, state: dict[str, Any]) -> None:
         async with self.pool.connection() as db, db.transaction():
@@ -341,7 +339,7 @@ async def _append(db: Connection, turn_id: str, fence: int, appended: Sequence[M
     )
     row = await cursor.fetchone()
     if row is None:
-        raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
+        raise refused(turn_id, fence)
     if appended:
         async with db.cursor() as c:
             await c.executemany(
@@ -359,7 +357,7 @@ async def _publish(db: Connection, turn_id: str, fence: int, state: dict[str, An
     )
     row = await cursor.fetchone()
     if row is None:
-        raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
+        raise refused(turn_id, fence)
     messages = state["messages"]
     stored = min(row[0], len(messages))
     await db.execute("DELETE FROM bubbles WHERE turn_id = %s AND n >= %s", (turn_id, stored))

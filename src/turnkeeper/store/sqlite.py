@@ -20,7 +20,7 @@ from .. import state as published
 from ..errors import ConfigError
 from ..usage import Usage
 from ..wire import Message
-from . import Busy, FenceLost, Recovery, Turn, new_id
+from .base import Busy, Recovery, Turn, new_id, refused
 from .commits import GroupCommit, transaction
 
 NOW = "((julianday('now') - 2440587.5) * 86400.0)"
@@ -77,8 +77,6 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         """,
     ),
 )
-
-REFUSED = "turn {turn_id}: write with fence {fence} refused: the turn was finalised or taken over"
 
 
 class SqliteStore:
@@ -345,7 +343,7 @@ class SqliteStore:
 
 def _check(rowcount: int, turn_id: str, fence: int) -> None:
     if rowcount != 1:
-        raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
+        raise refused(turn_id, fence)
 
 
 def _append(db: sqlite3.Connection, turn_id: str, fence: int, bodies: Sequence[str]) -> None:
@@ -354,7 +352,7 @@ def _append(db: sqlite3.Connection, turn_id: str, fence: int, bodies: Sequence[s
         (turn_id, fence),
     ).fetchone()
     if row is None:
-        raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
+        raise refused(turn_id, fence)
     db.executemany(
         "INSERT INTO messages (conversation_id, turn_id, body) VALUES (?, ?, ?)",
         [(row[0], turn_id, b) for b in bodies],
@@ -368,7 +366,7 @@ def _publish(db: sqlite3.Connection, turn_id: str, fence: int, state: dict[str, 
         (turn_id, fence, state["version"]),
     ).fetchone()
     if row is None:
-        raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
+        raise refused(turn_id, fence)
     messages, stored = state["messages"], min(row[0], len(state["messages"]))
     if stored < row[0]:  # fewer messages than stored: none are kept past n_messages
         db.execute("DELETE FROM bubbles WHERE turn_id = ? AND n >= ?", (turn_id, stored))
