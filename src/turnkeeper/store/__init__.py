@@ -17,12 +17,16 @@ the new history messages, it never rewrites the history.
 from __future__ import annotations
 
 from .base import (
+    EXPIRED,
+    UNCLAIMED,
     Busy,
     FenceLost,
+    Holder,
     Recovery,
     Store,
     Turn,
     hash_token,
+    held_by,
     new_id,
     new_token,
 )
@@ -47,13 +51,17 @@ async def open_store(url: str | None = None) -> Store:
 
 __all__ = [
     "DEFAULT_URL",
+    "EXPIRED",
+    "UNCLAIMED",
     "Busy",
     "FenceLost",
+    "Holder",
     "Recovery",
     "Store",
     "StoreUrl",
     "Turn",
     "hash_token",
+    "held_by",
     "new_id",
     "new_token",
     "open_store",

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from ..errors import TurnError
+from ..hooks import Checkpoint
+from ..state import PublishedState
 from ..usage import Usage
 from ..wire import Message
 
@@ -48,6 +49,34 @@ class Turn:
 
 
 @dataclass(frozen=True, slots=True)
+class Holder:
+    """Whom `take_over` takes a turn from: the claim that holds `fence`, an expired
+    lease (`EXPIRED`), or nobody yet: a turn never claimed (`UNCLAIMED`)."""
+
+    fence: int | None = None
+    unclaimed: bool = False
+
+    def condition(self, now: str, param: str) -> str:
+        """The SQL that picks the turn in this position (both dialects)."""
+        if self.unclaimed:
+            return "status = 'queued'"
+        if self.fence is None:
+            return f"status = 'running' AND lease_expires < {now}"
+        return f"fence = {param}"
+
+    def params(self) -> tuple[int, ...]:
+        return () if self.fence is None else (self.fence,)
+
+
+EXPIRED = Holder()
+UNCLAIMED = Holder(unclaimed=True)
+
+
+def held_by(fence: int) -> Holder:
+    return Holder(fence)
+
+
+@dataclass(frozen=True, slots=True)
 class Recovery:
     """What `take_over` hands to `failed()`: the last checkpoint and what came after it."""
 
@@ -60,8 +89,9 @@ class Recovery:
     version: int
     """The highest version published or checkpointed."""
     message_offset: int
-    state: dict[str, Any]
-    """The state of the last checkpoint, or the last published state if there is none."""
+    state: PublishedState
+    """The state of the last checkpoint, or the last published state if there is none,
+    at the highest version published or checkpointed."""
     checkpointed: bool
     last_message: Message | None
     """The last history message this turn stored, if any."""
@@ -125,28 +155,20 @@ class Store(Protocol):
 
     async def record_usage(self, turn_id: str, fence: int, usage: Usage) -> None: ...
 
-    async def publish(self, turn_id: str, fence: int, state: dict[str, Any]) -> None: ...
+    async def publish(self, turn_id: str, fence: int, state: PublishedState) -> None: ...
 
-    async def checkpoint(
-        self,
-        turn_id: str,
-        fence: int,
-        iteration: int,
-        appended: Sequence[Message],
-        state: dict[str, Any],
-    ) -> None:
-        """Append the new history messages and keep the checkpoint, in one transaction."""
+    async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> None:
+        """One iteration's write, in one transaction: append the new history messages,
+        keep the checkpoint, publish its state, record its usage and model calls."""
         ...
 
-    async def finish(
-        self,
-        turn_id: str,
-        fence: int,
-        appended: Sequence[Message],
-        state: dict[str, Any],
-        usage: Usage,
-    ) -> None:
-        """The one final write: history tail, final state, usage; clears the turn's keys."""
+    async def finish(self, turn_id: str, fence: int, final: Checkpoint) -> None:
+        """The one final write: history tail, final state, usage, model calls; clears the
+        turn's checkpoint and cancel flag."""
+        ...
+
+    async def iterations(self, turn_id: str) -> list[dict[str, Any]]:
+        """One record per model call of the turn, oldest first (`ModelCall.summary()`)."""
         ...
 
     # ---- the sweeper's side ------------------------------------------------
@@ -155,11 +177,9 @@ class Store(Protocol):
         """Running turns whose lease has expired."""
         ...
 
-    async def take_over(
-        self, turn_id: str, fence: int | None = None, lease: float = 30.0
-    ) -> Recovery | None:
-        """Bump the fence of a turn to finalise it: of an expired lease (`fence=None`) or
-        of the holder of `fence`. None if the turn is done or not in that position.
+    async def take_over(self, turn_id: str, holder: Holder, lease: float = 30.0) -> Recovery | None:
+        """Bump the fence of a turn to finalise it, from `holder`. None if the turn is
+        done or not in that position.
 
         The new holder gets `lease` seconds; if it dies too, the sweeper tries again."""
         ...
@@ -177,3 +197,39 @@ def hash_token(token: str) -> str:
 
 def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(10)}"
+
+
+# ---- SQL both dialects share: `{p}` is the dialect's placeholder -----------------
+
+SAVE_CHECKPOINT = (
+    "INSERT INTO checkpoints VALUES ({p}, {p}, {p}, {p}) ON CONFLICT (turn_id)"
+    " DO UPDATE SET iteration = excluded.iteration, state = excluded.state,"
+    " n_messages = excluded.n_messages"
+)
+LOAD_CHECKPOINT = "SELECT state, n_messages FROM checkpoints WHERE turn_id = {p}"
+LAST_MESSAGE = "SELECT body FROM messages WHERE turn_id = {p} ORDER BY seq DESC LIMIT 1"
+BUBBLES = "SELECT body FROM bubbles WHERE turn_id = {p} AND n < {p} ORDER BY n"
+SAVE_CALL = "INSERT INTO iterations (turn_id, n, record) VALUES ({p}, {p}, {p})"
+LOAD_CALLS = "SELECT record FROM iterations WHERE turn_id = {p} ORDER BY n"
+ITERATIONS_TABLE = """
+    CREATE TABLE iterations (
+        turn_id {text} NOT NULL,
+        n integer NOT NULL,
+        record {json} NOT NULL,
+        PRIMARY KEY (turn_id, n)
+    )
+"""
+TAKE_OVER = (
+    "UPDATE turns SET fence = fence + 1, lease_expires = {now} + {p}"
+    " WHERE turn_id = {p} AND done = {false} AND {condition}"
+    " RETURNING fence, conversation_id, question, wire, version, message_offset, state, usage,"
+    " n_messages"
+)
+
+
+def recovered_state(
+    stored: dict[str, Any], bubbles: list[dict[str, Any]], version: int
+) -> PublishedState:
+    """The state `take_over` hands back: stored JSON, its bubbles, the highest version."""
+    state = PublishedState.from_json({**stored, "messages": bubbles})
+    return replace(state, version=max(version, state.version))
