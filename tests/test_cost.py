@@ -9,7 +9,7 @@ from tests.scripts import answer, asks, tool_use, usage
 from turnkeeper import ScriptedProvider
 from turnkeeper.api import create_app
 from turnkeeper.job import TurnJob, failed
-from turnkeeper.store import Store, new_token
+from turnkeeper.store import Store, held_by, new_token
 from turnkeeper.tools.functions import FunctionToolset, Tool
 from turnkeeper.usage import Usage
 from turnkeeper.wire import ToolSpec
@@ -67,7 +67,7 @@ async def test_a_turn_finalised_by_failed_keeps_the_cost_recorded_so_far(store: 
     fence = await store.claim(turn.turn_id, 30.0, "anthropic")
     assert fence is not None
     await store.record_usage(turn.turn_id, fence, Usage(1, 1_000, 10, cost_usd=0.00315))
-    assert await failed(store, turn.turn_id, fence=fence, reporter=lambda r: None)
+    assert await failed(store, turn.turn_id, held_by(fence), reporter=lambda r: None)
     state = await store.state_after(turn.turn_id, 0)
     assert state is not None
     assert state["status"] == "failed"

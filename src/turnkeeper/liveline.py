@@ -14,10 +14,10 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
-from typing import Any, TextIO
+from typing import TextIO
 
 from . import i18n
-from .hooks import LocalHooks
+from .hooks import Checkpoint, LocalHooks
 from .report import Reporter
 
 CLEAR = "\r\x1b[K"
@@ -38,9 +38,8 @@ class LiveLine:
     def elapsed(self) -> float:
         return self.clock() - self.started
 
-    def update(self, state: dict[str, Any]) -> None:
-        """Take the caption from a published state (the working notice without one)."""
-        key = state.get("activity")
+    def update(self, key: str | None) -> None:
+        """Show the caption of activity `key` (the working notice without one)."""
         caption = i18n.resolve(key, self.locale) if key else None
         self.caption = caption or i18n.resolve("ui.working", self.locale) or ""
         self.draw()
@@ -84,7 +83,6 @@ class LiveHooks(LocalHooks):
         super().__init__(reporter=reporter)
         self.line = line
 
-    async def publish(self, state: dict[str, Any]) -> None:
-        await super().publish(state)
-        if not state.get("done"):
-            self.line.update(state)
+    async def checkpoint(self, checkpoint: Checkpoint) -> None:
+        await super().checkpoint(checkpoint)
+        self.line.update(checkpoint.state.activity)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from .job import failed
 from .report import Reporter, log_report
-from .store import Store
+from .store import EXPIRED, Store
 
 if TYPE_CHECKING:  # prometheus-client comes with the server and postgres extras
     from .metrics import Metrics
@@ -43,7 +43,7 @@ class Sweeper:
         """Finalise every turn whose lease has expired; the ids finalised here."""
         swept = []
         for turn_id in await self.store.expired():
-            if await failed(self.store, turn_id, reporter=self.reporter):
+            if await failed(self.store, turn_id, EXPIRED, reporter=self.reporter):
                 logger.warning("turn %s: its worker's lease expired; finalised as failed", turn_id)
                 swept.append(turn_id)
                 if self.metrics is not None:
