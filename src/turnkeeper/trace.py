@@ -74,8 +74,9 @@ class ModelCall:
         return record
 
     def summary(self) -> dict[str, Any]:
-        """What `trace show` prints for the call, as the store keeps it with the turn."""
-        return {
+        """What `trace show` prints for the call, as the store keeps it with the turn
+        (with the model and cost when known)."""
+        summary = {
             "iteration": self.iteration,
             "stop_reason": self.stop_reason,
             "error": None if self.error is None else self.error.get("message"),
@@ -85,9 +86,12 @@ class ModelCall:
             "tools": list(self.tools),
             "caption": self.caption,
             "decision": self.decision,
-            "model": self.model,
-            "cost_usd": self.usage.cost_usd,
         }
+        if self.model is not None:
+            summary["model"] = self.model
+        if self.usage.cost_usd is not None:
+            summary["cost_usd"] = self.usage.cost_usd
+        return summary
 
 
 class Recorder:
