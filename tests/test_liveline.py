@@ -93,7 +93,7 @@ def test_the_line_redraws_in_place_with_the_elapsed_time() -> None:
     out = io.StringIO()
     line = LiveLine(out, "en", clock=lambda: now[0])
     now[0] = 12.5
-    line.update({"activity": "activity.read_file"})
-    line.update({"activity": None})
+    line.update("activity.read_file")
+    line.update(None)
     assert out.getvalue() == f"{CLEAR}Read a file · 2.5 s{CLEAR}Working… · 2.5 s"
     assert line.outcome("time_limit") == "Out of time · 2.5 s"

@@ -38,9 +38,8 @@ class LiveLine:
     def elapsed(self) -> float:
         return self.clock() - self.started
 
-    def update(self, state: dict[str, Any]) -> None:
-        """Take the caption from a published state (the working notice without one)."""
-        key = state.get("activity")
+    def update(self, key: str | None) -> None:
+        """Show the caption of activity `key` (the working notice without one)."""
         caption = i18n.resolve(key, self.locale) if key else None
         self.caption = caption or i18n.resolve("ui.working", self.locale) or ""
         self.draw()
@@ -87,4 +86,4 @@ class LiveHooks(LocalHooks):
     async def publish(self, state: dict[str, Any]) -> None:
         await super().publish(state)
         if not state.get("done"):
-            self.line.update(state)
+            self.line.update(state.get("activity"))

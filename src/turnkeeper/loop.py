@@ -305,7 +305,7 @@ class _Turn:
         self.pending = reply.tool_uses
         self.calls[-1]["decision"] = "continue" if step is CONTINUE else step.outcome.value
         self.state["activity"] = caption(reply.steps, self.state["activity"], self.activities)
-        self.calls[-1]["activity"] = self.state["activity"]
+        self.calls[-1]["caption"] = self.state["activity"]
 
     # ---- tools ----------------------------------------------------------
 

@@ -14,8 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import prices
-from .providers import wire_format
-from .usage import count
+from .usage import Usage, count
 
 Row = dict[str, Any]
 
@@ -39,23 +38,19 @@ def row(call: Mapping[str, Any], wire: str = "anthropic") -> Row:
         "output_tokens": _tokens(usage, "output_tokens", "completion_tokens"),
         "seconds": round(float(call.get("duration", 0.0)), 3),
         "tools": list(call.get("tools", [])),
-        "activity": call.get("activity"),
+        "activity": call.get("caption", call.get("activity")),
         "model": model if isinstance(model, str) else None,
         "cost_usd": _cost(call, response, wire),
     }
 
 
 def stored(calls: Sequence[Mapping[str, Any]], wire: str) -> list[dict[str, Any]]:
-    """What the store keeps of each call record: no content, only what a row needs
-    (the response's usage and model, not its text)."""
-    kept = ("iteration", "stop_reason", "error", "duration", "tools", "activity", "cost_usd")
+    """What the store keeps of each call record: its row, without the response's content."""
     records = []
-    for call in calls:
-        response = call.get("response")
-        response = response if isinstance(response, dict) else {}
-        record = {k: call[k] for k in kept if k in call}
-        model = call.get("model") or response.get("model")
-        record.update(wire=wire, model=model, response={"usage": response.get("usage")})
+    for call in rows(calls, wire):
+        record = {k: v for k, v in call.items() if k not in ("activity", "model", "cost_usd")}
+        record["caption"] = call["activity"]
+        record.update({k: call[k] for k in ("model", "cost_usd") if call[k] is not None})
         records.append(record)
     return records
 
@@ -126,9 +121,23 @@ def _cost(call: Mapping[str, Any], response: Mapping[str, Any], wire: str) -> fl
     recorded = call.get("cost_usd")
     if isinstance(recorded, int | float):
         return float(recorded)
-    reply_usage = wire_format(wire).parse_usage(response.get("usage"))
     model = call.get("model") or response.get("model")
-    return prices.current().cost(reply_usage, model if isinstance(model, str) else None, wire)
+    usage = _usage(response.get("usage"))
+    return prices.current().cost(usage, model if isinstance(model, str) else None, wire)
+
+
+def _usage(raw: Any) -> Usage:
+    """Token counts from a response's `usage`, in either wire format."""
+    raw = raw if isinstance(raw, dict) else {}
+    details = raw.get("prompt_tokens_details")
+    cached = count(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    return Usage(
+        iterations=1,
+        input_tokens=_tokens(raw, "input_tokens", "prompt_tokens"),
+        output_tokens=_tokens(raw, "output_tokens", "completion_tokens"),
+        cache_creation_input_tokens=count(raw.get("cache_creation_input_tokens")),
+        cache_read_input_tokens=count(raw.get("cache_read_input_tokens")) or cached,
+    )
 
 
 def _tokens(usage: Mapping[str, Any], *names: str) -> int:
