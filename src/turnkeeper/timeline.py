@@ -45,16 +45,12 @@ def row(call: Mapping[str, Any], wire: str = "anthropic") -> Row:
 
 
 def stored(calls: Sequence[Mapping[str, Any]], wire: str) -> list[dict[str, Any]]:
-    """What the store keeps of each call record: no content, only what a row needs
-    (the response's usage and model, not its text)."""
-    kept = ("iteration", "stop_reason", "error", "duration", "tools", "activity", "cost_usd")
+    """What the store keeps of each call record: its row, without the response's content."""
     records = []
-    for call in calls:
-        response = call.get("response")
-        response = response if isinstance(response, dict) else {}
-        record = {k: call[k] for k in kept if k in call}
-        model = call.get("model") or response.get("model")
-        record.update(wire=wire, model=model, response={"usage": response.get("usage")})
+    for call in rows(calls, wire):
+        record = {k: v for k, v in call.items() if k not in ("activity", "model", "cost_usd")}
+        record["caption"] = call["activity"]
+        record.update({k: call[k] for k in ("model", "cost_usd") if call[k] is not None})
         records.append(record)
     return records
 
