@@ -50,6 +50,8 @@ class Canned:
     """Close the connection after this many body bytes (Content-Length still promises all)."""
     hold: bool = False
     """Send the headers, then hold the body back until the server closes."""
+    gate: threading.Event | None = None
+    """Answer only once this is set (the request is recorded at once)."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,8 @@ class WireServer:
         raw = await reader.readexactly(int(headers.get("content-length", "0")))
         self.requests.append(Received(method, path, headers, json.loads(raw) if raw else None))
         canned = self.responses.popleft() if self.responses else _exhausted()
+        if canned.gate is not None:
+            await asyncio.to_thread(canned.gate.wait, 60)
         status_line = f"HTTP/1.1 {canned.status} X\r\n"
         fields = {**canned.headers, "content-length": str(len(canned.body))}
         writer.write((status_line + "".join(f"{k}: {v}\r\n" for k, v in fields.items())).encode())
