@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -237,3 +238,13 @@ def test_an_empty_script_is_refused_as_unusable(
         capsys.readouterr().err == f"turnkeeper: error: script {script} holds no responses: "
         "the model would have no answer\n"
     )
+
+
+def test_the_version_comes_from_the_package_metadata(capsys: pytest.CaptureFixture[str]) -> None:
+    import turnkeeper
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert turnkeeper.__version__ == version("turnkeeper")
+    assert capsys.readouterr().out == f"turnkeeper {version('turnkeeper')}\n"

@@ -126,6 +126,8 @@ def banner(command: str, settings: Settings, provider: Provider) -> list[str]:
     """What a serving process runs, one line per setting, the password left out."""
     described = provider.describe()
     model = f"{described.get('provider')} {described.get('model')}"
+    if described.get("provider") == "demo":
+        model = "demo (offline; answers the todo-list question from the demo folder)"
     if described.get("base_url"):
         model += f" at {described['base_url']}"
     if settings.worker and command == "serve":
