@@ -7,8 +7,8 @@ worker           procrastinate worker + sweeper, on the same PostgreSQL database
 Each says what it runs in one block when it is ready (`banner`). On SIGINT or
 SIGTERM, `serve` and `worker` stop taking turns, give the running ones
 `Settings.grace` seconds to finish (`serve` keeps answering polls meanwhile),
-then finalise the rest through `failed()` before they exit; a second SIGINT
-ends the grace period at once.
+then finalise the rest through `failed()` before they exit; a second SIGINT to
+`serve` ends its grace period at once (the worker's is procrastinate's).
 """
 
 from __future__ import annotations
