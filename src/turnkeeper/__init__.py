@@ -1,5 +1,7 @@
 """turnkeeper: runs LLM agent turns the way production needs them run."""
 
+from importlib.metadata import version as _version
+
 from .budget import Budget
 from .errors import (
     ConfigError,
@@ -17,6 +19,9 @@ from .providers.scripted import ScriptedProvider
 from .report import Report, log_report
 from .usage import Usage
 from .wire import Reply, ToolResult, ToolSpec, ToolUse
+
+__version__ = _version("turnkeeper")
+"""The installed version, from the package metadata (pyproject.toml)."""
 
 __all__ = [
     "Budget",

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import i18n
+from . import __version__, i18n
 from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_ITERATIONS, Budget
 from .errors import ConfigError
 from .hooks import LocalHooks
@@ -66,6 +66,7 @@ def directory(text: str) -> Path:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="turnkeeper", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"turnkeeper {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     commands.add_parser("demo", help="run the todo-list demo turn offline")
@@ -126,7 +127,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.trace is not None:
         write_trace(result.trace, args.trace)
     if isinstance(provider, ScriptedProvider) and provider.unused:
-        print(f"turnkeeper: note: {provider.unused} scripted responses unused", file=sys.stderr)
+        unused = i18n.counted(provider.unused, "scripted response")
+        print(f"turnkeeper: note: {unused} unused", file=sys.stderr)
     if args.json:
         print(json.dumps(result.state, ensure_ascii=False))
     else:
@@ -294,6 +296,12 @@ def _serving_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--lease", type=seconds, default=30.0, help="seconds a turn's lease lasts (default 30)"
     )
+    parser.add_argument(
+        "--grace",
+        type=seconds,
+        default=10.0,
+        help="on SIGINT or SIGTERM, seconds running turns get to finish (default 10)",
+    )
 
 
 def port(text: str) -> int:
@@ -316,7 +324,7 @@ def _toolset(args: argparse.Namespace) -> CombinedToolset:
 
 
 def _settings(args: argparse.Namespace) -> Any:
-    from .server import Settings
+    from .server import DEMO_ROOT, Settings
     from .store import DEFAULT_URL, parse_url
 
     database = args.database or os.environ.get("TURNKEEPER_DATABASE_URL") or DEFAULT_URL
@@ -328,6 +336,9 @@ def _settings(args: argparse.Namespace) -> Any:
         worker=not getattr(args, "no_worker", False),
         concurrency=args.concurrency,
         lease=args.lease,
+        grace=args.grace,
+        root=(args.root if args.root is not None else DEMO_ROOT).resolve(),
+        mcp=[*args.mcp_stdio, *args.mcp_http],
     )
 
 

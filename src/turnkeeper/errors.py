@@ -2,7 +2,8 @@
 
     TurnkeeperError
     ├── ConfigError            the developer asked for something unusable
-    │                          (bad budget, malformed script, unknown provider)
+    │   │                      (bad budget, malformed script, unknown provider)
+    │   └── MissingExtra       an optional dependency is not installed
     └── TurnError              something happened while a turn ran
         └── ProviderError      a model call produced no usable response
             ├── ProviderUnavailable   429, 529, 5xx, timeout, connection lost:
@@ -23,6 +24,16 @@ class TurnkeeperError(Exception):
 
 class ConfigError(TurnkeeperError):
     """Misuse by the developer: the configuration or input cannot work."""
+
+
+class MissingExtra(ConfigError):
+    """An optional dependency is not installed; the message says how to install it."""
+
+    def __init__(self, what: str, extra: str) -> None:
+        super().__init__(
+            f"{what} needs the {extra} extra: pip install -e '.[{extra}]' in turnkeeper's checkout"
+        )
+        self.extra = extra
 
 
 class TurnError(TurnkeeperError):

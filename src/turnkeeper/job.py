@@ -125,9 +125,12 @@ class TurnJob:
         except FenceLost:
             raise
         except asyncio.CancelledError:
-            if not lost.is_set():
-                raise
-            raise FenceLost(f"turn {turn_id}: the lease was lost; writes refused") from None
+            if lost.is_set():
+                raise FenceLost(f"turn {turn_id}: the lease was lost; writes refused") from None
+            # The process is stopping (or the queue aborted the job): finalise now, not
+            # a lease later, so the conversation takes its next question at once.
+            await failed(self.store, turn_id, fence=fence, reporter=self.reporter)
+            raise
         except Exception as e:  # TimeoutError included: the job clock fired
             logger.exception("turn %s: the job failed: %s", turn_id, e)
         # One failure, one report: the loop has said it already if a hook failed.
@@ -207,9 +210,11 @@ async def failed(
 
     Takes the turn over (from the holder of `fence`, or from an expired lease
     when `fence` is None), closes any tool use left without a result, and
-    writes the recovered state as `failed` with `done: true`, the usage as last
-    recorded, and clears the turn's keys. False if the turn was not there to take.
+    writes the recovered state as `failed` with `done: true` (`stopped` if its
+    cancel had been accepted), the usage as last recorded, and clears the turn's
+    keys. False if the turn was not there to take.
     """
+    stopped = await store.cancel_requested(turn_id)
     recovery = await store.take_over(turn_id, fence)
     if recovery is None:
         return False
@@ -219,16 +224,17 @@ async def failed(
         version=recovery.version + 1,
         usage=recovery.usage,
         message_offset=recovery.message_offset,
+        stopped=stopped,
     )
     await store.finish(turn_id, recovery.fence, tail, final, recovery.usage)
     reporter(
         Report(
             turn_id=turn_id,
             iteration=recovery.usage.iterations,
-            event=Outcome.FAILED.value,
+            event=final["status"],
             message="the turn was finalised from its last checkpoint"
             + ("" if fence is not None else " after its worker's lease expired"),
-            level=logging.ERROR,
+            level=logging.INFO if stopped else logging.ERROR,
             usage=recovery.usage,
             details={"checkpointed": recovery.checkpointed},
         )

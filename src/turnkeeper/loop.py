@@ -19,6 +19,7 @@ from .activity import ACTIVITIES, caption
 from .budget import Budget, Clock, monotonic
 from .errors import ProviderError, ProviderFailed, ProviderUnavailable
 from .hooks import Checkpoint, Hooks, LocalHooks
+from .i18n import counted
 from .outcomes import ERROR_OUTCOMES, OUTCOME_KEYS, Outcome, Status, Stop
 from .providers import Provider
 from .report import Report
@@ -368,7 +369,8 @@ class _Turn:
             level, message = REPORTED[outcome]
             self.report(
                 outcome.value,
-                f"{message} after {self.usage.iterations} iterations" + (f": {why}" if why else ""),
+                f"{message} after {counted(self.usage.iterations, 'iteration')}"
+                + (f": {why}" if why else ""),
                 level,
                 stop_reason=stop_reason,
                 details=details,

@@ -31,26 +31,33 @@ def queued(
 
 
 def failed(
-    state: dict[str, Any], *, version: int, usage: Usage, message_offset: int
+    state: dict[str, Any],
+    *,
+    version: int,
+    usage: Usage,
+    message_offset: int,
+    stopped: bool = False,
 ) -> dict[str, Any]:
-    """`state` finalised as `failed`: done, has_error, an `errors.ai_failed` bubble, no caption."""
+    """`state` finalised as `failed`: done, has_error, an `errors.ai_failed` bubble, no caption;
+    as `stopped` (a `notices.stopped` bubble, no error) when its cancel had been accepted."""
+    outcome = Outcome.STOPPED if stopped else Outcome.FAILED
     messages = list(state.get("messages") or [])
-    key = OUTCOME_KEYS[Outcome.FAILED]
+    key = OUTCOME_KEYS[outcome]
     messages.append(
         {
             "id": f"m{message_offset + len(messages) + 1}",
             "role": "bot",
             "key": key,
-            "is_error": True,
+            "is_error": not stopped,
         }
     )
     return {
         **state,
         "version": version,
-        "status": Outcome.FAILED.value,
+        "status": outcome.value,
         "done": True,
-        "stopped": False,
-        "has_error": True,
+        "stopped": stopped,
+        "has_error": not stopped,
         "activity": None,
         "messages": messages,
         "usage": usage.as_dict(),

@@ -12,16 +12,14 @@ import contextlib
 import logging
 from typing import Any
 
-from .errors import ConfigError
+from .errors import MissingExtra
 from .job import TurnJob
 from .sweeper import Sweeper
 
 try:
     import procrastinate
 except ImportError as e:  # pragma: no cover - depends on the installed extras
-    raise ConfigError(
-        "the distributed queue needs the postgres extra: pip install 'turnkeeper[postgres]'"
-    ) from e
+    raise MissingExtra("the distributed queue", "postgres") from e
 
 logger = logging.getLogger("turnkeeper.worker")
 
@@ -54,9 +52,18 @@ class ProcrastinateQueue:
 
 
 async def run_worker(
-    url: str, job: TurnJob, *, concurrency: int = 4, sweeper: Sweeper | None = None
+    url: str,
+    job: TurnJob,
+    *,
+    concurrency: int = 4,
+    sweeper: Sweeper | None = None,
+    grace: float = 10.0,
 ) -> None:
-    """Run deferred turns until the process is told to stop (SIGINT, SIGTERM)."""
+    """Run deferred turns until the process is told to stop (SIGINT, SIGTERM).
+
+    Told to stop, procrastinate fetches no more jobs and gives the running ones
+    `grace` seconds; then it cancels them, and each job finalises its turn.
+    """
     app = procrastinate_app(url)
 
     async def run_turn(turn_id: str) -> None:
@@ -66,7 +73,11 @@ async def run_worker(
     sweeping = asyncio.create_task((sweeper or Sweeper(job.store)).run(), name="sweeper")
     try:
         async with app.open_async():
-            options: dict[str, Any] = {"queues": [QUEUE], "concurrency": concurrency}
+            options: dict[str, Any] = {
+                "queues": [QUEUE],
+                "concurrency": concurrency,
+                "shutdown_graceful_timeout": grace,
+            }
             await app.run_worker_async(**options)
     finally:
         sweeping.cancel()

@@ -36,7 +36,7 @@ def parse_url(url: str) -> StoreUrl:
         return _sqlite(url)
     if url.startswith(("postgresql://", "postgres://")):
         return _postgres(url)
-    raise ConfigError(f"unsupported database URL {_shown(url)!r}; use {FORMS}")
+    raise ConfigError(f"unsupported database URL {shown_url(url)!r}; use {FORMS}")
 
 
 def _sqlite(url: str) -> StoreUrl:
@@ -55,15 +55,15 @@ def _postgres(url: str) -> StoreUrl:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError on a malformed port
     except ValueError as e:
-        raise ConfigError(f"the PostgreSQL URL {_shown(url)!r} is malformed: {e}") from e
+        raise ConfigError(f"the PostgreSQL URL {shown_url(url)!r} is malformed: {e}") from e
     if not parts.hostname:
-        raise ConfigError(f"the PostgreSQL URL {_shown(url)!r} names no host")
+        raise ConfigError(f"the PostgreSQL URL {shown_url(url)!r} names no host")
     if parts.path in ("", "/"):
-        raise ConfigError(f"the PostgreSQL URL {_shown(url)!r} names no database")
+        raise ConfigError(f"the PostgreSQL URL {shown_url(url)!r} names no database")
     return StoreUrl("postgresql", url)
 
 
-def _shown(url: str) -> str:
+def shown_url(url: str) -> str:
     """The URL without its password, for error messages."""
     parts = urlsplit(url)
     if parts.password is None:
