@@ -43,6 +43,8 @@ class Settings:
     """Run turns in this process (the embedded queue); False only defers them."""
     concurrency: int = 4
     lease: float = DEFAULT_LEASE
+    cors_origins: tuple[str, ...] = ()
+    """Origins whose pages may call the API (`serve --cors-origin`); none by default."""
 
     @property
     def sweep_interval(self) -> float:
@@ -70,9 +72,8 @@ async def serve(
     async with _resources(settings, provider, toolset) as (store, tools):
         job = TurnJob(store, provider, tools, lease=settings.lease)
         async with _queue(settings, job) as queue, _sweeping(store, settings):
-            config = uvicorn.Config(
-                create_app(store, queue), host=settings.host, port=settings.port, lifespan="off"
-            )
+            app = create_app(store, queue, cors_origins=settings.cors_origins)
+            config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="off")
             await uvicorn.Server(config).serve()
 
 
