@@ -1,0 +1,103 @@
+"""A real `turnkeeper serve` on 127.0.0.1, a fake model it calls over HTTP, and headless Chromium.
+
+`serve --provider anthropic` talks to a `FakeModelServer` through the official SDK
+(`ANTHROPIC_BASE_URL`), so the widget sees exactly what a real deployment would
+publish. Chromium is Debian's (`/usr/bin/chromium`, which `scripts/test` installs);
+Playwright only drives it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from tests.fake_model import FakeModelServer
+from tests.test_server import free_port, output
+
+CHROMIUM = Path("/usr/bin/chromium")
+RESULTS = Path(__file__).resolve().parents[2] / "test-results"
+"""Where screenshots go with the test output (gitignored)."""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{CHROMIUM} is missing; scripts/test installs it (apt-get install chromium)")
+        pytest.skip(f"Chromium is not installed at {CHROMIUM}; scripts/test installs it")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        yield launched
+        launched.close()
+
+
+@dataclass
+class Served:
+    """A running `turnkeeper serve` and the fake model behind it."""
+
+    base: str
+    model: FakeModelServer
+    log: Path
+
+    def page(self, browser: Browser, **options: Any) -> Page:
+        """A fresh browser profile (empty localStorage) showing `/`."""
+        context: BrowserContext = browser.new_context(**options)
+        page = context.new_page()
+        page.goto(f"{self.base}/")
+        return page
+
+
+def _until_up(base: str, process: subprocess.Popen[bytes], log: Path, bound: float = 30) -> None:
+    deadline = time.monotonic() + bound
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"serve exited: {output(log)}"
+        try:
+            if httpx.get(f"{base}/openapi.json").status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)  # polling a process we do not control, with a bound
+    raise AssertionError(f"serve did not accept connections within {bound} s: {output(log)}")
+
+
+@contextmanager
+def serving(script: Sequence[Any], tmp_path: Path, *extra: str) -> Iterator[Served]:
+    """`turnkeeper serve` on a free port, its model answering with `script` in order."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = tmp_path / "serve.log"
+    with FakeModelServer(script) as model, log.open("wb") as out:
+        env = {
+            **os.environ,
+            "ANTHROPIC_API_KEY": "sk-test-not-real",
+            "ANTHROPIC_BASE_URL": model.url,
+        }
+        database = f"sqlite:///{tmp_path / 'tk.db'}"
+        argv = ["serve", "--provider", "anthropic", "--database", database, "--port", str(port)]
+        process = subprocess.Popen(
+            [sys.executable, "-m", "turnkeeper", *argv, *extra],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        try:
+            _until_up(base, process, log)
+            yield Served(base, model, log)
+        finally:
+            model.release()
+            process.terminate()
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
