@@ -20,7 +20,8 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+
 from tests.fake_model import FakeModelServer
 from tests.test_server import free_port, output
 
@@ -28,12 +29,16 @@ CHROMIUM = Path("/usr/bin/chromium")
 RESULTS = Path(__file__).resolve().parents[2] / "test-results"
 """Where screenshots go with the test output (gitignored)."""
 
+expect.set_options(timeout=15_000)
+
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     if not CHROMIUM.exists():
         if os.environ.get("CI"):
-            pytest.fail(f"{CHROMIUM} is missing; scripts/test installs it (apt-get install chromium)")
+            pytest.fail(
+                f"{CHROMIUM} is missing; scripts/test installs it (apt-get install chromium)"
+            )
         pytest.skip(f"Chromium is not installed at {CHROMIUM}; scripts/test installs it")
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
@@ -49,12 +54,40 @@ class Served:
     model: FakeModelServer
     log: Path
 
+    def answering(self, script: Sequence[Any]) -> Served:
+        """The fake model answers the next calls with `script`, as if freshly started."""
+        with self.model._lock:
+            self.model.script = list(script)
+            self.model.requests.clear()
+            self.model.released.clear()
+        return self
+
+    def __enter__(self) -> Served:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.model.release()
+
     def page(self, browser: Browser, **options: Any) -> Page:
         """A fresh browser profile (empty localStorage) showing `/`."""
         context: BrowserContext = browser.new_context(**options)
         page = context.new_page()
         page.goto(f"{self.base}/")
         return page
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """One `turnkeeper serve` per test module (starting one takes seconds on a busy machine);
+    every test opens a fresh browser profile, so a new conversation."""
+    with serving([], tmp_path_factory.mktemp("serve")) as served:
+        yield served
+
+
+@pytest.fixture
+def served(server: Served) -> Iterator[Served]:
+    yield server.answering([])
+    server.model.release()  # a test that failed mid-hold leaves no turn hanging
 
 
 def _until_up(base: str, process: subprocess.Popen[bytes], log: Path, bound: float = 30) -> None:
@@ -71,8 +104,11 @@ def _until_up(base: str, process: subprocess.Popen[bytes], log: Path, bound: flo
 
 
 @contextmanager
-def serving(script: Sequence[Any], tmp_path: Path, *extra: str) -> Iterator[Served]:
-    """`turnkeeper serve` on a free port, its model answering with `script` in order."""
+def serving(
+    script: Sequence[Any], tmp_path: Path, *extra: str, provider: str = "anthropic"
+) -> Iterator[Served]:
+    """`turnkeeper serve` on a free port, its model (the fake, unless `provider` says
+    otherwise) answering with `script` in order."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log = tmp_path / "serve.log"
@@ -83,7 +119,7 @@ def serving(script: Sequence[Any], tmp_path: Path, *extra: str) -> Iterator[Serv
             "ANTHROPIC_BASE_URL": model.url,
         }
         database = f"sqlite:///{tmp_path / 'tk.db'}"
-        argv = ["serve", "--provider", "anthropic", "--database", database, "--port", str(port)]
+        argv = ["serve", "--provider", provider, "--database", database, "--port", str(port)]
         process = subprocess.Popen(
             [sys.executable, "-m", "turnkeeper", *argv, *extra],
             stdout=out,

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
 from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -20,6 +20,7 @@ from .limits import MAX_BODY, BodyLimit
 from .openapi import DOCUMENT
 from .routes import Routes
 
+
 async def openapi(request: Request) -> Response:
     return JSONResponse(DOCUMENT)
 
@@ -27,7 +28,7 @@ async def openapi(request: Request) -> Response:
 def create_app(
     store: Store, queue: Queue, *, max_body: int = MAX_BODY, cors_origins: Sequence[str] = ()
 ) -> Starlette:
-    """The API and the widget's files; `cors_origins` may call it from their pages (none by default)."""
+    """The API and the widget's files; pages of `cors_origins` may call it (none by default)."""
     routes = Routes(store, queue)
     return Starlette(
         routes=[
@@ -54,8 +55,14 @@ def create_app(
 def _cors(origins: Sequence[str]) -> list[Middleware]:
     if not origins:
         return []
-    allowed = {"allow_methods": ["GET", "POST"], "allow_headers": ["authorization", "content-type"]}
-    return [Middleware(CORSMiddleware, allow_origins=list(origins), **allowed)]
+    return [
+        Middleware(
+            CORSMiddleware,
+            allow_origins=list(origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["authorization", "content-type"],
+        )
+    ]
 
 
 __all__ = ["create_app"]

@@ -263,11 +263,12 @@
       this.input.value = "";
       this.setBusy(true);
       const pending = this.bubble({ role: "user", text: question });
+      this.turn = { id: null, version: 0, pending, quiet: 0 };
       try {
-        const turnId = await this.startTurn(question);
-        this.follow(turnId, pending);
+        this.follow(await this.startTurn(question));
         this.setTrouble(false);
       } catch (error) {
+        this.turn = null;
         pending.remove();
         this.input.value = question; // nothing the reader typed is lost
         this.setBusy(false);
@@ -289,22 +290,28 @@
       throw new Error("new turn: the conversation could not be created");
     }
 
-    follow(turnId, pending = null) {
-      this.turn = { id: turnId, version: 0, pending, quiet: 0 };
+    /** Poll turn `turnId` until it is done (the one just sent, or one left running by a reload). */
+    follow(turnId) {
+      this.turn = this.turn || { version: 0, pending: null, quiet: 0 };
+      this.turn.id = turnId;
       this.save({ ...this.conversation, turn_id: turnId });
       this.setBusy(true);
+      if (this.turn.stopping) this.cancel(this.turn); // Stop was pressed before the turn had an id
       this.schedule(0);
     }
 
-    async stop() {
+    stop() {
       const turn = this.turn;
       if (!turn || turn.stopping) return;
       turn.stopping = true;
       this.stopButton.disabled = true;
+      if (turn.id) this.cancel(turn);
+    }
+
+    async cancel(turn) {
       try {
-        const response = await this.call(`/api/turns/${encodeURIComponent(turn.id)}/cancel`, {
-          method: "POST",
-        });
+        const path = `/api/turns/${encodeURIComponent(turn.id)}/cancel`;
+        const response = await this.call(path, { method: "POST" });
         if (!response.ok && response.status !== 404) throw new Error(`cancel: ${response.status}`);
       } catch (error) {
         turn.stopping = false;
@@ -312,7 +319,7 @@
         this.setTrouble(true);
       }
       turn.quiet = 0;
-      this.schedule(0);
+      if (turn === this.turn) this.schedule(0);
     }
 
     finish() {
@@ -342,7 +349,7 @@
 
     async poll() {
       const turn = this.turn;
-      if (!turn) return;
+      if (!turn || !turn.id) return;
       let state = null;
       try {
         const path = `/api/turns/${encodeURIComponent(turn.id)}?after=${turn.version}`;
