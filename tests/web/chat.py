@@ -36,7 +36,7 @@ class Chat:
     def requests(self) -> list[Request]:
         """Every request the page makes from now on."""
         seen: list[Request] = []
-        self.page.on("request", seen.append)
+        self.page.on("request", lambda request: seen.append(request))
         return seen
 
     def stored(self) -> Any:

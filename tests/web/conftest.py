@@ -109,7 +109,7 @@ def serving(
 ) -> Iterator[Served]:
     """`turnkeeper serve` on a free port, its model (the fake, unless `provider` says
     otherwise) answering with `script` in order."""
-    port = free_port()
+    port = int(extra[extra.index("--port") + 1]) if "--port" in extra else free_port()
     base = f"http://127.0.0.1:{port}"
     log = tmp_path / "serve.log"
     with FakeModelServer(script) as model, log.open("wb") as out:
@@ -119,7 +119,8 @@ def serving(
             "ANTHROPIC_BASE_URL": model.url,
         }
         database = f"sqlite:///{tmp_path / 'tk.db'}"
-        argv = ["serve", "--provider", provider, "--database", database, "--port", str(port)]
+        argv = ["serve", "--provider", provider, "--database", database]
+        argv += [] if "--port" in extra else ["--port", str(port)]
         process = subprocess.Popen(
             [sys.executable, "-m", "turnkeeper", *argv, *extra],
             stdout=out,
