@@ -42,3 +42,23 @@ def test_a_bad_port_is_an_argument_error(value: str) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["serve", "--port", value])
     assert exited.value.code == 2
+
+
+def test_cors_origins_are_repeatable_and_reach_the_server_settings() -> None:
+    from turnkeeper.cli import _settings, build_parser
+
+    args = build_parser().parse_args(
+        ["serve", "--cors-origin", "https://a.example", "--cors-origin", "http://localhost:3000"]
+    )
+    assert _settings(args).cors_origins == ("https://a.example", "http://localhost:3000")
+    assert _settings(build_parser().parse_args(["serve"])).cors_origins == ()
+
+
+@pytest.mark.parametrize("value", ["*", "https://a.example/", "a.example", "https://a.example/x"])
+def test_a_cors_origin_that_is_not_an_origin_is_an_argument_error(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--cors-origin", value])
+    assert exited.value.code == 2
+    assert "is not an origin" in capsys.readouterr().err
