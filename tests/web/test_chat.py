@@ -3,10 +3,11 @@ Stop, reload, the keyboard; against a real `turnkeeper serve` and a fake model."
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, Route, expect
 
 from tests import scripts
 from tests.fake_model import HOLD
@@ -185,3 +186,58 @@ def test_the_demo_model_answers_in_the_browser(browser: Browser, tmp_path: Path)
         expect(chat.answers).to_contain_text(["ANTHROPIC_API_KEY"])
         chat.ask(TODO)
         expect(chat.answers.nth(1)).to_have_text("your todos: write tests")
+
+
+def test_a_key_missing_in_a_locale_falls_back_to_english_and_an_unknown_key_shows_nothing(
+    browser: Browser, served: Served
+) -> None:
+    """The server only publishes keys it knows; here the page is shown a state it could not
+    publish (the polls answered by the test), to see what the widget does with it."""
+    with served.answering([scripts.answer("real answer, not polled")]):
+        page = served.page(browser, locale="es-ES")
+        chat = Chat(page)
+
+        def catalog_without_truncation(route: Route) -> None:
+            catalog = route.fetch().json()
+            del catalog["errors.ai_truncated"]
+            route.fulfill(json=catalog)
+
+        states = [
+            {"version": 1, "done": False, "activity": "activity.mystery_tool", "messages": []},
+            {
+                "version": 2,
+                "done": True,
+                "activity": None,
+                "messages": [
+                    {"id": "m1", "role": "user", "text": "hola"},
+                    {"id": "m2", "role": "bot", "key": "errors.ai_truncated", "is_error": True},
+                    {"id": "m3", "role": "bot", "key": "errors.no_such_key", "is_error": True},
+                ],
+            },
+        ]
+
+        def published(route: Route) -> None:
+            if len(states) == 2:
+                route.fulfill(json=states.pop(0))  # running: an unknown activity
+                return
+            if release.is_set():
+                route.fulfill(json=states[-1])
+            else:
+                route.fulfill(status=204)  # nothing new: the caption stays
+
+        release = threading.Event()
+        page.route("**/locales/es.json", catalog_without_truncation)
+        page.route("**/api/turns/*", published)
+        page.reload()
+        chat.ask("hola")
+        expect(chat.caption).to_have_text("Trabajando…")  # never the key, nor the tool's name
+        release.set()
+        expect(chat.notices).to_have_text(
+            ["The answer was cut off before it was complete, so it is not shown."]
+        )
+        expect(chat.input).to_be_editable()
+        shown = page.locator("turnkeeper-chat").inner_text()
+        assert "errors." not in shown
+        assert "mystery" not in shown
+        assert chat.bubble_texts()[0] == "hola"
+        assert len(chat.bubble_texts()) == 2
