@@ -271,6 +271,14 @@ def _add_serving_commands(commands: Any) -> None:
         action="store_true",
         help="only queue turns, for `turnkeeper worker` processes (PostgreSQL)",
     )
+    serve.add_argument(
+        "--cors-origin",
+        type=origin,
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let pages of this origin (https://example.com) call the API (repeatable)",
+    )
     worker = commands.add_parser("worker", help="run queued turns from PostgreSQL")
     _serving_options(worker)
 
@@ -310,6 +318,15 @@ def port(text: str) -> int:
     return int(text)
 
 
+def origin(text: str) -> str:
+    """A web origin as browsers send it: scheme://host[:port], no path, no trailing slash."""
+    if not re.fullmatch(r"https?://[^/\s:]+(:\d{1,5})?", text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an origin; write it as https://example.com[:port], with no path"
+        )
+    return text
+
+
 def _provider(args: argparse.Namespace) -> Provider:
     """The model `serve` and `worker` use: the rule of ARCHITECTURE §6."""
     return choose_provider(args.provider, args.model, os.environ)
@@ -339,6 +356,7 @@ def _settings(args: argparse.Namespace) -> Any:
         grace=args.grace,
         root=(args.root if args.root is not None else DEMO_ROOT).resolve(),
         mcp=[*args.mcp_stdio, *args.mcp_http],
+        cors_origins=tuple(getattr(args, "cors_origin", ())),
     )
 
 

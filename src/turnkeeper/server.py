@@ -64,6 +64,8 @@ class Settings:
     """Where `read_file` reads (for the banner; the toolset is built by the caller)."""
     mcp: Sequence[str] = ()
     """The MCP servers' commands and URLs (for the banner)."""
+    cors_origins: tuple[str, ...] = ()
+    """Origins whose pages may call the API (`serve --cors-origin`); none by default."""
 
     @property
     def sweep_interval(self) -> float:
@@ -94,9 +96,8 @@ async def serve(
     async with _resources(settings, provider, toolset) as (store, tools):
         job = TurnJob(store, provider, tools, lease=settings.lease)
         async with _queue(settings, job) as queue, _sweeping(store, settings):
-            config = uvicorn.Config(
-                create_app(store, queue), host=settings.host, port=settings.port, lifespan="off"
-            )
+            app = create_app(store, queue, cors_origins=settings.cors_origins)
+            config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="off")
             server = _GracefulServer(config, queue, settings.grace)
             announce(banner("serve", settings, provider))
             await server.serve()

@@ -2,41 +2,37 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..queue import Queue
 from ..store import Store
-from . import metrics
+from . import metrics, widget
 from .errors import ApiError, api_error, http_error, server_error
 from .limits import MAX_BODY, BodyLimit
 from .openapi import DOCUMENT
 from .routes import Routes
-
-PLACEHOLDER = """<!doctype html>
-<meta charset="utf-8">
-<title>turnkeeper</title>
-<p>turnkeeper is running. The API is described at <a href="/openapi.json">/openapi.json</a>.</p>
-"""
-
-
-async def index(request: Request) -> Response:
-    return HTMLResponse(PLACEHOLDER)
 
 
 async def openapi(request: Request) -> Response:
     return JSONResponse(DOCUMENT)
 
 
-def create_app(store: Store, queue: Queue, *, max_body: int = MAX_BODY) -> Starlette:
+def create_app(
+    store: Store, queue: Queue, *, max_body: int = MAX_BODY, cors_origins: Sequence[str] = ()
+) -> Starlette:
+    """The API and the widget's files; pages of `cors_origins` may call it (none by default)."""
     routes = Routes(store, queue)
     return Starlette(
         routes=[
-            Route("/", index),
+            *widget.routes(),
             Route("/openapi.json", openapi),
             Route("/metrics", metrics.endpoint(store)),
             Route("/api/conversations", routes.create_conversation, methods=["POST"]),
@@ -47,13 +43,26 @@ def create_app(store: Store, queue: Queue, *, max_body: int = MAX_BODY) -> Starl
             Route("/api/turns/{turn_id}", routes.turn_state),
             Route("/api/turns/{turn_id}/cancel", routes.cancel, methods=["POST"]),
         ],
-        middleware=[Middleware(BodyLimit, limit=max_body)],
+        middleware=[*_cors(cors_origins), Middleware(BodyLimit, limit=max_body)],
         exception_handlers={
             ApiError: api_error,
             HTTPException: http_error,
             Exception: server_error,
         },
     )
+
+
+def _cors(origins: Sequence[str]) -> list[Middleware]:
+    if not origins:
+        return []
+    return [
+        Middleware(
+            CORSMiddleware,
+            allow_origins=list(origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["authorization", "content-type"],
+        )
+    ]
 
 
 __all__ = ["create_app"]
