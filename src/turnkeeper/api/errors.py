@@ -15,6 +15,7 @@ REASONS = {
     404: "There is nothing at this address.",
     405: "This method is not allowed at this address.",
     413: "The request body is larger than 1 MiB.",
+    415: "The request body must be sent as application/json.",
 }
 
 
@@ -39,7 +40,7 @@ async def api_error(request: Request, exc: Exception) -> Response:
 async def http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     message = REASONS.get(exc.status_code, f"The request failed ({exc.status_code}).")
-    return error(exc.status_code, message)
+    return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
 
 
 async def server_error(request: Request, exc: Exception) -> Response:
