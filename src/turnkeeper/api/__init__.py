@@ -12,7 +12,14 @@ from starlette.routing import Route
 from ..queue import Queue
 from ..store import Store
 from . import metrics
-from .errors import ApiError, api_error, http_error, server_error
+from .errors import (
+    ApiError,
+    api_error,
+    http_error,
+    server_error,
+    store_unavailable,
+    store_unavailable_errors,
+)
 from .limits import MAX_BODY, BodyLimit
 from .openapi import DOCUMENT
 from .routes import Routes
@@ -51,6 +58,7 @@ def create_app(store: Store, queue: Queue, *, max_body: int = MAX_BODY) -> Starl
         exception_handlers={
             ApiError: api_error,
             HTTPException: http_error,
+            **dict.fromkeys(store_unavailable_errors(), store_unavailable),
             Exception: server_error,
         },
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -46,3 +47,21 @@ async def http_error(request: Request, exc: Exception) -> Response:
 async def server_error(request: Request, exc: Exception) -> Response:
     logger.exception("%s %s failed", request.method, request.url.path, exc_info=exc)
     return error(500, "The server failed to answer; the error was logged.")
+
+
+UNAVAILABLE = "The store cannot be reached just now; try again shortly."
+
+
+def store_unavailable_errors() -> tuple[type[Exception], ...]:
+    """What the stores raise when the database cannot answer now (connection lost, locked)."""
+    kinds: list[type[Exception]] = [sqlite3.OperationalError]
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - depends on the installed extras
+        return tuple(kinds)
+    return (*kinds, psycopg.OperationalError)  # PoolTimeout is one
+
+
+async def store_unavailable(request: Request, exc: Exception) -> Response:
+    logger.warning("%s %s: the store is unavailable: %s", request.method, request.url.path, exc)
+    return JSONResponse({"error": UNAVAILABLE}, status_code=503, headers={"retry-after": "1"})

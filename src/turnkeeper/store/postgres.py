@@ -114,7 +114,14 @@ class PostgresStore:
     @classmethod
     async def connect(cls, url: str, *, max_size: int = 4) -> PostgresStore:
         pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
-            url, min_size=1, max_size=max_size, open=False, kwargs={"autocommit": True}
+            url,
+            min_size=1,
+            max_size=max_size,
+            open=False,
+            kwargs={"autocommit": True},
+            # A connection the server ended (restart, failover, pg_terminate_backend) is
+            # found when it is handed out and replaced, not used for a turn's write.
+            check=AsyncConnectionPool.check_connection,
         )
         try:
             await pool.open(wait=True, timeout=10.0)
