@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 from . import __version__, i18n
 from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_ITERATIONS, Budget
+from .credentials import redact_logs
 from .errors import ConfigError
 from .hooks import LocalHooks
 from .loop import TurnResult, run_turn
@@ -364,6 +365,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .server import serve
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    redact_logs()
     asyncio.run(serve(_settings(args), _provider(args), _toolset(args)))
     return 0
 
@@ -372,6 +374,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from .server import work
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    redact_logs()
     asyncio.run(work(_settings(args), _provider(args), _toolset(args)))
     return 0
 

@@ -17,6 +17,8 @@ A `ProviderError` never escapes `run_turn`: the loop turns it into the outcome
 
 from __future__ import annotations
 
+from .credentials import redact_text
+
 
 class TurnkeeperError(Exception):
     """Root of every exception raised by turnkeeper."""
@@ -52,7 +54,8 @@ class ProviderError(TurnError):
         status: int | None = None,
         request_id: str | None = None,
     ) -> None:
-        super().__init__(message)
+        # The message may quote a URL (an error page, a connection error): hide its credentials.
+        super().__init__(redact_text(message))
         self.status = status
         self.request_id = request_id
 

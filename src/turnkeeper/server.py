@@ -26,11 +26,12 @@ from typing import Any
 
 from . import __version__
 from .budget import DEFAULT_DEADLINE
+from .credentials import redact_url
 from .errors import ConfigError, MissingExtra
 from .job import DEFAULT_LEASE, TurnJob
 from .providers import Provider
 from .queue import LocalQueue, Queue
-from .store import DEFAULT_URL, Store, open_store, parse_url, shown_url
+from .store import DEFAULT_URL, Store, open_store, parse_url
 from .sweeper import Sweeper
 from .tools import CombinedToolset, Toolset
 from .tools.files import read_file_tool
@@ -142,7 +143,7 @@ def banner(command: str, settings: Settings, provider: Provider) -> list[str]:
         "address": address,
         "mode": mode,
         "model": model,
-        "database": shown_url(settings.database),
+        "database": redact_url(settings.database),
         "read_file": str(settings.root)
         + (" (the demo folder)" if settings.root == DEMO_ROOT else ""),
         "MCP servers": ", ".join(settings.mcp) or "none",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.api.test_routes import HeldQueue, client_for
 
+from tests.api.test_routes import HeldQueue, client_for
 from turnkeeper import i18n
 from turnkeeper.api import create_app
 from turnkeeper.store import Store

@@ -3,8 +3,9 @@
 It listens on 127.0.0.1 on a random port, in a thread of its own (so both
 async tests and the CLI's `asyncio.run` can talk to it), and speaks just enough
 HTTP/1.1 for the official SDK clients: keep-alive, Content-Length bodies. A
-response can also misbehave the way real networks do: hold its body back until
-the server closes, or close the connection part-way through the body.
+response can also misbehave the way real networks do: never answer, hold its
+body back until the server closes, or close the connection part-way through
+the body.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ class Canned:
     """Send the headers, then hold the body back until the server closes."""
     gate: threading.Event | None = None
     """Answer only once this is set (the request is recorded at once)."""
+    hang: bool = False
+    """Read the request, then send nothing at all until the server closes."""
 
 
 @dataclass(frozen=True)
@@ -170,15 +173,15 @@ class WireServer:
         canned = self.responses.popleft() if self.responses else _exhausted()
         if canned.gate is not None:
             await asyncio.to_thread(canned.gate.wait, 60)
+        if canned.hang:
+            return await self._held()
         status_line = f"HTTP/1.1 {canned.status} X\r\n"
         fields = {**canned.headers, "content-length": str(len(canned.body))}
         writer.write((status_line + "".join(f"{k}: {v}\r\n" for k, v in fields.items())).encode())
         writer.write(b"\r\n")
         await writer.drain()
         if canned.hold:
-            assert self._stop is not None
-            await asyncio.wait_for(self._stop.wait(), 60)
-            return False
+            return await self._held()
         if canned.cut_after is not None:
             writer.write(canned.body[: canned.cut_after])
             await writer.drain()
@@ -186,6 +189,12 @@ class WireServer:
         writer.write(canned.body)
         await writer.drain()
         return True
+
+    async def _held(self) -> bool:
+        """Keep the connection open, silent, until the server closes; then close it."""
+        assert self._stop is not None
+        await asyncio.wait_for(self._stop.wait(), 60)
+        return False
 
 
 def _exhausted() -> Canned:

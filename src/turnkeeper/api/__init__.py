@@ -15,7 +15,14 @@ from starlette.routing import Route
 from ..queue import Queue
 from ..store import Store
 from . import metrics, widget
-from .errors import ApiError, api_error, http_error, server_error
+from .errors import (
+    ApiError,
+    api_error,
+    http_error,
+    server_error,
+    store_unavailable,
+    store_unavailable_errors,
+)
 from .limits import MAX_BODY, BodyLimit
 from .openapi import DOCUMENT
 from .routes import Routes
@@ -47,6 +54,7 @@ def create_app(
         exception_handlers={
             ApiError: api_error,
             HTTPException: http_error,
+            **dict.fromkeys(store_unavailable_errors(), store_unavailable),
             Exception: server_error,
         },
     )

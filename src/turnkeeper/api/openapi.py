@@ -6,6 +6,12 @@ from typing import Any
 
 ERROR = {"$ref": "#/components/schemas/Error"}
 BEARER: list[dict[str, list[str]]] = [{"bearer": []}]
+QUESTION = {
+    "type": "string",
+    "description": "Some text that is not only whitespace, without NUL characters.",
+    "pattern": "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$",
+}
+AFTER = {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}
 
 
 def _answer(description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -91,7 +97,7 @@ DOCUMENT: dict[str, Any] = {
                             "schema": {
                                 "type": "object",
                                 "required": ["text"],
-                                "properties": {"text": {"type": "string"}},
+                                "properties": {"text": QUESTION},
                             }
                         }
                     },
@@ -100,7 +106,7 @@ DOCUMENT: dict[str, Any] = {
                     "202": _answer(
                         "queued", {"type": "object", "properties": {"turn_id": {"type": "string"}}}
                     ),
-                    **_errors(400, 404, 409, 413, 503),
+                    **_errors(400, 404, 409, 413, 415, 503),
                 },
             }
         },
@@ -110,7 +116,7 @@ DOCUMENT: dict[str, Any] = {
                 "security": BEARER,
                 "parameters": [
                     _id("turn_id"),
-                    {"name": "after", "in": "query", "schema": {"type": "integer", "minimum": 0}},
+                    {"name": "after", "in": "query", "schema": AFTER},
                 ],
                 "responses": {
                     "200": _answer("state", {"$ref": "#/components/schemas/State"}),

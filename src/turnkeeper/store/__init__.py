@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from ..errors import TurnError
 from ..usage import Usage
 from ..wire import Message
-from .url import DEFAULT_URL, StoreUrl, parse_url, shown_url
+from .url import DEFAULT_URL, StoreUrl, parse_url
 
 
 class FenceLost(TurnError):
@@ -211,5 +211,4 @@ __all__ = [
     "new_token",
     "open_store",
     "parse_url",
-    "shown_url",
 ]

@@ -13,12 +13,12 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from ..credentials import redact_url
 from ..errors import ConfigError, MissingExtra
 from ..usage import Usage
 from ..wire import Message
 from . import Busy, FenceLost, Recovery, Turn, new_id
 from . import sqlite as _sqlite
-from .url import shown_url
 
 try:
     import psycopg
@@ -119,11 +119,11 @@ async def probe(url: str) -> None:
             connection = await psycopg.AsyncConnection.connect(url, connect_timeout=2)
     except TimeoutError:
         raise ConfigError(
-            f"cannot connect to PostgreSQL at {shown_url(url)}: no answer within {PROBE_TIMEOUT} s"
+            f"cannot connect to PostgreSQL at {redact_url(url)}: no answer within {PROBE_TIMEOUT} s"
         ) from None
     except psycopg.Error as e:
         reason = " ".join(str(e).split())
-        raise ConfigError(f"cannot connect to PostgreSQL at {shown_url(url)}: {reason}") from None
+        raise ConfigError(f"cannot connect to PostgreSQL at {redact_url(url)}: {reason}") from None
     await connection.close()
 
 
@@ -135,7 +135,14 @@ class PostgresStore:
     async def connect(cls, url: str, *, max_size: int = 4) -> PostgresStore:
         await probe(url)
         pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
-            url, min_size=1, max_size=max_size, open=False, kwargs={"autocommit": True}
+            url,
+            min_size=1,
+            max_size=max_size,
+            open=False,
+            kwargs={"autocommit": True},
+            # A connection the server ended (restart, failover, pg_terminate_backend) is
+            # found when it is handed out and replaced, not used for a turn's write.
+            check=AsyncConnectionPool.check_connection,
         )
         try:
             await pool.open(wait=True, timeout=10.0)
