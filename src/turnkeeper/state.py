@@ -97,10 +97,27 @@ class PublishedState:
 
     # ---- transitions -------------------------------------------------------
 
-    def _next(self, **changes: Any) -> PublishedState:
-        return replace(self, version=self.version + 1, **changes)
+    def _next(
+        self, messages: tuple[Bubble, ...], usage: dict[str, int], activity: str | None
+    ) -> PublishedState:
+        """One version on, still running. Written out rather than `dataclasses.replace`:
+        a transition runs every iteration, and `replace` costs more than the rest of it."""
+        return PublishedState(
+            self.turn_id,
+            self.conversation_id,
+            self.version + 1,
+            Status.RUNNING.value,
+            False,
+            False,
+            False,
+            activity,
+            messages,
+            usage,
+        )
 
     def _with(self, *bubbles: tuple[str, str | None, str | None, bool]) -> tuple[Bubble, ...]:
+        if not bubbles:
+            return self.messages
         n = int(self.messages[-1].id[1:]) if self.messages else 0
         added = (
             Bubble(f"m{n + i}", role, text, key, is_error)
@@ -109,12 +126,12 @@ class PublishedState:
         return (*self.messages, *added)
 
     def running(self) -> PublishedState:
-        return self._next(status=Status.RUNNING.value)
+        return self._next(self.messages, self.usage, self.activity)
 
     def iterated(self, *, activity: str | None, text: str | None, usage: Usage) -> PublishedState:
         """After an iteration: its caption, the reply's text (if worth showing), usage so far."""
         shown = (("bot", text, None, False),) if text and text.strip() else ()
-        return self._next(activity=activity, messages=self._with(*shown), usage=usage.as_dict())
+        return self._next(self._with(*shown), usage.as_dict(), activity)
 
     def ended(
         self, outcome: Outcome, *, text: str | None, key: str | None, usage: Usage
@@ -122,14 +139,12 @@ class PublishedState:
         """The final state of any exit: the answer or the outcome's notice, done, no caption."""
         shown = (("bot", text, None, False),) if text and text.strip() else ()
         notice = (("bot", None, key, outcome is not Outcome.STOPPED),) if key else ()
-        return self._next(
+        return replace(
+            self._next(self._with(*shown, *notice), usage.as_dict(), None),
             status=outcome.value,
             done=True,
             stopped=outcome is Outcome.STOPPED,
             has_error=outcome in ERROR_OUTCOMES,
-            activity=None,
-            messages=self._with(*shown, *notice),
-            usage=usage.as_dict(),
         )
 
 

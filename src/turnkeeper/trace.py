@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +39,11 @@ class ModelCall:
     response: Json = None
     error: dict[str, Any] | None = None
     stop_reason: str | None = None
-    tools: list[str] = field(default_factory=list)
+    tools: list[str] | None = None
     decision: str | None = None
     caption: str | None = None
     tools_duration: float | None = None
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The call as the trace records it."""
@@ -56,7 +56,9 @@ class ModelCall:
         if self.error is not None:
             record["error"] = self.error
         else:
-            record.update(response=self.response, stop_reason=self.stop_reason, tools=self.tools)
+            record.update(
+                response=self.response, stop_reason=self.stop_reason, tools=self.tools or []
+            )
         if self.decision is not None:
             record["decision"] = self.decision
         if self.tools_duration is not None:
@@ -65,14 +67,15 @@ class ModelCall:
 
     def summary(self) -> dict[str, Any]:
         """What `trace show` prints for the call, as the store keeps it with the turn."""
+        usage = self.usage or Usage()
         return {
             "iteration": self.iteration,
             "stop_reason": self.stop_reason,
             "error": None if self.error is None else self.error.get("message"),
-            "input_tokens": self.usage.input_tokens,
-            "output_tokens": self.usage.output_tokens,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
             "seconds": round(self.duration, 3),
-            "tools": list(self.tools),
+            "tools": list(self.tools or ()),
             "caption": self.caption,
             "decision": self.decision,
         }
