@@ -15,10 +15,12 @@ from .loop import TurnResult, decide, run_turn
 from .outcomes import Outcome, Status, Stop
 from .providers.scripted import ScriptedProvider
 from .report import Report, log_report
+from .state import Bubble, PublishedState
 from .usage import Usage
 from .wire import Reply, ToolResult, ToolSpec, ToolUse
 
 __all__ = [
+    "Bubble",
     "Budget",
     "Checkpoint",
     "ConfigError",
@@ -28,6 +30,7 @@ __all__ = [
     "ProviderError",
     "ProviderFailed",
     "ProviderUnavailable",
+    "PublishedState",
     "Reply",
     "Report",
     "ScriptExhausted",
