@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property, partial
 from typing import Any, assert_never
 
 from .activity import ACTIVITIES, caption
@@ -69,7 +70,7 @@ def decide(reply: Reply) -> Exit | None:
             assert_never(unreachable)
 
 
-@dataclass(slots=True)
+@dataclass
 class TurnResult:
     outcome: Outcome
     state: PublishedState
@@ -77,7 +78,12 @@ class TurnResult:
     history: list[Message]
     """The whole history, prior messages included, valid to send as the next request."""
     usage: Usage
-    trace: dict[str, Any]
+    record: Callable[[], dict[str, Any]] = field(repr=False)
+
+    @cached_property
+    def trace(self) -> dict[str, Any]:
+        """The turn's trace, written out when first read (most callers never do)."""
+        return self.record()
 
 
 async def run_turn(
@@ -366,13 +372,9 @@ class _Turn:
     async def finalise(self) -> None:
         """Runs once per turn on every path: answer dangling tools, then the one final write."""
         outcome = self.outcome or Outcome.FAILED
+        why = f"not run: the turn ended ({outcome.value})"
         if self.pending:
-            self.answer(
-                [
-                    ToolResult(u.id, f"not run: the turn ended ({outcome.value})", True)
-                    for u in self.pending
-                ]
-            )
+            self.answer([ToolResult(u.id, why, True) for u in self.pending])
         self.state = self.state.ended(
             outcome, text=self.unshown, key=self.error_key, usage=self.usage
         )
@@ -385,7 +387,8 @@ class _Turn:
             state=self.state,
             history=self.history,
             usage=self.usage,
-            trace=self.recorder.trace(
+            record=partial(
+                self.recorder.trace,
                 turn_id=self.state.turn_id,
                 question=question,
                 prior=self.prior,
