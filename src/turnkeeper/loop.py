@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import Any, assert_never
 
@@ -105,7 +105,7 @@ async def run_turn(
     `start` is the turn's state as last published (the store's `queued` state,
     with the user's bubble); without one, the turn has published nothing yet.
     """
-    first = start or replace(queued(turn_id, conversation_id, question), version=0)
+    first = start or queued(turn_id, conversation_id, question, version=0)
     turn = _Turn(
         provider=provider,
         toolset=toolset or NoTools(),

@@ -16,7 +16,7 @@ exactly the JSON the API serves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from .outcomes import ERROR_OUTCOMES, OUTCOME_KEYS, Outcome, Status
@@ -139,23 +139,29 @@ class PublishedState:
         """The final state of any exit: the answer or the outcome's notice, done, no caption."""
         shown = (("bot", text, None, False),) if text and text.strip() else ()
         notice = (("bot", None, key, outcome is not Outcome.STOPPED),) if key else ()
-        return replace(
-            self._next(self._with(*shown, *notice), usage.as_dict(), None),
-            status=outcome.value,
-            done=True,
-            stopped=outcome is Outcome.STOPPED,
-            has_error=outcome in ERROR_OUTCOMES,
+        return PublishedState(
+            self.turn_id,
+            self.conversation_id,
+            self.version + 1,
+            outcome.value,
+            True,
+            outcome is Outcome.STOPPED,
+            outcome in ERROR_OUTCOMES,
+            None,
+            self._with(*shown, *notice),
+            usage.as_dict(),
         )
 
 
 def queued(
-    turn_id: str, conversation_id: str, question: str, message_offset: int = 0
+    turn_id: str, conversation_id: str, question: str, message_offset: int = 0, *, version: int = 1
 ) -> PublishedState:
-    """The first state of a turn: version 1, queued, its user message shown."""
+    """The first state of a turn: version 1, queued, its user message shown. (A turn run
+    without a store starts from version 0: nothing of it has been published.)"""
     return PublishedState(
         turn_id=turn_id,
         conversation_id=conversation_id,
-        version=1,
+        version=version,
         status=Status.QUEUED.value,
         done=False,
         stopped=False,
