@@ -26,6 +26,8 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
+from turnkeeper import state as published
+from turnkeeper.hooks import Checkpoint
 from turnkeeper.store import Store, new_token, open_store
 from turnkeeper.usage import Usage
 
@@ -56,22 +58,19 @@ async def one_turn(store: Store, iterations: int) -> list[float]:
     turn = await store.create_turn(conversation_id, "a long task")
     fence = await store.claim(turn.turn_id, 300, "anthropic")
     assert fence is not None
-    state: dict[str, Any] = {"version": 1, "status": "running", "done": False, "messages": []}
-    state["messages"].append({"id": "m1", "role": "user", "text": "a long task"})
+    state = published.queued(turn.turn_id, conversation_id, "a long task").running()
     usage = Usage()
     costs = []
     for n in range(1, iterations + WINDOW + 1):
         appended = iteration_messages(n)
         if n == 1:
             appended.insert(0, {"role": "user", "content": "a long task"})
-        bubble = {"id": f"m{n + 1}", "role": "bot", "text": f"step {n}: let me look that up"}
         started = time.perf_counter()
         usage.add(Usage(iterations=1, input_tokens=1000 + 300 * n, output_tokens=50))
         await store.record_usage(turn.turn_id, fence, usage)
-        state = {**state, "version": state["version"] + 1, "usage": usage.as_dict()}
-        state["messages"] = [*state["messages"], bubble]
-        await store.checkpoint(turn.turn_id, fence, n, appended, state)
-        await store.publish(turn.turn_id, fence, state)
+        state = state.iterated(activity=None, text=f"step {n}: let me look that up", usage=usage)
+        write = Checkpoint(turn.turn_id, n, appended, state, usage.copy())
+        await store.checkpoint(turn.turn_id, fence, write)
         costs.append(time.perf_counter() - started)
     return costs
 

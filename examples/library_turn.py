@@ -81,7 +81,7 @@ async def main(provider: Provider) -> None:
     print(f"tool said: {results}")
     print(f"outcome: {result.outcome.value}")
     if result.outcome is Outcome.FINISHED:
-        print(f"answer: {result.state['messages'][-1]['text']}")
+        print(f"answer: {result.state.messages[-1].text}")
 
 
 if __name__ == "__main__":

@@ -83,4 +83,4 @@ async def test_a_turn_publishes_the_caption_of_your_own_tool() -> None:
         hooks=hooks,
         activities=table,
     )
-    assert [s["activity"] for s in hooks.published] == [None, "activity.get_weather", None]
+    assert [s.activity for s in hooks.published] == [None, "activity.get_weather", None]

@@ -7,12 +7,13 @@ import asyncio
 from tests import scripts
 from tests.models import LOOKUP, GatedModel, StubbornModel
 from tests.scripts import assert_valid_history
+from turnkeeper import state as published
 from turnkeeper.budget import Budget
 from turnkeeper.job import TurnJob, failed, recovered_tail
 from turnkeeper.outcomes import Outcome
 from turnkeeper.providers.scripted import ScriptedProvider
 from turnkeeper.report import Report
-from turnkeeper.store import Recovery, Store, new_token
+from turnkeeper.store import Recovery, Store, held_by, new_token
 
 
 async def queued(store: Store, question: str = "what's up?") -> tuple[str, str]:
@@ -98,9 +99,9 @@ async def test_a_job_that_lost_its_turn_writes_nothing(store: Store) -> None:
     provider = GatedModel([scripts.answer("too late")])
     running = asyncio.create_task(TurnJob(store, provider).run(turn_id))
     await asyncio.wait_for(provider.started.wait(), 10)
-    recovery = await store.take_over(turn_id, fence=1)
+    recovery = await store.take_over(turn_id, held_by(1))
     assert recovery is not None
-    assert await failed(store, turn_id, fence=recovery.fence)
+    assert await failed(store, turn_id, held_by(recovery.fence))
     taken = await store.state_after(turn_id, 0)
     provider.gate.set()
     assert await asyncio.wait_for(running, 10) is None
@@ -120,7 +121,7 @@ def test_failed_answers_a_tool_use_left_without_results() -> None:
         wire="anthropic",
         version=3,
         message_offset=0,
-        state={},
+        state=published.queued("t", "c", "q"),
         checkpointed=True,
         last_message={"role": "assistant", "content": [scripts.text("let me look"), use]},
     )

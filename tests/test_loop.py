@@ -28,8 +28,10 @@ from turnkeeper import (
     ScriptedProvider,
     run_turn,
 )
+from turnkeeper.hooks import Checkpoint
 from turnkeeper.loop import TurnResult
 from turnkeeper.report import Report
+from turnkeeper.state import PublishedState
 from turnkeeper.tools.functions import FunctionToolset, Tool
 from turnkeeper.wire import Message, Reply, ToolResult, ToolSpec, ToolUse
 
@@ -81,12 +83,18 @@ async def turn(
     return result, hooks, provider
 
 
-def bot_texts(state: dict[str, Any]) -> list[str]:
-    return [m["text"] for m in state["messages"] if m["role"] == "bot" and "text" in m]
+def bot_texts(state: PublishedState | dict[str, Any]) -> list[str]:
+    messages = (
+        state.to_json()["messages"] if isinstance(state, PublishedState) else state["messages"]
+    )
+    return [m["text"] for m in messages if m["role"] == "bot" and "text" in m]
 
 
-def keys(state: dict[str, Any]) -> list[str]:
-    return [m["key"] for m in state["messages"] if "key" in m]
+def keys(state: PublishedState | dict[str, Any]) -> list[str]:
+    messages = (
+        state.to_json()["messages"] if isinstance(state, PublishedState) else state["messages"]
+    )
+    return [m["key"] for m in messages if "key" in m]
 
 
 # ---- continue rows ------------------------------------------------------
@@ -157,7 +165,7 @@ async def test_end_turn_and_stop_sequence_finish_with_the_joined_text(stop_reaso
     result, hooks, _ = await turn([reply])
     assert result.outcome is Outcome.FINISHED
     assert bot_texts(result.state) == ["  first \nsecond\n"]
-    assert result.state["has_error"] is False
+    assert result.state.to_json()["has_error"] is False
     assert hooks.reports == []
 
 
@@ -167,7 +175,7 @@ async def test_a_response_without_text_adds_no_bubble() -> None:
         tools=[echo_tool([])],
     )
     assert result.outcome is Outcome.FINISHED
-    assert [m["role"] for m in result.state["messages"]] == ["user"]
+    assert [m["role"] for m in result.state.to_json()["messages"]] == ["user"]
 
 
 async def test_max_tokens_never_renders_the_cut_text_and_is_reported() -> None:
@@ -175,7 +183,7 @@ async def test_max_tokens_never_renders_the_cut_text_and_is_reported() -> None:
     result, hooks, _ = await turn([cut])
 
     assert result.outcome is Outcome.TRUNCATED
-    state = result.state
+    state = result.state.to_json()
     assert bot_texts(state) == []
     assert state["messages"][-1] == {
         "id": "m2",
@@ -208,9 +216,9 @@ async def test_a_refusal_makes_exactly_one_model_call_and_is_not_an_error() -> N
     assert result.outcome is Outcome.REFUSED
     assert len(provider.requests) == 1
     assert provider.unused == 1
-    assert result.state["has_error"] is False
-    assert result.state["messages"][-1]["key"] == "errors.ai_refused"
-    assert result.state["messages"][-1]["is_error"] is True
+    assert result.state.to_json()["has_error"] is False
+    assert result.state.to_json()["messages"][-1]["key"] == "errors.ai_refused"
+    assert result.state.to_json()["messages"][-1]["is_error"] is True
     assert bot_texts(result.state) == []
     [report] = hooks.reports
     assert (report.event, report.level) == ("refused", logging.INFO)
@@ -253,7 +261,7 @@ async def test_the_iteration_cap_is_its_own_outcome_and_the_last_tools_are_not_r
     last = result.history[-1]["content"][0]
     assert last["is_error"] is True
     assert "not run" in last["content"]
-    assert result.state["usage"]["iterations"] == 3
+    assert result.state.to_json()["usage"]["iterations"] == 3
     assert keys(result.state) == ["errors.ai_iteration_limit"]
     assert [r.event for r in hooks.reports] == ["iteration_limit"]
     assert_valid_history(result.history)
@@ -358,7 +366,7 @@ async def test_cancel_before_the_first_call_makes_no_call_and_is_not_an_error() 
     result, _, provider = await turn([answer("never")], hooks=hooks)
     assert result.outcome is Outcome.STOPPED
     assert provider.requests == []
-    state = result.state
+    state = result.state.to_json()
     assert (state["stopped"], state["has_error"], state["done"]) == (True, False, True)
     assert state["messages"][-1] == {
         "id": "m2",
@@ -415,7 +423,7 @@ async def test_provider_errors_fail_the_turn_with_their_key_reported_once(
     result = await run_turn(QUESTION, provider=Raising(error), hooks=hooks, clock=Clock())
     assert result.outcome is Outcome.FAILED
     assert keys(result.state) == [key]
-    assert result.state["has_error"] is True
+    assert result.state.to_json()["has_error"] is True
     [report] = hooks.reports
     assert report.event == "failed"
     assert report.level == logging.ERROR
@@ -439,21 +447,21 @@ class OrderHooks(LocalHooks):
         super().__init__(reporter=lambda report: None)
         self.order: list[str] = []
 
-    async def clear(self) -> None:
-        self.order.append("clear")
-        await super().clear()
-
-    async def publish(self, state: dict[str, Any]) -> None:
-        self.order.append("publish done" if state["done"] else "publish")
-        await super().publish(state)
+    async def started(self, state: PublishedState) -> None:
+        self.order.append("started")
+        await super().started(state)
 
     async def record_usage(self, usage: Any) -> None:
         self.order.append("usage")
         await super().record_usage(usage)
 
-    async def checkpoint(self, checkpoint: Any) -> None:
+    async def checkpoint(self, checkpoint: Checkpoint) -> None:
         self.order.append("checkpoint")
         await super().checkpoint(checkpoint)
+
+    async def finish(self, final: Checkpoint) -> None:
+        self.order.append("finish")
+        await super().finish(final)
 
 
 async def test_finalisation_runs_exactly_once_when_a_tool_raises() -> None:
@@ -467,18 +475,14 @@ async def test_finalisation_runs_exactly_once_when_a_tool_raises() -> None:
         hooks=hooks,
     )
     assert result.outcome is Outcome.FINISHED
-    assert hooks.cleared == 1
-    assert [s["done"] for s in hooks.published].count(True) == 1
-    assert hooks.order == [
-        "publish",
-        "usage",
-        "checkpoint",
-        "publish",
-        "usage",
-        "clear",
-        "publish done",
-        "usage",
-    ]
+    assert hooks.finishes == 1
+    assert [s.done for s in hooks.published].count(True) == 1
+    assert hooks.order == ["started", "usage", "checkpoint", "usage", "finish"]
+    assert hooks.final is not None
+    assert [c.decision for c in hooks.checkpoints[0].calls] == ["continue"]
+    assert [c.decision for c in hooks.final.calls] == ["finished"]
+    assert hooks.final.state.done
+    assert not hooks.checkpoints[0].state.done
     result_block = result.history[2]["content"][0]
     assert result_block["is_error"] is True
     assert "disk on fire" in result_block["content"]
@@ -493,8 +497,8 @@ async def test_finalisation_runs_once_and_the_error_propagates_when_a_hook_fails
     hooks = FailingCheckpoint()
     with pytest.raises(ConnectionError):
         await turn([asks(tool_use("echo")), answer("x")], tools=[echo_tool([])], hooks=hooks)
-    assert hooks.cleared == 1
-    final = hooks.published[-1]
+    assert hooks.finishes == 1
+    final = hooks.published[-1].to_json()
     assert final["done"] is True
     assert final["status"] == "failed"
     assert [r.event for r in hooks.reports] == ["failed"]
@@ -507,15 +511,15 @@ async def test_published_versions_strictly_increase_and_only_the_last_is_done() 
         tools=[echo_tool([])],
         hooks=hooks,
     )
-    versions = [s["version"] for s in hooks.published]
+    versions = [s.version for s in hooks.published]
     assert versions == sorted(set(versions))
     assert versions[0] == 1
-    assert [s["done"] for s in hooks.published] == [False] * 3 + [True]
+    assert [s.done for s in hooks.published] == [False] * 3 + [True]
 
 
 async def test_the_published_state_has_exactly_the_contract_fields() -> None:
     result, _, _ = await turn([answer("hi")])
-    assert set(result.state) == {
+    assert set(result.state.to_json()) == {
         "turn_id",
         "conversation_id",
         "version",
@@ -527,7 +531,7 @@ async def test_the_published_state_has_exactly_the_contract_fields() -> None:
         "messages",
         "usage",
     }
-    assert result.state["messages"][0] == {"id": "m1", "role": "user", "text": QUESTION}
+    assert result.state.to_json()["messages"][0] == {"id": "m1", "role": "user", "text": QUESTION}
 
 
 # ---- activity and usage -------------------------------------------------
@@ -544,7 +548,7 @@ async def test_activity_is_the_last_tool_of_a_step_kept_across_steps_without_too
     ]
     tools = [echo_tool([]), Tool(ToolSpec("read_file", ""), lambda args: "write tests")]
     await turn(responses, tools=tools, hooks=hooks)
-    captions = [s["activity"] for s in hooks.published]
+    captions = [s.activity for s in hooks.published]
     assert captions == [
         None,
         "activity.read_file",
@@ -578,7 +582,7 @@ async def test_usage_is_summed_over_model_calls() -> None:
         "web_fetch_requests": 0,
     }
     assert hooks.usage == result.usage
-    assert result.state["usage"]["input_tokens"] == 110
+    assert result.state.to_json()["usage"]["input_tokens"] == 110
 
 
 async def test_the_prior_history_is_kept_and_the_question_follows_it() -> None:
@@ -694,9 +698,9 @@ async def test_a_provider_that_ignores_its_timeout_is_stopped_at_the_deadline() 
         budget=Budget(deadline=0.2, margin=0.01, min_call=0.01),
     )
     assert result.outcome is Outcome.TIME_LIMIT
-    assert hooks.cleared == 1
+    assert hooks.finishes == 1
     assert [r.event for r in hooks.reports] == ["time_limit"]
-    assert result.state["done"] is True
+    assert result.state.to_json()["done"] is True
     assert "ignored their timeout" in result.trace["calls"][0]["error"]["message"]
 
 
@@ -761,7 +765,7 @@ async def test_a_cancelled_turn_is_finalised_once_and_left_to_its_canceller_to_r
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert hooks.cleared == 1
-    assert hooks.published[-1]["status"] == "failed"
-    assert hooks.published[-1]["done"] is True
+    assert hooks.finishes == 1
+    assert hooks.published[-1].to_json()["status"] == "failed"
+    assert hooks.published[-1].to_json()["done"] is True
     assert hooks.reports == []

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from tests.scripts import assert_valid_history, body, server_tool_use, text, tool_use
 from turnkeeper import Budget, LocalHooks, Outcome, ScriptedProvider, run_turn
 from turnkeeper.outcomes import ERROR_OUTCOMES
+from turnkeeper.replay import replay
 from turnkeeper.tools.functions import FunctionToolset, Tool
-from turnkeeper.trace import first_difference, replay
+from turnkeeper.trace import first_difference
 from turnkeeper.wire import ToolSpec
 
 words = st.sampled_from(["", " ", "\n", "ok", "the answer", "  spaced  "])
@@ -110,13 +111,13 @@ def test_loop_invariants(
     )
 
     # one finalisation, and the last publish is the only done one, with the highest version
-    assert hooks.cleared == 1
-    published = hooks.published
+    assert hooks.finishes == 1
+    published = [s.to_json() for s in hooks.published]
     assert [s["done"] for s in published] == [False] * (len(published) - 1) + [True]
     versions = [s["version"] for s in published]
     assert all(a < b for a, b in itertools.pairwise(versions))
     final = published[-1]
-    assert final == result.state
+    assert final == result.state.to_json()
     assert final["status"] == result.outcome.value
     assert final["activity"] is None
     assert final["has_error"] == (result.outcome in ERROR_OUTCOMES)

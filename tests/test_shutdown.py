@@ -25,7 +25,7 @@ from tests.test_server import free_port, output, until_up
 from tests.waiting import eventually
 from turnkeeper.job import failed
 from turnkeeper.providers.demo import DemoProvider
-from turnkeeper.store import hash_token, open_store
+from turnkeeper.store import hash_token, held_by, open_store
 
 TEXT = "vercel__ai/openai__chat__openai-text.json"
 
@@ -210,9 +210,10 @@ async def test_a_turn_whose_cancel_was_accepted_is_finalised_as_stopped(tmp_path
     store = await open_store(f"sqlite:///{tmp_path / 'tk.db'}")
     conversation = await store.create_conversation(hash_token("t"))
     turn = await store.create_turn(conversation, "q")
-    fence = await store.claim(turn.turn_id, 30, DemoProvider.wire)
+    fence = await store.claim(turn.turn_id, 30, DemoProvider.wire.name)
     await store.request_cancel(turn.turn_id)
-    assert await failed(store, turn.turn_id, fence=fence)
+    assert fence is not None
+    assert await failed(store, turn.turn_id, held_by(fence))
     state = await store.state_after(turn.turn_id, 0)
     next_turn = await store.create_turn(conversation, "again")
     await store.close()

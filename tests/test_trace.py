@@ -10,8 +10,9 @@ import pytest
 from tests.scripts import asks, tool_use
 from tests.test_loop import QUESTION, Clock, SlowScripted, echo_tool, quiet_hooks
 from turnkeeper import Budget, ConfigError, Outcome, run_turn
+from turnkeeper.replay import replay
 from turnkeeper.tools.functions import FunctionToolset
-from turnkeeper.trace import first_difference, read_trace, replay, write_trace
+from turnkeeper.trace import first_difference, read_trace, write_trace
 
 
 async def test_a_time_limit_after_some_calls_replays_from_the_recorded_clock(

@@ -66,13 +66,13 @@ class NullHooks:
     async def record_usage(self, usage: Any) -> None:
         pass
 
+    async def started(self, state: Any) -> None:
+        pass
+
     async def checkpoint(self, checkpoint: Any) -> None:
         pass
 
-    async def publish(self, state: dict[str, Any]) -> None:
-        pass
-
-    async def clear(self) -> None:
+    async def finish(self, final: Any) -> None:
         pass
 
     def report(self, report: Any) -> None:

@@ -1,11 +1,12 @@
 """turnkeeper's turns as queued turns: `TurnJob` with a store (SQLite or PostgreSQL).
 
 Each turn is a new conversation with one queued turn, run by `TurnJob.run`:
-claim, then the loop with the store's hooks (usage, checkpoint and publish
-written every iteration, the cancel flag read before every call), then the
-final write. The store is opened on the first turn: SQLite in a temporary
-file, PostgreSQL in a scratch database; the workload creates both, passes
-their URLs in the environment, and removes them afterwards.
+claim, then the loop with the store's hooks (usage as each call returns,
+then one write per iteration: checkpoint, state, calls; the cancel flag read
+before every call), then the final write. The store is opened on the first
+turn: SQLite in a temporary file, PostgreSQL in a scratch database; the
+workload creates both, passes their URLs in the environment, and removes them
+afterwards.
 """
 
 from __future__ import annotations

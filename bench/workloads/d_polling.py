@@ -55,6 +55,7 @@ class NoQueue:
 
 async def api_app(folder: str) -> tuple[Any, dict[str, str]]:
     """The API over a store holding one running turn published at `VERSION`."""
+    from turnkeeper import state as published
     from turnkeeper.api import create_app
     from turnkeeper.store import new_token, open_store
 
@@ -64,8 +65,9 @@ async def api_app(folder: str) -> tuple[Any, dict[str, str]]:
     turn = await store.create_turn(conversation_id, "go")
     fence = await store.claim(turn.turn_id, 3600, "anthropic")
     assert fence is not None
-    for version in range(2, VERSION + 1):
-        state = {"version": version, "status": "running", "done": False, "messages": []}
+    state = published.queued(turn.turn_id, conversation_id, "go")
+    for _ in range(2, VERSION + 1):
+        state = state.running()
         await store.publish(turn.turn_id, fence, state)
     path = f"/api/turns/{turn.turn_id}?after={VERSION}"
     return create_app(store, NoQueue()), {"path": path, "token": token}

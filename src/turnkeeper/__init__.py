@@ -17,6 +17,7 @@ from .loop import TurnResult, decide, run_turn
 from .outcomes import Outcome, Status, Stop
 from .providers.scripted import ScriptedProvider
 from .report import Report, log_report
+from .state import Bubble, PublishedState
 from .usage import Usage
 from .wire import Reply, ToolResult, ToolSpec, ToolUse
 
@@ -24,6 +25,7 @@ __version__ = _version("turnkeeper")
 """The installed version, from the package metadata (pyproject.toml)."""
 
 __all__ = [
+    "Bubble",
     "Budget",
     "Checkpoint",
     "ConfigError",
@@ -33,6 +35,7 @@ __all__ = [
     "ProviderError",
     "ProviderFailed",
     "ProviderUnavailable",
+    "PublishedState",
     "Reply",
     "Report",
     "ScriptExhausted",

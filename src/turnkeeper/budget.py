@@ -8,17 +8,9 @@ never started.
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import ConfigError
-
-Clock = Callable[[], float]
-"""Monotonic seconds; injected so tests and replay control time."""
-
-monotonic: Clock = time.monotonic
-
 
 DEFAULT_MAX_ITERATIONS = 10
 DEFAULT_DEADLINE = 180.0

@@ -29,11 +29,12 @@ from .providers import Provider
 from .providers.demo import DemoProvider
 from .providers.scripted import ScriptedProvider
 from .providers.select import NAMES, choose_provider
+from .replay import replay
 from .report import Report
 from .tools import CombinedToolset, Toolset
 from .tools.files import read_file_tool
 from .tools.functions import FunctionToolset
-from .trace import first_difference, read_trace, replay, summary, write_trace
+from .trace import first_difference, read_trace, summary, write_trace
 
 DEMO_QUESTION = "what's on my todo list?"
 
@@ -113,7 +114,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="turnkeeper-demo-") as root:
         Path(root, "todo.txt").write_text("write tests", encoding="utf-8")
         result = _run(DEMO_QUESTION, DemoProvider(), root, Budget())
-    print(result.state["messages"][-1].get("text", ""))
+    print(result.state.messages[-1].text or "")
     return 0
 
 
@@ -131,9 +132,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         unused = i18n.counted(provider.unused, "scripted response")
         print(f"turnkeeper: note: {unused} unused", file=sys.stderr)
     if args.json:
-        print(json.dumps(result.state, ensure_ascii=False))
+        print(json.dumps(result.state.to_json(), ensure_ascii=False))
     else:
-        print(transcript(result.state["messages"], i18n.locale_from_env(os.environ)))
+        print(transcript(result.state.to_json()["messages"], i18n.locale_from_env(os.environ)))
     return 0
 
 

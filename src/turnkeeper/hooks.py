@@ -1,9 +1,18 @@
 """What the loop tells the world, and asks of it, while a turn runs.
 
 The loop knows nothing about storage, HTTP or queues; it calls these hooks in a
-fixed order. Per iteration: `record_usage` as soon as a model call returns,
-then `checkpoint`, then `publish`. At the end, exactly once: `clear`, then the
-final `publish` (with `done: true`), then `record_usage` with the totals.
+fixed order:
+
+- `started` once, with the `running` state;
+- per model call that returns, `record_usage` at once (a crash never loses
+  billed tokens);
+- per iteration, **one** `checkpoint`: the history appended since the last
+  write, the state that follows it, the usage and the model calls, written
+  together;
+- at the end, exactly once whatever happened, **one** `finish`: the history
+  tail, the final state (`done: true`), usage and calls; it clears the turn's
+  checkpoint and cancel flag. Nobody writes after it.
+
 `should_stop` is asked before every model call; `report` gets every reported exit.
 """
 
@@ -11,37 +20,43 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from .report import Report, Reporter, log_report
+from .state import PublishedState
+from .trace import ModelCall
 from .usage import Usage
 from .wire import Message
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Checkpoint:
-    """Enough to recover a turn that dies: its history, progress, usage and caption."""
+    """One write: what changed since the previous one, and the state that follows it.
+
+    Enough to recover a turn that dies, and, when `state.done`, the final write.
+    Not frozen only because it is built every iteration and a frozen dataclass's
+    `__init__` costs several times more; nobody changes one once built."""
 
     turn_id: str
     iteration: int
-    history: Sequence[Message]
-    """The whole history so far (the loop's own list: copy what you keep)."""
     appended: Sequence[Message]
-    """The messages added to the history since the previous checkpoint."""
-    state: dict[str, Any]
-    """The published state as of this checkpoint."""
+    """The messages added to the history since the previous write."""
+    state: PublishedState
+    usage: Usage
+    calls: Sequence[ModelCall] = ()
+    """The model calls made since the previous write."""
 
 
 class Hooks(Protocol):
     async def should_stop(self) -> bool: ...
 
+    async def started(self, state: PublishedState) -> None: ...
+
     async def record_usage(self, usage: Usage) -> None: ...
 
     async def checkpoint(self, checkpoint: Checkpoint) -> None: ...
 
-    async def publish(self, state: dict[str, Any]) -> None: ...
-
-    async def clear(self) -> None: ...
+    async def finish(self, final: Checkpoint) -> None: ...
 
     def report(self, report: Report) -> None: ...
 
@@ -51,11 +66,14 @@ class LocalHooks:
 
     def __init__(self, reporter: Reporter = log_report) -> None:
         self.reporter = reporter
-        self.published: list[dict[str, Any]] = []
+        self.published: list[PublishedState] = []
+        """Every state the turn published, in order; the last is `done`."""
         self.checkpoints: list[Checkpoint] = []
+        self.final: Checkpoint | None = None
+        self.finishes = 0
+        """Final writes so far: one per turn, whatever happened."""
         self.reports: list[Report] = []
         self.usage = Usage()
-        self.cleared = 0
         self.stop_requested = False
 
     def stop(self) -> None:
@@ -63,24 +81,28 @@ class LocalHooks:
         self.stop_requested = True
 
     @property
-    def state(self) -> dict[str, Any] | None:
+    def state(self) -> PublishedState | None:
         """The last published state."""
         return self.published[-1] if self.published else None
 
     async def should_stop(self) -> bool:
         return self.stop_requested
 
+    async def started(self, state: PublishedState) -> None:
+        self.published.append(state)
+
     async def record_usage(self, usage: Usage) -> None:
         self.usage = usage.copy()
 
     async def checkpoint(self, checkpoint: Checkpoint) -> None:
         self.checkpoints.append(checkpoint)
+        self.published.append(checkpoint.state)
 
-    async def publish(self, state: dict[str, Any]) -> None:
-        self.published.append(state)
-
-    async def clear(self) -> None:
-        self.cleared += 1
+    async def finish(self, final: Checkpoint) -> None:
+        self.final = final
+        self.finishes += 1
+        self.usage = final.usage.copy()
+        self.published.append(final.state)
 
     def report(self, report: Report) -> None:
         self.reports.append(report)

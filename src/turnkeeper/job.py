@@ -17,9 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from . import state as published
 from .activity import ACTIVITIES
@@ -29,7 +28,8 @@ from .loop import run_turn
 from .outcomes import Outcome
 from .providers import Provider, wire_format
 from .report import Report, Reporter, log_report
-from .store import FenceLost, Recovery, Store
+from .state import PublishedState
+from .store import EXPIRED, FenceLost, Holder, Recovery, Store, held_by
 from .tools import NoTools, Toolset
 from .usage import Usage
 from .wire import Message, ToolResult
@@ -42,42 +42,32 @@ JOB_MARGIN = 15.0
 
 
 class StoreHooks:
-    """The loop's hooks, written to the store under one fence.
-
-    The final publish is held back: `TurnJob` writes it together with the tail
-    of the history in one transaction, so whoever sees `done: true` also sees a
-    history that is whole and valid for the next turn.
-    """
+    """The loop's hooks, written to the store under one fence: one write per
+    iteration, and the final write, which holds the history's tail, so whoever
+    sees `done: true` also sees a history that is whole and valid for the next turn."""
 
     def __init__(self, store: Store, turn_id: str, fence: int, reporter: Reporter) -> None:
         self.store = store
         self.turn_id = turn_id
         self.fence = fence
         self.reporter = reporter
-        self.written = 0
-        """History messages the checkpoints have appended so far."""
         self.failure_reported = False
         """The loop reported the turn as failed; `failed()` need not report it again."""
 
     async def should_stop(self) -> bool:
         return await self.store.cancel_requested(self.turn_id)
 
+    async def started(self, state: PublishedState) -> None:
+        await self.store.publish(self.turn_id, self.fence, state)
+
     async def record_usage(self, usage: Usage) -> None:
         await self.store.record_usage(self.turn_id, self.fence, usage)
 
     async def checkpoint(self, checkpoint: Checkpoint) -> None:
-        appended = list(checkpoint.appended)
-        await self.store.checkpoint(
-            self.turn_id, self.fence, checkpoint.iteration, appended, checkpoint.state
-        )
-        self.written += len(appended)
+        await self.store.checkpoint(self.turn_id, self.fence, checkpoint)
 
-    async def publish(self, state: dict[str, Any]) -> None:
-        if not state["done"]:
-            await self.store.publish(self.turn_id, self.fence, state)
-
-    async def clear(self) -> None:
-        """Nothing yet: `Store.finish` clears the checkpoint and cancel flag in the final write."""
+    async def finish(self, final: Checkpoint) -> None:
+        await self.store.finish(self.turn_id, self.fence, final)
 
     def report(self, report: Report) -> None:
         self.failure_reported |= report.event == Outcome.FAILED.value
@@ -106,7 +96,7 @@ class TurnJob:
 
     async def run(self, turn_id: str) -> Outcome | None:
         """Run the turn if it is still queued; its outcome, or None if someone else has it."""
-        fence = await self.store.claim(turn_id, self.lease, self.provider.wire)
+        fence = await self.store.claim(turn_id, self.lease, self.provider.wire.name)
         if fence is None:
             logger.info("turn %s is not queued any more; not running it again", turn_id)
             return None
@@ -129,19 +119,25 @@ class TurnJob:
                 raise FenceLost(f"turn {turn_id}: the lease was lost; writes refused") from None
             # The process is stopping (or the queue aborted the job): finalise now, not
             # a lease later, so the conversation takes its next question at once.
-            await failed(self.store, turn_id, fence=fence, reporter=self.reporter)
+            await failed(self.store, turn_id, held_by(fence), reporter=self.reporter)
             raise
         except Exception as e:  # TimeoutError included: the job clock fired
             logger.exception("turn %s: the job failed: %s", turn_id, e)
-        # One failure, one report: the loop has said it already if a hook failed.
+            error = e
+        # One failure, one report: the loop has said it already if a hook failed. If the
+        # loop's own final write went through (the job clock cancelled the turn, and the
+        # loop finalised it as failed), there is nothing left to take over: say why here.
         reporter = _quiet if hooks.failure_reported else self.reporter
-        await failed(self.store, turn_id, fence=fence, reporter=reporter)
+        if not await failed(self.store, turn_id, held_by(fence), reporter=reporter):
+            reporter(_job_failed(turn_id, error))
         return Outcome.FAILED
 
     async def _turn(self, turn_id: str, hooks: StoreHooks) -> Outcome:
         turn = await self.store.turn(turn_id)
         assert turn is not None, "a claimed turn exists"
         history = await self.store.history(turn.conversation_id)
+        start = await self.store.state_after(turn_id, 0)
+        assert start is not None, "a claimed turn has a state"
         result = await run_turn(
             turn.question,
             provider=self.provider,
@@ -152,11 +148,8 @@ class TurnJob:
             activities=self.activities,
             turn_id=turn_id,
             conversation_id=turn.conversation_id,
-            version=turn.version,
-            message_offset=turn.message_offset,
+            start=PublishedState.from_json(start),
         )
-        tail = result.history[len(history) + hooks.written :]
-        await self.store.finish(turn_id, hooks.fence, tail, result.state, result.usage)
         return result.outcome
 
     @contextlib.asynccontextmanager
@@ -195,6 +188,11 @@ class TurnJob:
                 body.uncancel()
 
 
+def _job_failed(turn_id: str, e: Exception) -> Report:
+    why = "the job's timeout fired" if isinstance(e, TimeoutError) else f"{type(e).__name__}: {e}"
+    return Report(turn_id, 0, Outcome.FAILED.value, f"the turn failed: {why}", logging.ERROR)
+
+
 def _quiet(report: Report) -> None:
     """For a failure the loop already reported."""
 
@@ -202,38 +200,37 @@ def _quiet(report: Report) -> None:
 async def failed(
     store: Store,
     turn_id: str,
+    holder: Holder = EXPIRED,
     *,
-    fence: int | None = None,
     reporter: Reporter = log_report,
 ) -> bool:
-    """Finalise a turn that could not finish, from its last checkpoint.
+    """Finalise a turn that could not finish, from its last checkpoint: the one way in,
+    for the job (`held_by(fence)`), the sweeper (`EXPIRED`) and the API (`UNCLAIMED`).
 
-    Takes the turn over (from the holder of `fence`, or from an expired lease
-    when `fence` is None), closes any tool use left without a result, and
-    writes the recovered state as `failed` with `done: true` (`stopped` if its
-    cancel had been accepted), the usage as last recorded, and clears the turn's
-    keys. False if the turn was not there to take.
+    Takes the turn over from `holder`, closes any tool use left without a
+    result, and writes the recovered state as `failed` with `done: true`
+    (`stopped` if its cancel had been accepted), the usage as last recorded,
+    and clears the turn's keys. False if the turn was not there to take.
     """
     stopped = await store.cancel_requested(turn_id)
-    recovery = await store.take_over(turn_id, fence)
+    recovery = await store.take_over(turn_id, holder)
     if recovery is None:
         return False
-    tail = recovered_tail(recovery)
-    final = published.failed(
-        recovery.state,
-        version=recovery.version + 1,
+    final = Checkpoint(
+        turn_id=turn_id,
+        iteration=recovery.usage.iterations,
+        appended=recovered_tail(recovery),
+        state=published.failed(recovery.state, recovery.usage, stopped=stopped),
         usage=recovery.usage,
-        message_offset=recovery.message_offset,
-        stopped=stopped,
     )
-    await store.finish(turn_id, recovery.fence, tail, final, recovery.usage)
+    await store.finish(turn_id, recovery.fence, final)
     reporter(
         Report(
             turn_id=turn_id,
             iteration=recovery.usage.iterations,
-            event=final["status"],
+            event=final.state.status,
             message="the turn was finalised from its last checkpoint"
-            + ("" if fence is not None else " after its worker's lease expired"),
+            + ("" if holder is not EXPIRED else " after its worker's lease expired"),
             level=logging.INFO if stopped else logging.ERROR,
             usage=recovery.usage,
             details={"checkpointed": recovery.checkpointed},
@@ -256,10 +253,5 @@ def recovered_tail(recovery: Recovery) -> list[Message]:
     last = recovery.last_message
     if last is None:
         return []
-    unanswered: Sequence[Any] = wire.tool_uses(last)
-    return list(
-        wire.tool_results(
-            [ToolResult(u.id, "not run: the turn failed before the tool finished", True)
-             for u in unanswered]
-        )
-    )  # fmt: skip
+    why = "not run: the turn failed before the tool finished"
+    return wire.tool_results([ToolResult(u.id, why, True) for u in wire.tool_uses(last)])

@@ -4,26 +4,31 @@ One `while` loop, top to bottom. Stop reasons are control flow (ARCHITECTURE
 §3): `decide()` maps each response to *continue* or *exit with an outcome*,
 the caps and the cancel flag are checked before every call, and every exit
 leaves the loop by `break` so that the single finalisation in `finally` runs
-exactly once, whatever happened.
+exactly once, whatever happened. The published state moves only through its
+own transitions (`state.py`); the trace is the `Recorder`'s (`trace.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property, partial
 from typing import Any, assert_never
 
 from .activity import ACTIVITIES, caption
-from .budget import Budget, Clock, monotonic
-from .errors import ProviderError, ProviderFailed, ProviderUnavailable
+from .budget import Budget
+from .clock import Clock, monotonic
+from .errors import ProviderError
 from .hooks import Checkpoint, Hooks, LocalHooks
 from .i18n import counted
-from .outcomes import ERROR_OUTCOMES, OUTCOME_KEYS, Outcome, Status, Stop
+from .outcomes import OUTCOME_KEYS, Outcome, Stop
 from .providers import Provider
 from .report import Report
+from .state import PublishedState, queued
 from .tools import NoTools, Toolset
+from .trace import Recorder
 from .usage import Usage
 from .wire import Message, Reply, ToolResult, ToolSpec, ToolUse
 
@@ -66,15 +71,20 @@ def decide(reply: Reply) -> Exit | None:
             assert_never(unreachable)
 
 
-@dataclass(slots=True)
+@dataclass
 class TurnResult:
     outcome: Outcome
-    state: dict[str, Any]
+    state: PublishedState
     """The final published state (`done: true`)."""
     history: list[Message]
     """The whole history, prior messages included, valid to send as the next request."""
     usage: Usage
-    trace: dict[str, Any]
+    record: Callable[[], dict[str, Any]] = field(repr=False)
+
+    @cached_property
+    def trace(self) -> dict[str, Any]:
+        """The turn's trace, written out when first read (most callers never do)."""
+        return self.record()
 
 
 async def run_turn(
@@ -89,40 +99,26 @@ async def run_turn(
     activities: Mapping[str, str] = ACTIVITIES,
     turn_id: str = "t_local",
     conversation_id: str = "c_local",
-    version: int = 0,
-    message_offset: int = 0,
+    start: PublishedState | None = None,
 ) -> TurnResult:
     """Run one turn of `question` after `history`; never raises for what the model or tools do.
 
-    `version` is the last version already published for this turn (the first
-    publish here is `version + 1`); `message_offset` numbers the published
-    messages after those of earlier turns.
+    `start` is the turn's state as last published (the store's `queued` state,
+    with the user's bubble); without one, the turn has published nothing yet.
     """
+    first = start or queued(turn_id, conversation_id, question, version=0)
     turn = _Turn(
         provider=provider,
         toolset=toolset or NoTools(),
         budget=budget or Budget(),
         hooks=hooks or LocalHooks(),
-        clock=clock,
+        recorder=Recorder(provider, budget or Budget(), clock),
         activities=activities,
         history=list(history),
-        turn_id=turn_id,
-        state={
-            "turn_id": turn_id,
-            "conversation_id": conversation_id,
-            "version": version,
-            "status": Status.RUNNING.value,
-            "done": False,
-            "stopped": False,
-            "has_error": False,
-            "activity": None,
-            "messages": [],
-            "usage": {},
-        },
-        message_offset=message_offset,
+        state=first,
     )
     await turn.run(question)
-    return turn.result()
+    return turn.result(question)
 
 
 class _Turn:
@@ -135,62 +131,49 @@ class _Turn:
         toolset: Toolset,
         budget: Budget,
         hooks: Hooks,
-        clock: Clock,
+        recorder: Recorder,
         activities: Mapping[str, str],
         history: list[Message],
-        turn_id: str,
-        state: dict[str, Any],
-        message_offset: int,
+        state: PublishedState,
     ) -> None:
         self.provider = provider
         self.toolset = toolset
         self.budget = budget
         self.hooks = hooks
+        self.recorder = recorder
         self.activities = activities
         self.history = history
-        self.turn_id = turn_id
+        self.prior = len(history)
         self.state = state
-        self.message_offset = message_offset
         self.usage = Usage()
         self.outcome: Outcome | None = None
         self.error_key: str | None = None
         self.pending: tuple[ToolUse, ...] = ()
         """Client tool uses appended to the history and not yet answered."""
-        self.checkpointed = len(history)
-        self.finalised = 0
-        self.stop_checks = 0
-        self.stopped_at_check: int | None = None
-        self.prior = len(history)
-        self.question = ""
-        self.calls: list[dict[str, Any]] = []
-        self.clock_reads: list[float] = []
-        self._clock = clock
-        self.started = self.now()
-        self.deadline = self.started + budget.deadline
-
-    def now(self) -> float:
-        t = self._clock()
-        self.clock_reads.append(t)
-        return t
+        self.activity: str | None = None
+        self.unshown: str | None = None
+        """Text of a response that is to be shown and is not published yet."""
+        self.written = (len(history), 0)
+        """History messages and model calls already handed to the hooks."""
+        self.deadline = recorder.started + budget.deadline
 
     # ---- the loop -------------------------------------------------------
 
     async def run(self, question: str) -> None:  # noqa: C901 (the loop, kept in one piece)
-        self.question = question
         # Each call and tool round has its own timeout; this one, in real time, only
         # catches a provider or toolset that ignores the timeout it was given.
         backstop = asyncio.timeout(self.budget.deadline)
         try:
             self.history.append(self.provider.user_message(question))
-            self.bubble({"role": "user", "text": question})
-            await self.publish()
+            self.state = self.state.running()
+            await self.hooks.started(self.state)
             async with backstop:
                 tools = await self.toolset.list_tools()
                 while True:
-                    if await self.stop_requested():
+                    if self.recorder.stop_checked(await self.hooks.should_stop()):
                         self.exit(Outcome.STOPPED)
                         break
-                    timeout = self.budget.timeout_for_call(self.deadline - self.now())
+                    timeout = self.budget.timeout_for_call(self.deadline - self.recorder.now())
                     if timeout is None:
                         self.exit(Outcome.TIME_LIMIT, "too little time left to start a model call")
                         break
@@ -207,7 +190,8 @@ class _Turn:
                         self.exit(Outcome.ITERATION_LIMIT, "the model wanted another step")
                         break
                     if reply.tool_uses:
-                        tools_timeout = self.budget.timeout_for_tools(self.deadline - self.now())
+                        left = self.deadline - self.recorder.now()
+                        tools_timeout = self.budget.timeout_for_tools(left)
                         if tools_timeout is None:
                             self.exit(Outcome.TIME_LIMIT, "no time left to run the tools")
                             break
@@ -222,52 +206,25 @@ class _Turn:
         finally:
             await self.finalise()
 
-    # ---- before a call --------------------------------------------------
-
-    async def stop_requested(self) -> bool:
-        self.stop_checks += 1
-        if await self.hooks.should_stop():
-            self.stopped_at_check = self.stop_checks
-            return True
-        return False
-
     # ---- the model call -------------------------------------------------
 
     async def call(self, tools: Sequence[ToolSpec], timeout: float) -> Reply | None:
         """One model call; on failure, the turn's exit is set and None returned."""
-        started = self.now()
-        record: dict[str, Any] = {
-            "iteration": self.usage.iterations + 1,
-            "started": started - self.started,
-            "timeout": timeout,
-        }
-        self.calls.append(record)
         try:
-            reply = await self.provider.complete(self.history, tools, timeout)
-        except TimeoutError:
-            error: ProviderError = ProviderUnavailable(
-                f"the model call did not finish within its {timeout:.1f} s timeout"
-            )
-        except ProviderError as e:
-            error = e
-        except Exception as e:
-            error = ProviderFailed(f"{type(e).__name__}: {e}")
-        else:
-            record.update(duration=self.now() - started, response=reply.raw)
-            record.update(stop_reason=reply.raw_stop, tools=[u.name for u in reply.tool_uses])
-            self.usage.add(reply.usage)
-            await self.hooks.record_usage(self.usage)
-            return reply
-        record.update(duration=self.now() - started, error=error.describe())
-        self.exit(Outcome.FAILED, str(error), key=error.key, details=error.describe())
-        return None
+            reply = await self.recorder.call(self.history, tools, timeout)
+        except ProviderError as error:
+            self.exit(Outcome.FAILED, str(error), key=error.key, details=error.describe())
+            return None
+        self.usage.add(reply.usage)
+        await self.hooks.record_usage(self.usage)
+        return reply
 
     def append(self, reply: Reply, step: Exit | None) -> None:
         if reply.keep:
             self.history.append(reply.message)
         self.pending = reply.tool_uses
-        self.calls[-1]["decision"] = "continue" if step is CONTINUE else step.outcome.value
-        self.state["activity"] = caption(reply.steps, self.state["activity"], self.activities)
+        self.activity = caption(reply.steps, self.activity, self.activities)
+        self.recorder.decided("continue" if step is CONTINUE else step.outcome.value, self.activity)
 
     # ---- tools ----------------------------------------------------------
 
@@ -275,7 +232,7 @@ class _Turn:
         """Run the tool uses concurrently within `timeout`; append their results as one
         message, in order. A tool still running when the timeout fires is answered
         with an error result; the others keep theirs."""
-        started = self.now()
+        started = self.recorder.now()
         results: list[ToolResult | None] = [None] * len(uses)
 
         async def run(i: int, use: ToolUse) -> None:
@@ -291,7 +248,7 @@ class _Turn:
         except TimeoutError:
             if not scope.expired():
                 raise
-        self.calls[-1]["tools_duration"] = self.now() - started
+        self.recorder.tools_took(self.recorder.now() - started)
         self.answer(
             [
                 r or ToolResult(u.id, f"{u.name} did not finish within {timeout:.1f} s", True)
@@ -317,32 +274,30 @@ class _Turn:
 
     # ---- publishing -----------------------------------------------------
 
-    def bubble(self, message: dict[str, Any]) -> None:
-        messages = self.state["messages"]
-        messages.append({"id": f"m{self.message_offset + len(messages) + 1}", **message})
-
     def show(self, reply: Reply) -> None:
-        """A bubble for the response's text, unless it has none worth showing."""
+        """The response's text is shown with the next publish, unless it has none worth showing."""
         if reply.text.strip():
-            self.bubble({"role": "bot", "text": reply.text})
-
-    def snapshot(self) -> dict[str, Any]:
-        state = self.state
-        state["version"] += 1
-        state["usage"] = self.usage.as_dict()
-        return {**state, "messages": list(state["messages"])}
-
-    async def publish(self) -> None:
-        await self.hooks.publish(self.snapshot())
+            self.unshown = reply.text
 
     async def iteration_done(self) -> None:
-        snapshot = self.snapshot()
-        appended = self.history[self.checkpointed :]
-        self.checkpointed = len(self.history)
-        await self.hooks.checkpoint(
-            Checkpoint(self.turn_id, self.usage.iterations, self.history, appended, snapshot)
+        self.state = self.state.iterated(
+            activity=self.activity, text=self.unshown, usage=self.usage
         )
-        await self.hooks.publish(snapshot)
+        self.unshown = None
+        await self.hooks.checkpoint(self.written_since())
+
+    def written_since(self) -> Checkpoint:
+        """What changed since the last write, with the current state."""
+        messages, calls = self.written
+        self.written = (len(self.history), len(self.recorder.calls))
+        return Checkpoint(
+            turn_id=self.state.turn_id,
+            iteration=self.usage.iterations,
+            appended=self.history[messages:],
+            state=self.state,
+            usage=self.usage.copy(),
+            calls=self.recorder.calls[calls:],
+        )
 
     # ---- exits ----------------------------------------------------------
 
@@ -379,8 +334,7 @@ class _Turn:
     def overran(self) -> None:
         """The real-time backstop fired: a provider or toolset ignored its timeout."""
         why = "the deadline passed during a model call or tools that ignored their timeout"
-        if self.calls and not {"response", "error"} & self.calls[-1].keys():
-            self.calls[-1]["error"] = ProviderUnavailable(why).describe()
+        self.recorder.overran(why)
         self.exit(Outcome.TIME_LIMIT, why)
 
     def crashed(self, e: BaseException) -> None:
@@ -404,7 +358,7 @@ class _Turn:
     ) -> None:
         self.hooks.report(
             Report(
-                turn_id=self.turn_id,
+                turn_id=self.state.turn_id,
                 iteration=self.usage.iterations,
                 event=event,
                 message=message,
@@ -418,55 +372,31 @@ class _Turn:
     # ---- the one finalisation -------------------------------------------
 
     async def finalise(self) -> None:
-        """Runs once per turn on every path: answer dangling tools, clear, publish done, usage."""
-        self.finalised += 1
+        """Runs once per turn on every path: answer dangling tools, then the one final write."""
         outcome = self.outcome or Outcome.FAILED
+        why = f"not run: the turn ended ({outcome.value})"
         if self.pending:
-            self.answer(
-                [
-                    ToolResult(u.id, f"not run: the turn ended ({outcome.value})", True)
-                    for u in self.pending
-                ]
-            )
-        key = self.error_key
-        if key is not None:
-            self.bubble({"role": "bot", "key": key, "is_error": outcome is not Outcome.STOPPED})
-        self.state.update(
-            status=outcome.value,
-            done=True,
-            stopped=outcome is Outcome.STOPPED,
-            has_error=outcome in ERROR_OUTCOMES,
-            activity=None,
+            self.answer([ToolResult(u.id, why, True) for u in self.pending])
+        self.state = self.state.ended(
+            outcome, text=self.unshown, key=self.error_key, usage=self.usage
         )
-        await self.hooks.clear()
-        await self.publish()
-        await self.hooks.record_usage(self.usage)
+        await self.hooks.finish(self.written_since())
 
-    def result(self) -> TurnResult:
+    def result(self, question: str) -> TurnResult:
         assert self.outcome is not None
         return TurnResult(
             outcome=self.outcome,
-            state={**self.state, "messages": list(self.state["messages"])},
+            state=self.state,
             history=self.history,
             usage=self.usage,
-            trace=self.trace(),
+            record=partial(
+                self.recorder.trace,
+                turn_id=self.state.turn_id,
+                question=question,
+                prior=self.prior,
+                history=self.history,
+                outcome=self.outcome.value,
+                usage=self.usage.as_dict(),
+                state=self.state.to_json(),
+            ),
         )
-
-    def trace(self) -> dict[str, Any]:
-        first = self.clock_reads[0] if self.clock_reads else 0.0
-        return {
-            "format": "turnkeeper.trace/1",
-            "wire": self.provider.wire,
-            "request": self.provider.describe(),
-            "budget": self.budget.as_dict(),
-            "turn_id": self.turn_id,
-            "question": self.question,
-            "prior": self.prior,
-            "history": self.history,
-            "calls": self.calls,
-            "clock": [t - first for t in self.clock_reads],
-            "stopped_at_check": self.stopped_at_check,
-            "outcome": self.outcome.value if self.outcome else None,
-            "usage": self.usage.as_dict(),
-            "state": self.state,
-        }

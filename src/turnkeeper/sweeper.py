@@ -14,7 +14,7 @@ import logging
 
 from .job import failed
 from .report import Reporter, log_report
-from .store import Store
+from .store import EXPIRED, Store
 
 logger = logging.getLogger("turnkeeper.sweeper")
 
@@ -33,7 +33,7 @@ class Sweeper:
         """Finalise every turn whose lease has expired; the ids finalised here."""
         swept = []
         for turn_id in await self.store.expired():
-            if await failed(self.store, turn_id, reporter=self.reporter):
+            if await failed(self.store, turn_id, EXPIRED, reporter=self.reporter):
                 logger.warning("turn %s: its worker's lease expired; finalised as failed", turn_id)
                 swept.append(turn_id)
         return swept

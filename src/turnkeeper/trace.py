@@ -1,30 +1,165 @@
 """Traces: a turn as JSON that can be saved, read back, replayed and summarised.
 
-A trace holds the whole history verbatim, one record per model call (the raw
-response or the error, its duration, the per-call timeout used, the decision),
-every clock reading the loop made, and the outcome. Replay feeds the recorded
-responses, errors, tool results and clock readings back through `run_turn`, so
-every decision and outcome, `time_limit` included, comes out the same.
+This module owns the trace format, in one place. The `Recorder` wraps the
+turn's clock and its model calls and keeps one `ModelCall` per call (the raw
+response or the error, its duration, the per-call timeout used, the
+decision), every clock reading the loop made, and the stop check that saw a
+cancel. `Recorder.trace()` writes them out with the history and the outcome;
+`replay.py` feeds them back through `run_turn`, so every decision and outcome,
+`time_limit` included, comes out the same.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from .budget import Budget
-from .errors import ConfigError, ProviderFailed, provider_error_from
-from .hooks import LocalHooks
-from .loop import TurnResult, run_turn
-from .providers import wire_format
-from .report import Report
-from .wire import Message, Reply, ToolResult, ToolSpec, ToolUse
+from .clock import Clock
+from .errors import ConfigError, ProviderError, ProviderFailed, ProviderUnavailable
+from .providers import Provider
+from .usage import Usage
+from .wire import Json, Message, Reply, ToolSpec
 
 FORMAT = "turnkeeper.trace/1"
 REQUIRED = ("wire", "question", "prior", "history", "calls", "clock", "outcome", "budget")
+
+
+@dataclass(slots=True)
+class ModelCall:
+    """One model call as recorded: what the trace replays and the store keeps per iteration."""
+
+    iteration: int
+    started: float
+    timeout: float
+    duration: float = 0.0
+    response: Json = None
+    error: dict[str, Any] | None = None
+    stop_reason: str | None = None
+    tools: list[str] | None = None
+    decision: str | None = None
+    caption: str | None = None
+    tools_duration: float | None = None
+    usage: Usage | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The call as the trace records it."""
+        record: dict[str, Any] = {
+            "iteration": self.iteration,
+            "started": self.started,
+            "timeout": self.timeout,
+            "duration": self.duration,
+        }
+        if self.error is not None:
+            record["error"] = self.error
+        else:
+            record.update(
+                response=self.response, stop_reason=self.stop_reason, tools=self.tools or []
+            )
+        if self.decision is not None:
+            record["decision"] = self.decision
+        if self.tools_duration is not None:
+            record["tools_duration"] = self.tools_duration
+        return record
+
+    def summary(self) -> dict[str, Any]:
+        """What `trace show` prints for the call, as the store keeps it with the turn."""
+        usage = self.usage or Usage()
+        return {
+            "iteration": self.iteration,
+            "stop_reason": self.stop_reason,
+            "error": None if self.error is None else self.error.get("message"),
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "seconds": round(self.duration, 3),
+            "tools": list(self.tools or ()),
+            "caption": self.caption,
+            "decision": self.decision,
+        }
+
+
+class Recorder:
+    """Wraps a turn's clock and model calls, and writes what they did as a trace."""
+
+    def __init__(self, provider: Provider, budget: Budget, clock: Clock) -> None:
+        self.provider = provider
+        self.budget = budget
+        self.calls: list[ModelCall] = []
+        self.clock_reads: list[float] = []
+        self.stop_checks = 0
+        self.stopped_at_check: int | None = None
+        self._clock = clock
+        self.started = self.now()
+
+    def now(self) -> float:
+        t = self._clock()
+        self.clock_reads.append(t)
+        return t
+
+    def stop_checked(self, stop: bool) -> bool:
+        self.stop_checks += 1
+        if stop:
+            self.stopped_at_check = self.stop_checks
+        return stop
+
+    async def call(
+        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+    ) -> Reply:
+        """One model call, recorded; any failure comes out as a `ProviderError`."""
+        started = self.now()
+        call = ModelCall(len(self.calls) + 1, started - self.started, timeout)
+        self.calls.append(call)
+        try:
+            reply = await self.provider.complete(history, tools, timeout)
+        except Exception as e:
+            call.duration = self.now() - started
+            error = _provider_error(e, timeout)
+            call.error = error.describe()
+            raise error from e
+        call.duration = self.now() - started
+        call.response, call.stop_reason, call.usage = reply.raw, reply.raw_stop, reply.usage
+        call.tools = [u.name for u in reply.tool_uses]
+        return reply
+
+    def decided(self, decision: str, caption: str | None) -> None:
+        self.calls[-1].decision, self.calls[-1].caption = decision, caption
+
+    def tools_took(self, seconds: float) -> None:
+        self.calls[-1].tools_duration = seconds
+
+    def overran(self, why: str) -> None:
+        """The deadline fired inside a call that ignored its timeout: it ends as an error."""
+        last = self.calls[-1] if self.calls else None
+        if last is not None and last.error is None and last.response is None:
+            last.error = ProviderUnavailable(why).describe()
+
+    def trace(self, **turn: Any) -> dict[str, Any]:
+        """The trace: these calls and clock readings, and the turn's `question`, `prior`,
+        `history`, `turn_id`, `outcome`, `usage` and `state` as given."""
+        first = self.clock_reads[0] if self.clock_reads else 0.0
+        return {
+            "format": FORMAT,
+            "wire": self.provider.wire.name,
+            "request": self.provider.describe(),
+            "budget": self.budget.as_dict(),
+            **turn,
+            "calls": [c.to_json() for c in self.calls],
+            "clock": [t - first for t in self.clock_reads],
+            "stopped_at_check": self.stopped_at_check,
+        }
+
+
+def _provider_error(e: Exception, timeout: float) -> ProviderError:
+    if isinstance(e, ProviderError):
+        return e
+    if isinstance(e, TimeoutError):
+        return ProviderUnavailable(
+            f"the model call did not finish within its {timeout:.1f} s timeout"
+        )
+    return ProviderFailed(f"{type(e).__name__}: {e}")
 
 
 def write_trace(trace: dict[str, Any], path: str | Path) -> None:
@@ -70,104 +205,6 @@ def _malformed(data: dict[str, Any]) -> str | None:
         (isinstance(data["budget"], dict), "budget must be an object"),
     ]
     return next((why for ok, why in checks if not ok), None)
-
-
-class ReplayProvider:
-    """Answers each call with the recorded response or error, in order."""
-
-    def __init__(self, trace: dict[str, Any], wire: ModuleType) -> None:
-        self.wire = trace["wire"]
-        self._format = wire
-        self._calls: list[dict[str, Any]] = list(trace["calls"])
-        self._request = trace.get("request", {})
-
-    async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
-    ) -> Reply:
-        if not self._calls:
-            raise ProviderFailed("the trace holds no more model calls")
-        call = self._calls.pop(0)
-        if call.get("error") is not None:
-            raise provider_error_from(call["error"])
-        reply: Reply = self._format.parse_reply(call.get("response"))
-        return reply
-
-    def user_message(self, text: str) -> Message:
-        message: Message = self._format.user_message(text)
-        return message
-
-    def tool_results(self, results: Sequence[ToolResult]) -> list[Message]:
-        messages: list[Message] = self._format.tool_results(results)
-        return messages
-
-    def describe(self) -> dict[str, Any]:
-        return dict(self._request)
-
-
-class ReplayTools:
-    """Answers each tool use with the result recorded in the trace's history."""
-
-    def __init__(self, recorded: dict[str, ToolResult], names: Sequence[str]) -> None:
-        self._recorded = recorded
-        self._names = names
-
-    async def list_tools(self) -> Sequence[ToolSpec]:
-        return [ToolSpec(name, "") for name in self._names]
-
-    async def call(self, use: ToolUse, timeout: float) -> ToolResult:
-        found = self._recorded.get(use.id)
-        return found or ToolResult(use.id, "the trace holds no result for this tool use", True)
-
-
-class ReplayClock:
-    """Returns the recorded clock readings in order, then the last one."""
-
-    def __init__(self, readings: Sequence[float]) -> None:
-        self._readings = list(readings) or [0.0]
-        self._next = 0
-
-    def __call__(self) -> float:
-        i = min(self._next, len(self._readings) - 1)
-        self._next += 1
-        return self._readings[i]
-
-
-class ReplayHooks(LocalHooks):
-    """Says stop at the same check the recorded turn saw its cancel flag."""
-
-    def __init__(self, stopped_at_check: int | None) -> None:
-        super().__init__(reporter=_quiet)
-        self._stop_at = stopped_at_check
-        self._checks = 0
-
-    async def should_stop(self) -> bool:
-        self._checks += 1
-        return self._checks == self._stop_at
-
-
-def _quiet(report: Report) -> None:
-    """Replay re-reports nothing: the original run did."""
-
-
-async def replay(trace: dict[str, Any]) -> TurnResult:
-    """Run the recorded turn again offline."""
-    wire = wire_format(trace["wire"])
-    history: list[Message] = trace["history"]
-    names = sorted({n for call in trace["calls"] for n in call.get("tools", [])})
-    try:
-        budget = Budget(**trace["budget"])
-    except TypeError as e:
-        raise ConfigError(f"trace budget is unusable: {e}") from e
-    return await run_turn(
-        trace["question"],
-        provider=ReplayProvider(trace, wire),
-        toolset=ReplayTools(wire.recorded_results(history), names),
-        history=history[: trace["prior"]],
-        budget=budget,
-        hooks=ReplayHooks(trace.get("stopped_at_check")),
-        clock=ReplayClock(trace["clock"]),
-        turn_id=trace.get("turn_id", "t_replay"),
-    )
 
 
 def first_difference(recorded: dict[str, Any], replayed: dict[str, Any]) -> str | None:

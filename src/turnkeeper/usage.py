@@ -31,7 +31,15 @@ class Usage:
         self.web_fetch_requests += other.web_fetch_requests
 
     def copy(self) -> Usage:
-        return Usage(**self.as_dict())
+        return Usage(
+            self.iterations,
+            self.input_tokens,
+            self.output_tokens,
+            self.cache_creation_input_tokens,
+            self.cache_read_input_tokens,
+            self.web_search_requests,
+            self.web_fetch_requests,
+        )
 
     def as_dict(self) -> dict[str, int]:
         return {

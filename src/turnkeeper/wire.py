@@ -8,6 +8,7 @@ the provider adapter computes; the loop decides on the view and appends
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,3 +68,20 @@ class Reply:
     keep: bool = True
     """False when `message` holds nothing: the API rejects an empty assistant message
     anywhere but last, so the loop does not append it."""
+
+
+@dataclass(frozen=True, slots=True)
+class WireFormat:
+    """One wire format's pure functions, carried by every provider that speaks it.
+
+    `name` is what the store records with a turn, so a turn whose worker died
+    can be closed in the format its history was written in.
+    """
+
+    name: str
+    parse_reply: Callable[[Json], Reply]
+    user_message: Callable[[str], Message]
+    tool_results: Callable[[Sequence[ToolResult]], list[Message]]
+    tool_uses: Callable[[Message], tuple[ToolUse, ...]]
+    message_text: Callable[[Message], str]
+    recorded_results: Callable[[Sequence[Message]], dict[str, ToolResult]]

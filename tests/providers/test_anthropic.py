@@ -287,7 +287,7 @@ async def test_max_tokens_never_becomes_a_text_bubble(server: WireServer, make: 
     server.add(replayed(MAX_TOKENS))
     result, hooks = await run(make())
     assert result.outcome is Outcome.TRUNCATED
-    assert all(m.get("text") != cut for m in result.state["messages"])
+    assert all(m.get("text") != cut for m in result.state.to_json()["messages"])
     assert bubbles(result) == [
         {"id": "m2", "role": "bot", "key": "errors.ai_truncated", "is_error": True}
     ]
@@ -314,7 +314,7 @@ async def test_pause_turn_resends_the_paused_content(server: WireServer, make: M
         {"role": "user", "content": "question"},
         {"role": "assistant", "content": paused},
     ]
-    assert any(s["activity"] == "activity.web_search" for s in hooks.published)
+    assert any(s.activity == "activity.web_search" for s in hooks.published)
     assert hooks.reports == []
 
 
@@ -619,8 +619,8 @@ async def test_a_fault_ends_the_turn_once_with_status_and_request_id(
     assert report.details["status"] == status
     assert report.details["request_id"] == request_id
     assert result.history == server.requests[-1].body["messages"]  # nothing lost
-    assert result.state["done"] is True
-    assert result.state["has_error"] is True
+    assert result.state.to_json()["done"] is True
+    assert result.state.to_json()["has_error"] is True
 
 
 async def test_stop_reasons_map_once_into_the_closed_set(server: WireServer, make: Make) -> None:

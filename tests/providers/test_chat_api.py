@@ -97,8 +97,8 @@ def test_readers_accept_strings_parts_and_null() -> None:
 
 
 def test_the_registry_names_this_module() -> None:
-    assert wire_format("openai") is chat_api
-    assert chat_api.WIRE == "openai"
+    assert wire_format("openai") is chat_api.WIRE
+    assert chat_api.WIRE.name == "openai"
 
 
 def test_an_assistant_message_with_nothing_in_it_is_not_kept() -> None:

@@ -13,7 +13,7 @@ from turnkeeper.server import demo_toolset
 async def ask(question: str) -> tuple[str, list[dict[str, Any]], int]:
     provider = DemoProvider()
     result = await run_turn(question, provider=provider, toolset=demo_toolset())
-    return result.outcome, result.state["messages"][1:], provider.calls
+    return result.outcome, result.state.to_json()["messages"][1:], provider.calls
 
 
 async def test_the_todo_question_is_answered_through_read_file() -> None:

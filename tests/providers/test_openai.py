@@ -122,7 +122,7 @@ async def test_length_never_becomes_a_text_bubble(server: WireServer, make: Make
     server.add(replayed(LENGTH))
     result, hooks = await run(make())
     assert result.outcome is Outcome.TRUNCATED
-    assert all(m.get("text") != cut for m in result.state["messages"])
+    assert all(m.get("text") != cut for m in result.state.to_json()["messages"])
     assert bubbles(result)[-1]["key"] == "errors.ai_truncated"
     assert [r.event for r in hooks.reports] == ["truncated"]
 

@@ -57,7 +57,7 @@ def test_names_models_and_base_urls_are_honoured() -> None:
         "openai", None, {"OPENAI_BASE_URL": "http://127.0.0.1:8/v1", "TURNKEEPER_MODEL": "qwen"}
     )
     assert local.describe()["model"] == "qwen"
-    assert local.wire == "openai"
+    assert local.wire.name == "openai"
     assert choose("openai", None, {"OPENAI_API_KEY": "k"}).describe()["model"] == "gpt-4.1-mini"
     assert (
         choose("anthropic", None, {"ANTHROPIC_API_KEY": "k"}).describe()["model"]

@@ -42,4 +42,4 @@ async def run(
 
 def bubbles(result: TurnResult) -> list[dict[str, Any]]:
     """The published bot messages of a turn."""
-    return [m for m in result.state["messages"] if m["role"] == "bot"]
+    return [m for m in result.state.to_json()["messages"] if m["role"] == "bot"]

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from turnkeeper.store import Busy, FenceLost, new_token
+from turnkeeper.state import PublishedState, queued
+from turnkeeper.store import Busy, FenceLost, held_by, new_token
 from turnkeeper.store.sqlite import SqliteStore
 from turnkeeper.usage import Usage
 
@@ -41,8 +42,8 @@ def committed_usage(store: SqliteStore) -> dict[str, str]:
         return dict(db.execute("SELECT turn_id, usage FROM turns").fetchall())
 
 
-def running(version: int) -> dict[str, Any]:
-    return {"version": version, "status": "running", "done": False, "messages": []}
+def running(version: int) -> PublishedState:
+    return replace(queued("t", "c", "q"), version=version, status="running")
 
 
 async def test_concurrent_writes_share_one_commit_and_are_all_committed(
@@ -68,7 +69,7 @@ async def test_a_stale_writer_inside_a_batch_is_refused_and_the_others_commit(
 ) -> None:
     (taken, fence), *others = await running_turns(store, 5)
     results = await asyncio.gather(
-        store.take_over(taken, fence),
+        store.take_over(taken, held_by(fence)),
         store.record_usage(taken, fence, Usage(iterations=9)),  # after the take-over: stale
         store.publish(taken, fence, running(2)),
         *(store.record_usage(t, f, Usage(iterations=3)) for t, f in others),

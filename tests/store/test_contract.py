@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from tests.waiting import eventually
 
-from turnkeeper.store import Busy, FenceLost, Store, hash_token, new_token, open_store
+from turnkeeper.hooks import Checkpoint
+from turnkeeper.state import Bubble, PublishedState
+from turnkeeper.store import (
+    EXPIRED,
+    Busy,
+    FenceLost,
+    Store,
+    hash_token,
+    held_by,
+    new_token,
+    open_store,
+)
+from turnkeeper.trace import ModelCall
 from turnkeeper.usage import Usage
+from turnkeeper.wire import Message
 
 
 async def queued_turn(store: Store, question: str = "hi") -> tuple[str, str]:
@@ -19,13 +34,25 @@ async def queued_turn(store: Store, question: str = "hi") -> tuple[str, str]:
     return conversation_id, turn.turn_id
 
 
-def running(state_version: int, *messages: dict[str, Any], done: bool = False) -> dict[str, Any]:
-    return {
-        "version": state_version,
-        "status": "finished" if done else "running",
-        "done": done,
-        "messages": list(messages),
-    }
+def running(state_version: int, *messages: dict[str, Any], done: bool = False) -> PublishedState:
+    return PublishedState(
+        turn_id="t",
+        conversation_id="c",
+        version=state_version,
+        status="finished" if done else "running",
+        done=done,
+        stopped=False,
+        has_error=False,
+        activity=None,
+        messages=tuple(Bubble.from_json({"role": "bot", **m}) for m in messages),
+        usage={},
+    )
+
+
+def write(
+    appended: Sequence[Message], state: PublishedState, usage: Usage | None = None, n: int = 1
+) -> Checkpoint:
+    return Checkpoint("t", n, appended, state, usage or Usage())
 
 
 async def test_migrations_are_recorded_and_applied_once(store_url: str) -> None:
@@ -58,7 +85,7 @@ async def test_one_open_turn_per_conversation(store: Store) -> None:
     fence = await store.claim(turn_id, 30, "anthropic")
     assert fence is not None
     final = running(2, {"id": "m1", "role": "user", "text": "hi"}, {"id": "m2"}, done=True)
-    await store.finish(turn_id, fence, [], final, Usage())
+    await store.finish(turn_id, fence, write([], final, Usage()))
     second = await store.create_turn(conversation_id, "next")
     assert second.message_offset == 2, "message ids continue after the earlier turns"
 
@@ -86,7 +113,7 @@ async def test_versions_strictly_increase(store: Store) -> None:
     with pytest.raises(FenceLost):
         await store.publish(turn_id, fence, running(2))
     await store.publish(turn_id, fence, running(3))
-    assert await store.state_after(turn_id, 2) == running(3)
+    assert await store.state_after(turn_id, 2) == running(3).to_json()
 
 
 async def test_checkpoints_append_history_and_finish_writes_the_tail(store: Store) -> None:
@@ -97,14 +124,16 @@ async def test_checkpoints_append_history_and_finish_writes_the_tail(store: Stor
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": [{"n": 1}]},
     ]
-    await store.checkpoint(turn_id, fence, 1, first, running(2))
+    await store.checkpoint(turn_id, fence, write(first, running(2), n=1))
     second = [{"role": "user", "content": [{"n": 2}]}]
-    await store.checkpoint(turn_id, fence, 2, second, running(3))
+    await store.checkpoint(turn_id, fence, write(second, running(3), n=2))
     assert await store.history(conversation_id) == first + second
     tail = [{"role": "assistant", "content": [{"n": 3}]}]
-    await store.finish(turn_id, fence, tail, running(4, done=True), Usage(iterations=3))
+    await store.finish(turn_id, fence, write(tail, running(4, done=True), Usage(iterations=3)))
     assert await store.history(conversation_id) == first + second + tail
-    assert await store.take_over(turn_id, fence) is None, "a finished turn is not taken over"
+    assert await store.take_over(turn_id, held_by(fence)) is None, (
+        "a finished turn is not taken over"
+    )
 
 
 async def test_usage_is_kept_as_recorded(store: Store) -> None:
@@ -112,7 +141,7 @@ async def test_usage_is_kept_as_recorded(store: Store) -> None:
     fence = await store.claim(turn_id, 30, "anthropic")
     assert fence is not None
     await store.record_usage(turn_id, fence, Usage(iterations=1, input_tokens=7, output_tokens=3))
-    recovery = await store.take_over(turn_id, fence)
+    recovery = await store.take_over(turn_id, held_by(fence))
     assert recovery is not None
     assert recovery.usage == Usage(iterations=1, input_tokens=7, output_tokens=3)
 
@@ -126,13 +155,13 @@ async def test_take_over_recovers_the_last_checkpoint(store: Store) -> None:
         {"role": "assistant", "content": []},
     ]
     question = {"id": "m1", "role": "user", "text": "q"}
-    await store.checkpoint(turn_id, fence, 1, appended, running(2, question))
+    await store.checkpoint(turn_id, fence, write(appended, running(2, question), n=1))
     await store.publish(turn_id, fence, running(3, question, {"id": "m2"}))
-    recovery = await store.take_over(turn_id, fence)
+    recovery = await store.take_over(turn_id, held_by(fence))
     assert recovery is not None
     assert recovery.fence == fence + 1
     assert recovery.checkpointed
-    assert recovery.state == running(2, question)
+    assert recovery.state == replace(running(2, question), version=3)
     assert recovery.version == 3, "past every version already published"
     assert recovery.last_message == appended[-1]
     assert (recovery.question, recovery.wire) == ("q", "anthropic")
@@ -142,15 +171,17 @@ async def test_a_stale_fence_is_refused_on_every_write(store: Store) -> None:
     _, turn_id = await queued_turn(store)
     fence = await store.claim(turn_id, 30, "anthropic")
     assert fence is not None
-    assert await store.take_over(turn_id, fence) is not None
+    assert await store.take_over(turn_id, held_by(fence)) is not None
     with pytest.raises(FenceLost):
         await store.publish(turn_id, fence, running(5))
     with pytest.raises(FenceLost):
         await store.record_usage(turn_id, fence, Usage(iterations=9))
     with pytest.raises(FenceLost):
-        await store.checkpoint(turn_id, fence, 1, [{"role": "user", "content": "x"}], running(5))
+        await store.checkpoint(
+            turn_id, fence, write([{"role": "user", "content": "x"}], running(5), n=1)
+        )
     with pytest.raises(FenceLost):
-        await store.finish(turn_id, fence, [], running(5, done=True), Usage())
+        await store.finish(turn_id, fence, write([], running(5, done=True), Usage()))
     assert not await store.renew(turn_id, fence, 30)
     turn = await store.turn(turn_id)
     assert turn is not None
@@ -172,7 +203,7 @@ async def test_leases_expire_unless_renewed(store: Store) -> None:
     assert other not in await store.expired()
     assert await store.renew(turn_id, fence, 300)
     assert turn_id not in await store.expired()
-    assert await store.take_over(turn_id) is None, "a live lease is not taken over"
+    assert await store.take_over(turn_id, EXPIRED) is None, "a live lease is not taken over"
 
 
 async def test_cancel_flag_is_set_and_cleared_by_the_final_write(store: Store) -> None:
@@ -182,7 +213,7 @@ async def test_cancel_flag_is_set_and_cleared_by_the_final_write(store: Store) -
     assert await store.cancel_requested(turn_id)
     fence = await store.claim(turn_id, 30, "anthropic")
     assert fence is not None
-    await store.finish(turn_id, fence, [], running(2, done=True), Usage())
+    await store.finish(turn_id, fence, write([], running(2, done=True), Usage()))
     assert not await store.cancel_requested(turn_id)
 
 
@@ -191,7 +222,7 @@ async def test_transcript_and_counts(store: Store) -> None:
     fence = await store.claim(turn_id, 30, "anthropic")
     assert fence is not None
     done = running(2, {"id": "m1", "text": "one"}, {"id": "m2", "text": "answer"}, done=True)
-    await store.finish(turn_id, fence, [], done, Usage())
+    await store.finish(turn_id, fence, write([], done, Usage()))
     await store.create_turn(conversation_id, "two")
     assert [m["id"] for m in await store.transcript(conversation_id)] == ["m1", "m2", "m3"]
     assert await store.counts() == {"finished": 1, "queued": 1}
@@ -209,13 +240,44 @@ async def test_wire_data_is_kept_as_it_came_nul_characters_and_key_order_include
     ]
     question = {"id": "m1", "role": "user", "text": "hi"}
     bubble = {"id": "m2", "role": "bot", "text": "a\x00b"}
-    await store.checkpoint(turn_id, fence, 1, odd, running(2, question, bubble))
+    await store.checkpoint(turn_id, fence, write(odd, running(2, question, bubble), n=1))
     tail = [{"role": "user", "content": [{"type": "tool_result", "content": "\x00"}]}]
     final = running(3, question, bubble, done=True)
-    await store.finish(turn_id, fence, tail, final, Usage(iterations=1))
+    await store.finish(turn_id, fence, write(tail, final, Usage(iterations=1)))
     history = await store.history(conversation_id)
     assert history == odd + tail
     assert list(history[1]["content"][0]) == ["type", "text", "z", "a"]
     state = await store.state_after(turn_id, 0)
     assert state is not None
     assert state["messages"][-1]["text"] == "a\x00b"
+
+
+async def test_one_write_per_iteration_publishes_its_state_and_keeps_its_model_calls(
+    store: Store,
+) -> None:
+    _, turn_id = await queued_turn(store, "q")
+    fence = await store.claim(turn_id, 30, "anthropic")
+    assert fence is not None
+    first = ModelCall(1, 0.0, 10.0, duration=0.25, stop_reason="tool_use", tools=["read_file"])
+    first.usage, first.decision, first.caption = Usage(1, 12, 5), "continue", "activity.read_file"
+    question = {"id": "m1", "role": "user", "text": "q"}
+    step = write([{"role": "user", "content": "q"}], running(2, question), Usage(1, 12, 5))
+    await store.checkpoint(turn_id, fence, replace(step, calls=[first]))
+    assert await store.state_after(turn_id, 1) == running(2, question).to_json()
+    last = ModelCall(2, 0.5, 9.0, duration=0.5, stop_reason="end_turn", decision="finished")
+    final = write([], running(3, question, done=True), Usage(2, 30, 9))
+    await store.finish(turn_id, fence, replace(final, calls=[last]))
+    records = await store.iterations(turn_id)
+    assert [r["iteration"] for r in records] == [1, 2]
+    assert records[0] == {
+        "iteration": 1,
+        "stop_reason": "tool_use",
+        "error": None,
+        "input_tokens": 12,
+        "output_tokens": 5,
+        "seconds": 0.25,
+        "tools": ["read_file"],
+        "caption": "activity.read_file",
+        "decision": "continue",
+    }
+    assert records[1]["stop_reason"] == "end_turn"

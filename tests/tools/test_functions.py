@@ -217,7 +217,7 @@ async def test_an_exception_is_reported_once_and_the_turn_goes_on(name: str) -> 
         answer("it broke"),
     )
     assert result.outcome is Outcome.FINISHED
-    assert result.state["messages"][-1]["text"] == "it broke"
+    assert result.state.to_json()["messages"][-1]["text"] == "it broke"
     failed, fine = tool_results(result)
     assert failed["tool_use_id"] == "toolu_a"
     assert failed["is_error"] is True

@@ -56,7 +56,7 @@ async def test_a_turn_sees_the_real_answer_of_mcp_server_time() -> None:
     assert converted["source"]["timezone"] == "UTC"
     assert converted["target"]["timezone"] == "Asia/Tokyo"
     assert converted["target"]["datetime"].endswith("T21:00:00+09:00")
-    captions = [s["activity"] for s in hooks.published if s["activity"]]
+    captions = [s.activity for s in hooks.published if s.activity is not None]
     assert captions == ["activity.convert_time"]
     assert i18n.resolve(captions[0], "es") == "Convirtió una hora"
     assert hooks.reports == []
@@ -107,7 +107,7 @@ async def test_a_server_that_crashes_mid_turn_is_an_error_result_and_the_turn_fi
         "the next turn starts the crashed server again and offers its tools"
     )
     assert result.outcome is Outcome.FINISHED
-    assert result.state["messages"][-1]["text"] == "the server is gone"
+    assert result.state.to_json()["messages"][-1]["text"] == "the server is gone"
     assert tool_results(result, 0)[0]["content"] == "echo: before"
     crashed, note = tool_results(result, 1)
     assert crashed["is_error"] is True
@@ -201,7 +201,7 @@ async def test_a_server_over_http_that_dies_mid_turn_fails_the_call_not_the_turn
             answer("the server is gone"),
         )
     assert result.outcome is Outcome.FINISHED
-    assert result.state["messages"][-1]["text"] == "the server is gone"
+    assert result.state.to_json()["messages"][-1]["text"] == "the server is gone"
     for step in (0, 1):
         [block] = tool_results(result, step)
         assert block["is_error"] is True

@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 
 from ..job import failed
 from ..queue import Queue
-from ..store import Busy, Store, hash_token, new_token
+from ..store import UNCLAIMED, Busy, Store, hash_token, new_token
 from .errors import ApiError
 from .owners import Owners
 
@@ -50,7 +50,7 @@ class Routes:
             await self.queue.enqueue(turn.turn_id)
         except Exception:
             logger.exception("turn %s could not be queued; finalising it as failed", turn.turn_id)
-            await failed(self.store, turn.turn_id, fence=0)
+            await failed(self.store, turn.turn_id, UNCLAIMED)
             raise ApiError(503, "The turn could not be queued; try again later.") from None
         return JSONResponse({"turn_id": turn.turn_id}, 202)
 

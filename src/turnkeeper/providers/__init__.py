@@ -7,31 +7,28 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
-from types import ModuleType
 from typing import Any, Protocol
 
 from ..errors import ConfigError
-from ..wire import Message, Reply, ToolResult, ToolSpec
+from ..wire import Message, Reply, ToolResult, ToolSpec, WireFormat
+from . import chat_api, messages_api
 
-# Each wire format is a module of pure functions: parse_reply(body) -> Reply,
-# user_message(text), tool_results(results), recorded_results(history),
-# message_text(message), tool_uses(assistant_message).
-WIRES = {"anthropic": "messages_api", "openai": "chat_api"}
+WIRES: dict[str, WireFormat] = {w.name: w for w in (messages_api.WIRE, chat_api.WIRE)}
+"""Every wire format by the name the store records with a turn."""
 
 
-def wire_format(name: str) -> ModuleType:
-    """The module of pure functions for the wire format `name`."""
+def wire_format(name: str) -> WireFormat:
+    """The wire format a stored turn was written in."""
     if name not in WIRES:
         raise ConfigError(f"unknown wire format {name!r}; known: {', '.join(WIRES)}")
-    return importlib.import_module(f"{__name__}.{WIRES[name]}")
+    return WIRES[name]
 
 
 class Provider(Protocol):
     """A model behind one wire format."""
 
-    wire: str
+    wire: WireFormat
     """The wire format of the history this provider reads and writes."""
 
     async def complete(

@@ -15,9 +15,7 @@ from typing import Any
 from ..errors import ProviderError, ProviderFailed, ProviderUnavailable
 from ..outcomes import Stop
 from ..usage import Usage, count
-from ..wire import Message, Reply, ToolResult, ToolUse
-
-WIRE = "openai"
+from ..wire import Message, Reply, ToolResult, ToolUse, WireFormat
 
 STOP_REASONS: dict[str, Stop] = {
     "tool_calls": Stop.TOOL_USE,
@@ -166,3 +164,15 @@ def recorded_results(history: Sequence[Message]) -> dict[str, ToolResult]:
         for m in history
         if m.get("role") == "tool"
     }
+
+
+WIRE = WireFormat(
+    name="openai",
+    parse_reply=parse_reply,
+    user_message=user_message,
+    tool_results=tool_results,
+    tool_uses=tool_uses,
+    message_text=message_text,
+    recorded_results=recorded_results,
+)
+"""This module's functions as the typed interface a provider carries."""

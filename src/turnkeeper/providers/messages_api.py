@@ -12,9 +12,7 @@ from typing import Any
 from ..errors import ProviderError, ProviderFailed, ProviderUnavailable
 from ..outcomes import Stop
 from ..usage import Usage, count
-from ..wire import Message, Reply, ToolResult, ToolUse
-
-WIRE = "anthropic"
+from ..wire import Message, Reply, ToolResult, ToolUse, WireFormat
 
 STOP_REASONS: dict[str, Stop] = {
     "tool_use": Stop.TOOL_USE,
@@ -162,3 +160,15 @@ def recorded_results(history: Sequence[Message]) -> dict[str, ToolResult]:
                     str(b.get("tool_use_id")), text, bool(b.get("is_error", False))
                 )
     return found
+
+
+WIRE = WireFormat(
+    name="anthropic",
+    parse_reply=parse_reply,
+    user_message=user_message,
+    tool_results=tool_results,
+    tool_uses=tool_uses,
+    message_text=message_text,
+    recorded_results=recorded_results,
+)
+"""This module's functions as the typed interface a provider carries."""

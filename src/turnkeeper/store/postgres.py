@@ -15,10 +15,12 @@ from typing import Any
 
 from ..credentials import redact_url
 from ..errors import ConfigError, MissingExtra
+from ..hooks import Checkpoint
+from ..state import PublishedState
 from ..usage import Usage
 from ..wire import Message
-from . import Busy, FenceLost, Recovery, Turn, new_id
-from . import sqlite as _sqlite
+from . import base
+from .base import Busy, Holder, Recovery, Turn, new_id, recovered_state, refused
 
 try:
     import psycopg
@@ -32,7 +34,6 @@ from .. import state as published
 
 NOW = "extract(epoch from clock_timestamp())"
 MIGRATION_LOCK = 7_301_880_451  # pg_advisory_xact_lock key: one migrator at a time
-REFUSED = _sqlite.REFUSED
 
 Connection = psycopg.AsyncConnection[TupleRow]
 
@@ -103,6 +104,10 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
         ALTER TABLE turns ALTER COLUMN state TYPE json USING state::json;
         ALTER TABLE checkpoints ALTER COLUMN state TYPE json USING state::json;
         """,
+    ),
+    (
+        "one record per model call, for `trace show`",
+        base.ITERATIONS_TABLE.format(text="text", json="jsonb"),
     ),
 )
 
@@ -216,12 +221,12 @@ class PostgresStore:
                         "INSERT INTO turns (turn_id, conversation_id, question, status, version,"
                         " state, n_messages, message_offset, usage)"
                         " VALUES (%s, %s, %s, 'queued', 1, %s, 1, %s, %s)",
-                        (turn_id, conversation_id, question, Json(_bare(first)), offset,
-                         Jsonb(first["usage"])),
+                        (turn_id, conversation_id, question, Json(first.bare()), offset,
+                         Jsonb(first.usage)),
                     )  # fmt: skip
                     await db.execute(
                         "INSERT INTO bubbles VALUES (%s, 0, %s)",
-                        (turn_id, Json(first["messages"][0])),
+                        (turn_id, Json(first.messages[0].to_json())),
                     )
             except psycopg.errors.UniqueViolation as e:
                 raise Busy(f"conversation {conversation_id} has a turn that is not done") from e
@@ -304,46 +309,36 @@ class PostgresStore:
             (Jsonb(usage.as_dict()), turn_id, fence),
         )
         if row is None:
-            raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
+            raise refused(turn_id, fence)
 
-    async def publish(self, turn_id: str, fence: int, state: dict[str, Any]) -> None:
+    async def publish(self, turn_id: str, fence: int, state: PublishedState) -> None:
         async with self.pool.connection() as db, db.transaction():
             await _publish(db, turn_id, fence, state)
 
-    async def checkpoint(
-        self,
-        turn_id: str,
-        fence: int,
-        iteration: int,
-        appended: Sequence[Message],
-        state: dict[str, Any],
-    ) -> None:
+    async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> None:
+        state = checkpoint.state
+        row = (turn_id, checkpoint.iteration, Json(state.bare()), len(state.messages))
         async with self.pool.connection() as db, db.transaction():
-            await _append(db, turn_id, fence, appended)
-            await db.execute(
-                "INSERT INTO checkpoints VALUES (%s, %s, %s, %s) ON CONFLICT (turn_id)"
-                " DO UPDATE SET iteration = excluded.iteration, state = excluded.state,"
-                " n_messages = excluded.n_messages",
-                (turn_id, iteration, Json(_bare(state)), len(state["messages"])),
-            )
-
-    async def finish(
-        self,
-        turn_id: str,
-        fence: int,
-        appended: Sequence[Message],
-        state: dict[str, Any],
-        usage: Usage,
-    ) -> None:
-        async with self.pool.connection() as db, db.transaction():
-            await _append(db, turn_id, fence, appended)
+            await _append(db, turn_id, fence, checkpoint.appended)
+            await db.execute(base.SAVE_CHECKPOINT.format(p="%s"), row)
             await _publish(db, turn_id, fence, state)
+            await _wrote(db, turn_id, checkpoint)
+
+    async def finish(self, turn_id: str, fence: int, final: Checkpoint) -> None:
+        async with self.pool.connection() as db, db.transaction():
+            await _append(db, turn_id, fence, final.appended)
+            await _publish(db, turn_id, fence, final.state)
+            await _wrote(db, turn_id, final)
             await db.execute(
-                "UPDATE turns SET usage = %s, done = true, lease_expires = NULL, cancel = false"
+                "UPDATE turns SET done = true, lease_expires = NULL, cancel = false"
                 " WHERE turn_id = %s",
-                (Jsonb(usage.as_dict()), turn_id),
+                (turn_id,),
             )
             await db.execute("DELETE FROM checkpoints WHERE turn_id = %s", (turn_id,))
+
+    async def iterations(self, turn_id: str) -> list[dict[str, Any]]:
+        rows = await self._all(base.LOAD_CALLS.format(p="%s"), (turn_id,))
+        return [dict(r) for (r,) in rows]
 
     # ---- the sweeper's side --------------------------------------------------
 
@@ -354,11 +349,9 @@ class PostgresStore:
         )
         return [str(t) for (t,) in rows]
 
-    async def take_over(
-        self, turn_id: str, fence: int | None = None, lease: float = 30.0
-    ) -> Recovery | None:
+    async def take_over(self, turn_id: str, holder: Holder, lease: float = 30.0) -> Recovery | None:
         async with self.pool.connection() as db, db.transaction():
-            return await _take_over(db, turn_id, fence, lease)
+            return await _take_over(db, turn_id, holder, lease)
 
 
 async def _append(db: Connection, turn_id: str, fence: int, appended: Sequence[Message]) -> None:
@@ -369,7 +362,7 @@ async def _append(db: Connection, turn_id: str, fence: int, appended: Sequence[M
     )
     row = await cursor.fetchone()
     if row is None:
-        raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
+        raise refused(turn_id, fence)
     if appended:
         async with db.cursor() as c:
             await c.executemany(
@@ -378,77 +371,73 @@ async def _append(db: Connection, turn_id: str, fence: int, appended: Sequence[M
             )
 
 
-async def _publish(db: Connection, turn_id: str, fence: int, state: dict[str, Any]) -> None:
+async def _publish(db: Connection, turn_id: str, fence: int, state: PublishedState) -> None:
     """Write the state; of its messages (which only grow) only those not stored yet."""
     cursor = await db.execute(
         "SELECT n_messages FROM turns WHERE turn_id = %s AND fence = %s AND NOT done"
         " AND version < %s FOR UPDATE",
-        (turn_id, fence, state["version"]),
+        (turn_id, fence, state.version),
     )
     row = await cursor.fetchone()
     if row is None:
-        raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
-    messages = state["messages"]
+        raise refused(turn_id, fence)
+    messages = state.messages
     stored = min(row[0], len(messages))
     await db.execute("DELETE FROM bubbles WHERE turn_id = %s AND n >= %s", (turn_id, stored))
     if stored < len(messages):
         async with db.cursor() as c:
             await c.executemany(
                 "INSERT INTO bubbles VALUES (%s, %s, %s)",
-                [(turn_id, n, Json(messages[n])) for n in range(stored, len(messages))],
+                [(turn_id, n, Json(messages[n].to_json())) for n in range(stored, len(messages))],
             )
     await db.execute(
         "UPDATE turns SET state = %s, version = %s, status = %s, n_messages = %s"
         " WHERE turn_id = %s",
-        (Json(_bare(state)), state["version"], state["status"], len(messages), turn_id),
+        (Json(state.bare()), state.version, state.status, len(messages), turn_id),
     )
 
 
-def _bare(state: dict[str, Any]) -> dict[str, Any]:
-    """The state without its messages, which are stored one row each."""
-    return {k: v for k, v in state.items() if k != "messages"}
+async def _wrote(db: Connection, turn_id: str, checkpoint: Checkpoint) -> None:
+    """A write's usage and model calls (its fence was checked by the statements before)."""
+    await db.execute(
+        "UPDATE turns SET usage = %s WHERE turn_id = %s",
+        (Jsonb(checkpoint.usage.as_dict()), turn_id),
+    )
+    if checkpoint.calls:
+        async with db.cursor() as c:
+            await c.executemany(
+                base.SAVE_CALL.format(p="%s"),
+                [(turn_id, call.iteration, Jsonb(call.summary())) for call in checkpoint.calls],
+            )
 
 
 async def _bubbles(db: Connection, turn_id: str, count: int) -> list[dict[str, Any]]:
-    cursor = await db.execute(
-        "SELECT body FROM bubbles WHERE turn_id = %s AND n < %s ORDER BY n", (turn_id, count)
-    )
+    cursor = await db.execute(base.BUBBLES.format(p="%s"), (turn_id, count))
     return [b for (b,) in await cursor.fetchall()]
 
 
-async def _take_over(
-    db: Connection, turn_id: str, fence: int | None, lease: float
-) -> Recovery | None:
-    condition = f"status = 'running' AND lease_expires < {NOW}" if fence is None else "fence = %s"
-    params: tuple[Any, ...] = (lease, turn_id) if fence is None else (lease, turn_id, fence)
-    cursor = await db.execute(
-        f"UPDATE turns SET fence = fence + 1, lease_expires = {NOW} + %s"
-        f" WHERE turn_id = %s AND NOT done AND {condition}"
-        " RETURNING fence, conversation_id, question, wire, version, message_offset, state, usage,"
-        " n_messages",
-        params,
-    )
+async def _take_over(db: Connection, turn_id: str, holder: Holder, lease: float) -> Recovery | None:
+    condition = holder.condition(NOW, "%s")
+    sql = base.TAKE_OVER.format(now=NOW, p="%s", false="false", condition=condition)
+    cursor = await db.execute(sql, (lease, turn_id, *holder.params()))
     row = await cursor.fetchone()
     if row is None:
         return None
     new_fence, conversation_id, question, wire, version, offset, state, usage, count = row
-    cursor = await db.execute(
-        "SELECT state, n_messages FROM checkpoints WHERE turn_id = %s", (turn_id,)
-    )
+    cursor = await db.execute(base.LOAD_CHECKPOINT.format(p="%s"), (turn_id,))
     checkpoint = await cursor.fetchone()
-    cursor = await db.execute(
-        "SELECT body FROM messages WHERE turn_id = %s ORDER BY seq DESC LIMIT 1", (turn_id,)
-    )
+    cursor = await db.execute(base.LAST_MESSAGE.format(p="%s"), (turn_id,))
     last = await cursor.fetchone()
-    recovered = dict(checkpoint[0]) if checkpoint else dict(state)
-    recovered["messages"] = await _bubbles(db, turn_id, checkpoint[1] if checkpoint else count)
+    stored = dict(checkpoint[0]) if checkpoint else dict(state)
+    bubbles = await _bubbles(db, turn_id, checkpoint[1] if checkpoint else count)
+    recovered = recovered_state(stored, bubbles, version)
     return Recovery(
         turn_id=turn_id,
         conversation_id=conversation_id,
         fence=new_fence,
         question=question,
         wire=wire,
-        version=max(version, int(recovered.get("version", 0))),
+        version=recovered.version,
         message_offset=offset,
         state=recovered,
         checkpointed=checkpoint is not None,

@@ -18,9 +18,12 @@ from typing import Any
 
 from .. import state as published
 from ..errors import ConfigError
+from ..hooks import Checkpoint
+from ..state import PublishedState
 from ..usage import Usage
 from ..wire import Message
-from . import Busy, FenceLost, Recovery, Turn, new_id
+from . import base
+from .base import Busy, Holder, Recovery, Turn, new_id, recovered_state, refused
 from .commits import GroupCommit, transaction
 
 NOW = "((julianday('now') - 2440587.5) * 86400.0)"
@@ -76,9 +79,11 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         );
         """,
     ),
+    (
+        "one record per model call, for `trace show`",
+        base.ITERATIONS_TABLE.format(text="TEXT", json="TEXT"),
+    ),
 )
-
-REFUSED = "turn {turn_id}: write with fence {fence} refused: the turn was finalised or taken over"
 
 
 class SqliteStore:
@@ -146,15 +151,16 @@ class SqliteStore:
                         turn_id,
                         conversation_id,
                         question,
-                        _dump(_bare(first)),
+                        _dump(first.bare()),
                         offset,
-                        _dump(first["usage"]),
+                        _dump(first.usage),
                     ),
                 )
             except sqlite3.IntegrityError as e:
                 raise Busy(f"conversation {conversation_id} has a turn that is not done") from e
             db.execute(
-                "INSERT INTO bubbles VALUES (?, 0, ?)", (turn_id, _dump(first["messages"][0]))
+                "INSERT INTO bubbles VALUES (?, 0, ?)",
+                (turn_id, _dump(first.messages[0].to_json())),
             )
             return Turn(turn_id, conversation_id, question, 1, offset, False)
 
@@ -269,55 +275,46 @@ class SqliteStore:
 
         await self.commits.write(update)
 
-    async def publish(self, turn_id: str, fence: int, state: dict[str, Any]) -> None:
+    async def publish(self, turn_id: str, fence: int, state: PublishedState) -> None:
         def update(db: sqlite3.Connection) -> None:
             _publish(db, turn_id, fence, state)
 
         await self.commits.write(update)
 
-    async def checkpoint(
-        self,
-        turn_id: str,
-        fence: int,
-        iteration: int,
-        appended: Sequence[Message],
-        state: dict[str, Any],
-    ) -> None:
-        bodies = [_dump(m) for m in appended]
-        snapshot, n_messages = _dump(_bare(state)), len(state["messages"])
+    async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> None:
+        bodies = [_dump(m) for m in checkpoint.appended]
+        state = checkpoint.state
+        row = (turn_id, checkpoint.iteration, _dump(state.bare()), len(state.messages))
 
         def write(db: sqlite3.Connection) -> None:
             _append(db, turn_id, fence, bodies)
-            db.execute(
-                "INSERT INTO checkpoints VALUES (?, ?, ?, ?) ON CONFLICT (turn_id)"
-                " DO UPDATE SET iteration = excluded.iteration, state = excluded.state,"
-                " n_messages = excluded.n_messages",
-                (turn_id, iteration, snapshot, n_messages),
-            )
+            db.execute(base.SAVE_CHECKPOINT.format(p="?"), row)
+            _publish(db, turn_id, fence, state)
+            _wrote(db, turn_id, checkpoint)
 
         await self.commits.write(write)
 
-    async def finish(
-        self,
-        turn_id: str,
-        fence: int,
-        appended: Sequence[Message],
-        state: dict[str, Any],
-        usage: Usage,
-    ) -> None:
-        bodies = [_dump(m) for m in appended]
+    async def finish(self, turn_id: str, fence: int, final: Checkpoint) -> None:
+        bodies = [_dump(m) for m in final.appended]
 
         def write(db: sqlite3.Connection) -> None:
             _append(db, turn_id, fence, bodies)
-            _publish(db, turn_id, fence, state)
+            _publish(db, turn_id, fence, final.state)
+            _wrote(db, turn_id, final)
             db.execute(
-                "UPDATE turns SET usage = ?, done = 1, lease_expires = NULL, cancel = 0"
-                " WHERE turn_id = ?",
-                (_dump(usage.as_dict()), turn_id),
+                "UPDATE turns SET done = 1, lease_expires = NULL, cancel = 0 WHERE turn_id = ?",
+                (turn_id,),
             )
             db.execute("DELETE FROM checkpoints WHERE turn_id = ?", (turn_id,))
 
         await self.commits.write(write)
+
+    async def iterations(self, turn_id: str) -> list[dict[str, Any]]:
+        def read(db: sqlite3.Connection) -> list[dict[str, Any]]:
+            rows = db.execute(base.LOAD_CALLS.format(p="?"), (turn_id,)).fetchall()
+            return [_load(r) for (r,) in rows]
+
+        return await self.commits.read(read)
 
     # ---- the sweeper's side --------------------------------------------------
 
@@ -331,11 +328,9 @@ class SqliteStore:
 
         return await self.commits.read(read)
 
-    async def take_over(
-        self, turn_id: str, fence: int | None = None, lease: float = 30.0
-    ) -> Recovery | None:
+    async def take_over(self, turn_id: str, holder: Holder, lease: float = 30.0) -> Recovery | None:
         def update(db: sqlite3.Connection) -> Recovery | None:
-            return _take_over(db, turn_id, fence, lease)
+            return _take_over(db, turn_id, holder, lease)
 
         return await self.commits.write(update)
 
@@ -345,7 +340,7 @@ class SqliteStore:
 
 def _check(rowcount: int, turn_id: str, fence: int) -> None:
     if rowcount != 1:
-        raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
+        raise refused(turn_id, fence)
 
 
 def _append(db: sqlite3.Connection, turn_id: str, fence: int, bodies: Sequence[str]) -> None:
@@ -354,77 +349,71 @@ def _append(db: sqlite3.Connection, turn_id: str, fence: int, bodies: Sequence[s
         (turn_id, fence),
     ).fetchone()
     if row is None:
-        raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
+        raise refused(turn_id, fence)
     db.executemany(
         "INSERT INTO messages (conversation_id, turn_id, body) VALUES (?, ?, ?)",
         [(row[0], turn_id, b) for b in bodies],
     )
 
 
-def _publish(db: sqlite3.Connection, turn_id: str, fence: int, state: dict[str, Any]) -> None:
+def _publish(db: sqlite3.Connection, turn_id: str, fence: int, state: PublishedState) -> None:
     """Write the state; of its messages (which only grow) only those not stored yet."""
     row = db.execute(
         "SELECT n_messages FROM turns WHERE turn_id = ? AND fence = ? AND done = 0 AND version < ?",
-        (turn_id, fence, state["version"]),
+        (turn_id, fence, state.version),
     ).fetchone()
     if row is None:
-        raise FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
-    messages, stored = state["messages"], min(row[0], len(state["messages"]))
+        raise refused(turn_id, fence)
+    messages, stored = state.messages, min(row[0], len(state.messages))
     if stored < row[0]:  # fewer messages than stored: none are kept past n_messages
         db.execute("DELETE FROM bubbles WHERE turn_id = ? AND n >= ?", (turn_id, stored))
     db.executemany(
         "INSERT INTO bubbles VALUES (?, ?, ?)",
-        [(turn_id, n, _dump(messages[n])) for n in range(stored, len(messages))],
+        [(turn_id, n, _dump(messages[n].to_json())) for n in range(stored, len(messages))],
     )
     db.execute(
         "UPDATE turns SET state = ?, version = ?, status = ?, n_messages = ? WHERE turn_id = ?",
-        (_dump(_bare(state)), state["version"], state["status"], len(messages), turn_id),
+        (_dump(state.bare()), state.version, state.status, len(messages), turn_id),
     )
 
 
-def _bare(state: dict[str, Any]) -> dict[str, Any]:
-    """The state without its messages, which are stored one row each."""
-    return {k: v for k, v in state.items() if k != "messages"}
+def _wrote(db: sqlite3.Connection, turn_id: str, checkpoint: Checkpoint) -> None:
+    """A write's usage and model calls (its fence was checked by the statements before)."""
+    db.execute(
+        "UPDATE turns SET usage = ? WHERE turn_id = ?",
+        (_dump(checkpoint.usage.as_dict()), turn_id),
+    )
+    db.executemany(
+        base.SAVE_CALL.format(p="?"),
+        [(turn_id, c.iteration, _dump(c.summary())) for c in checkpoint.calls],
+    )
 
 
 def _bubbles(db: sqlite3.Connection, turn_id: str, count: int) -> list[dict[str, Any]]:
-    rows = db.execute(
-        "SELECT body FROM bubbles WHERE turn_id = ? AND n < ? ORDER BY n", (turn_id, count)
-    ).fetchall()
+    rows = db.execute(base.BUBBLES.format(p="?"), (turn_id, count)).fetchall()
     return [_load(b) for (b,) in rows]
 
 
 def _take_over(
-    db: sqlite3.Connection, turn_id: str, fence: int | None, lease: float
+    db: sqlite3.Connection, turn_id: str, holder: Holder, lease: float
 ) -> Recovery | None:
-    condition = (
-        f"status = 'running' AND lease_expires < {NOW}" if fence is None else "fence = :fence"
-    )
-    row = db.execute(
-        f"UPDATE turns SET fence = fence + 1, lease_expires = {NOW} + :lease"
-        f" WHERE turn_id = :turn_id AND done = 0 AND {condition}"
-        " RETURNING fence, conversation_id, question, wire, version, message_offset, state, usage,"
-        " n_messages",
-        {"turn_id": turn_id, "fence": fence, "lease": lease},
-    ).fetchone()
+    sql = base.TAKE_OVER.format(now=NOW, p="?", false="0", condition=holder.condition(NOW, "?"))
+    row = db.execute(sql, (lease, turn_id, *holder.params())).fetchone()
     if row is None:
         return None
     new_fence, conversation_id, question, wire, version, offset, state, usage, count = row
-    checkpoint = db.execute(
-        "SELECT state, n_messages FROM checkpoints WHERE turn_id = ?", (turn_id,)
-    ).fetchone()
-    last = db.execute(
-        "SELECT body FROM messages WHERE turn_id = ? ORDER BY seq DESC LIMIT 1", (turn_id,)
-    ).fetchone()
-    recovered = _load(checkpoint[0]) if checkpoint else _load(state)
-    recovered["messages"] = _bubbles(db, turn_id, checkpoint[1] if checkpoint else count)
+    checkpoint = db.execute(base.LOAD_CHECKPOINT.format(p="?"), (turn_id,)).fetchone()
+    last = db.execute(base.LAST_MESSAGE.format(p="?"), (turn_id,)).fetchone()
+    stored = _load(checkpoint[0]) if checkpoint else _load(state)
+    bubbles = _bubbles(db, turn_id, checkpoint[1] if checkpoint else count)
+    recovered = recovered_state(stored, bubbles, version)
     return Recovery(
         turn_id=turn_id,
         conversation_id=conversation_id,
         fence=new_fence,
         question=question,
         wire=wire,
-        version=max(version, int(recovered.get("version", 0))),
+        version=recovered.version,
         message_offset=offset,
         state=recovered,
         checkpointed=checkpoint is not None,

@@ -1,0 +1,114 @@
+"""Replay: a recorded turn run again offline, through the same `run_turn`.
+
+The recorded responses and errors are fed back in order, the tool results
+come from the recorded history, the clock returns the recorded readings, and
+the cancel flag is seen at the same check, so every decision and outcome comes
+out the same (`trace.first_difference` says where it does not).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .budget import Budget
+from .errors import ConfigError, ProviderFailed, provider_error_from
+from .hooks import LocalHooks
+from .loop import TurnResult, run_turn
+from .providers import wire_format
+from .report import Report
+from .wire import Message, Reply, ToolResult, ToolSpec, ToolUse, WireFormat
+
+
+class ReplayProvider:
+    """Answers each call with the recorded response or error, in order."""
+
+    def __init__(self, trace: dict[str, Any], wire: WireFormat) -> None:
+        self.wire = wire
+        self._calls: list[dict[str, Any]] = list(trace["calls"])
+        self._request = trace.get("request", {})
+
+    async def complete(
+        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+    ) -> Reply:
+        if not self._calls:
+            raise ProviderFailed("the trace holds no more model calls")
+        call = self._calls.pop(0)
+        if call.get("error") is not None:
+            raise provider_error_from(call["error"])
+        return self.wire.parse_reply(call.get("response"))
+
+    def user_message(self, text: str) -> Message:
+        return self.wire.user_message(text)
+
+    def tool_results(self, results: Sequence[ToolResult]) -> list[Message]:
+        return self.wire.tool_results(results)
+
+    def describe(self) -> dict[str, Any]:
+        return dict(self._request)
+
+
+class ReplayTools:
+    """Answers each tool use with the result recorded in the trace's history."""
+
+    def __init__(self, recorded: dict[str, ToolResult], names: Sequence[str]) -> None:
+        self._recorded = recorded
+        self._names = names
+
+    async def list_tools(self) -> Sequence[ToolSpec]:
+        return [ToolSpec(name, "") for name in self._names]
+
+    async def call(self, use: ToolUse, timeout: float) -> ToolResult:
+        found = self._recorded.get(use.id)
+        return found or ToolResult(use.id, "the trace holds no result for this tool use", True)
+
+
+class ReplayClock:
+    """Returns the recorded clock readings in order, then the last one."""
+
+    def __init__(self, readings: Sequence[float]) -> None:
+        self._readings = list(readings) or [0.0]
+        self._next = 0
+
+    def __call__(self) -> float:
+        i = min(self._next, len(self._readings) - 1)
+        self._next += 1
+        return self._readings[i]
+
+
+class ReplayHooks(LocalHooks):
+    """Says stop at the same check the recorded turn saw its cancel flag."""
+
+    def __init__(self, stopped_at_check: int | None) -> None:
+        super().__init__(reporter=_quiet)
+        self._stop_at = stopped_at_check
+        self._checks = 0
+
+    async def should_stop(self) -> bool:
+        self._checks += 1
+        return self._checks == self._stop_at
+
+
+def _quiet(report: Report) -> None:
+    """Replay re-reports nothing: the original run did."""
+
+
+async def replay(trace: dict[str, Any]) -> TurnResult:
+    """Run the recorded turn again offline."""
+    wire = wire_format(trace["wire"])
+    history: list[Message] = trace["history"]
+    names = sorted({n for call in trace["calls"] for n in call.get("tools", [])})
+    try:
+        budget = Budget(**trace["budget"])
+    except TypeError as e:
+        raise ConfigError(f"trace budget is unusable: {e}") from e
+    return await run_turn(
+        trace["question"],
+        provider=ReplayProvider(trace, wire),
+        toolset=ReplayTools(wire.recorded_results(history), names),
+        history=history[: trace["prior"]],
+        budget=budget,
+        hooks=ReplayHooks(trace.get("stopped_at_check")),
+        clock=ReplayClock(trace["clock"]),
+        turn_id=trace.get("turn_id", "t_replay"),
+    )

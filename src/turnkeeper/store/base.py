@@ -1,0 +1,235 @@
+"""What every store is: the protocol, the records it hands back, and what both dialects share.
+
+The SQLite and PostgreSQL stores each import this module and nothing of each
+other's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from ..errors import TurnError
+from ..hooks import Checkpoint
+from ..state import PublishedState
+from ..usage import Usage
+from ..wire import Message
+
+
+class FenceLost(TurnError):
+    """A write presented a fence the turn no longer has: another party finalised it."""
+
+
+REFUSED = "turn {turn_id}: write with fence {fence} refused: the turn was finalised or taken over"
+
+
+def refused(turn_id: str, fence: int) -> FenceLost:
+    """The error for a write whose fence the turn no longer has."""
+    return FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
+
+
+class Busy(TurnError):
+    """The conversation already has a turn that is not done."""
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A turn as the store holds it."""
+
+    turn_id: str
+    conversation_id: str
+    question: str
+    version: int
+    """The last version published."""
+    message_offset: int
+    """How many published messages the conversation's earlier turns hold."""
+    done: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """Whom `take_over` takes a turn from: the claim that holds `fence`, an expired
+    lease (`EXPIRED`), or nobody yet: a turn never claimed (`UNCLAIMED`)."""
+
+    fence: int | None = None
+    unclaimed: bool = False
+
+    def condition(self, now: str, param: str) -> str:
+        """The SQL that picks the turn in this position (both dialects)."""
+        if self.unclaimed:
+            return "status = 'queued'"
+        if self.fence is None:
+            return f"status = 'running' AND lease_expires < {now}"
+        return f"fence = {param}"
+
+    def params(self) -> tuple[int, ...]:
+        return () if self.fence is None else (self.fence,)
+
+
+EXPIRED = Holder()
+UNCLAIMED = Holder(unclaimed=True)
+
+
+def held_by(fence: int) -> Holder:
+    return Holder(fence)
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """What `take_over` hands to `failed()`: the last checkpoint and what came after it."""
+
+    turn_id: str
+    conversation_id: str
+    fence: int
+    question: str
+    wire: str | None
+    """The wire format the worker's provider wrote the history in (None if never claimed)."""
+    version: int
+    """The highest version published or checkpointed."""
+    message_offset: int
+    state: PublishedState
+    """The state of the last checkpoint, or the last published state if there is none,
+    at the highest version published or checkpointed."""
+    checkpointed: bool
+    last_message: Message | None
+    """The last history message this turn stored, if any."""
+    usage: Usage = field(default_factory=Usage)
+    """Usage as last recorded (after the last model call that returned)."""
+
+
+class Store(Protocol):
+    """Everything a turn, its job, the sweeper and the HTTP API keep."""
+
+    async def migrate(self) -> None:
+        """Apply the numbered migrations not yet recorded in the database, in order."""
+
+    async def close(self) -> None: ...
+
+    # ---- the API's side ----------------------------------------------------
+
+    async def create_conversation(self, token_hash: str) -> str:
+        """A new conversation guarded by the token with this hash; its id."""
+        ...
+
+    async def token_hash(self, conversation_id: str) -> str | None: ...
+
+    async def create_turn(self, conversation_id: str, question: str) -> Turn:
+        """Queue a turn (version 1, `queued`); `Busy` while the conversation has one not done."""
+        ...
+
+    async def turn(self, turn_id: str) -> Turn | None: ...
+
+    async def state_after(self, turn_id: str, after: int) -> dict[str, Any] | None:
+        """The published state if its version is above `after`, else None."""
+        ...
+
+    async def transcript(self, conversation_id: str) -> list[dict[str, Any]]:
+        """Every turn's published messages, oldest first."""
+        ...
+
+    async def request_cancel(self, turn_id: str) -> None: ...
+
+    async def counts(self) -> dict[str, int]:
+        """How many turns are in each status."""
+        ...
+
+    # ---- the worker's side -------------------------------------------------
+
+    async def history(self, conversation_id: str) -> list[Message]:
+        """The conversation's history in its wire format, oldest first."""
+        ...
+
+    async def queued(self) -> list[str]:
+        """Turns waiting to be claimed, oldest first."""
+        ...
+
+    async def claim(self, turn_id: str, lease: float, wire: str) -> int | None:
+        """Move a queued turn to running under a lease; its fence, or None if not queued."""
+        ...
+
+    async def renew(self, turn_id: str, fence: int, lease: float) -> bool: ...
+
+    async def cancel_requested(self, turn_id: str) -> bool: ...
+
+    async def record_usage(self, turn_id: str, fence: int, usage: Usage) -> None: ...
+
+    async def publish(self, turn_id: str, fence: int, state: PublishedState) -> None: ...
+
+    async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> None:
+        """One iteration's write, in one transaction: append the new history messages,
+        keep the checkpoint, publish its state, record its usage and model calls."""
+        ...
+
+    async def finish(self, turn_id: str, fence: int, final: Checkpoint) -> None:
+        """The one final write: history tail, final state, usage, model calls; clears the
+        turn's checkpoint and cancel flag."""
+        ...
+
+    async def iterations(self, turn_id: str) -> list[dict[str, Any]]:
+        """One record per model call of the turn, oldest first (`ModelCall.summary()`)."""
+        ...
+
+    # ---- the sweeper's side ------------------------------------------------
+
+    async def expired(self) -> list[str]:
+        """Running turns whose lease has expired."""
+        ...
+
+    async def take_over(self, turn_id: str, holder: Holder, lease: float = 30.0) -> Recovery | None:
+        """Bump the fence of a turn to finalise it, from `holder`. None if the turn is
+        done or not in that position.
+
+        The new holder gets `lease` seconds; if it dies too, the sweeper tries again."""
+        ...
+
+
+def new_token() -> tuple[str, str]:
+    """A bearer token and the hash the store keeps of it."""
+    token = secrets.token_urlsafe(32)
+    return token, hash_token(token)
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(10)}"
+
+
+# ---- SQL both dialects share: `{p}` is the dialect's placeholder -----------------
+
+SAVE_CHECKPOINT = (
+    "INSERT INTO checkpoints VALUES ({p}, {p}, {p}, {p}) ON CONFLICT (turn_id)"
+    " DO UPDATE SET iteration = excluded.iteration, state = excluded.state,"
+    " n_messages = excluded.n_messages"
+)
+LOAD_CHECKPOINT = "SELECT state, n_messages FROM checkpoints WHERE turn_id = {p}"
+LAST_MESSAGE = "SELECT body FROM messages WHERE turn_id = {p} ORDER BY seq DESC LIMIT 1"
+BUBBLES = "SELECT body FROM bubbles WHERE turn_id = {p} AND n < {p} ORDER BY n"
+SAVE_CALL = "INSERT INTO iterations (turn_id, n, record) VALUES ({p}, {p}, {p})"
+LOAD_CALLS = "SELECT record FROM iterations WHERE turn_id = {p} ORDER BY n"
+ITERATIONS_TABLE = """
+    CREATE TABLE iterations (
+        turn_id {text} NOT NULL,
+        n integer NOT NULL,
+        record {json} NOT NULL,
+        PRIMARY KEY (turn_id, n)
+    )
+"""
+TAKE_OVER = (
+    "UPDATE turns SET fence = fence + 1, lease_expires = {now} + {p}"
+    " WHERE turn_id = {p} AND done = {false} AND {condition}"
+    " RETURNING fence, conversation_id, question, wire, version, message_offset, state, usage,"
+    " n_messages"
+)
+
+
+def recovered_state(
+    stored: dict[str, Any], bubbles: list[dict[str, Any]], version: int
+) -> PublishedState:
+    """The state `take_over` hands back: stored JSON, its bubbles, the highest version."""
+    state = PublishedState.from_json({**stored, "messages": bubbles})
+    return replace(state, version=max(version, state.version))
