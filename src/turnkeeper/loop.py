@@ -322,14 +322,9 @@ class _Turn:
         self.error_key = key or OUTCOME_KEYS[outcome]
         if outcome in REPORTED:
             level, message = REPORTED[outcome]
-            self.report(
-                outcome.value,
-                f"{message} after {counted(self.usage.iterations, 'iteration')}"
-                + (f": {why}" if why else ""),
-                level,
-                stop_reason=stop_reason,
-                details=details,
-            )
+            message += f" after {counted(self.usage.iterations, 'iteration')}"
+            message += f": {why}" if why else ""
+            self.report(outcome.value, message, level, stop_reason=stop_reason, details=details)
 
     def overran(self) -> None:
         """The real-time backstop fired: a provider or toolset ignored its timeout."""
