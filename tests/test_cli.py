@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,7 @@ def test_run_exits_0_whatever_the_outcome(
         ["run", "--script", "{bad}", "q"],
         ["run", "--script", "{not_list}", "q"],
         ["run", "--script", "{no_content}", "q"],
+        ["run", "--script", "{empty}", "q"],
         ["replay", "{bad}"],
         ["trace", "show", "{script}"],
         ["frobnicate"],
@@ -125,6 +127,7 @@ def test_unusable_arguments_exit_2_with_a_one_line_error(
         "bad": tmp_path / "bad.json",
         "not_list": tmp_path / "obj.json",
         "no_content": write_script(tmp_path / "nc.json", [{"stop_reason": "end_turn"}]),
+        "empty": write_script(tmp_path / "empty.json", []),
     }
     files["bad"].write_text("[{", encoding="utf-8")
     files["not_list"].write_text("{}", encoding="utf-8")
@@ -209,6 +212,39 @@ def test_a_reported_exit_is_one_line_on_stderr(tmp_path: Path) -> None:
     done = cli("run", "--script", str(script), "q")
     assert done.returncode == 0
     assert done.stderr.splitlines() == [
-        "turnkeeper: truncated: response truncated on max_tokens after 1 iterations: "
+        "turnkeeper: truncated: response truncated on max_tokens after 1 iteration: "
         "stop_reason 'max_tokens'"
     ]
+
+
+@pytest.mark.parametrize(
+    ("responses", "note"),
+    [(2, "turnkeeper: note: 1 scripted response unused"), (3, "2 scripted responses unused")],
+)
+def test_notices_count_in_the_singular_and_the_plural(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], responses: int, note: str
+) -> None:
+    script = write_script(tmp_path / "s.json", [answer("x")] * responses)
+    assert main(["run", "--script", str(script), "q"]) == 0
+    assert note in capsys.readouterr().err
+
+
+def test_an_empty_script_is_refused_as_unusable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = write_script(tmp_path / "s.json", [])
+    assert main(["run", "--script", str(script), "q"]) == 2
+    assert (
+        capsys.readouterr().err == f"turnkeeper: error: script {script} holds no responses: "
+        "the model would have no answer\n"
+    )
+
+
+def test_the_version_comes_from_the_package_metadata(capsys: pytest.CaptureFixture[str]) -> None:
+    import turnkeeper
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert turnkeeper.__version__ == version("turnkeeper")
+    assert capsys.readouterr().out == f"turnkeeper {version('turnkeeper')}\n"

@@ -42,3 +42,42 @@ def test_a_bad_port_is_an_argument_error(value: str) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["serve", "--port", value])
     assert exited.value.code == 2
+
+
+@pytest.mark.parametrize("command", ["serve", "worker"])
+@pytest.mark.parametrize(
+    ("url", "cause"),
+    [
+        ("postgresql://postgres@127.0.0.1:9/turnkeeper", "Connection refused"),
+        ("postgresql://no_such_role@127.0.0.1:5432/postgres", 'role "no_such_role" does not exist'),
+        ("postgresql://postgres@127.0.0.1:5432/no_such_db", 'database "no_such_db" does not exist'),
+    ],
+)
+def test_a_database_that_refuses_the_connection_is_one_line_naming_the_cause(
+    postgres_database: str, command: str, url: str, cause: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([command, "--database", url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"turnkeeper: error: cannot connect to PostgreSQL at {url}: ")
+    assert cause in err
+    assert err.count("\n") == 1, err
+
+
+def test_cors_origins_are_repeatable_and_reach_the_server_settings() -> None:
+    from turnkeeper.cli import _settings, build_parser
+
+    args = build_parser().parse_args(
+        ["serve", "--cors-origin", "https://a.example", "--cors-origin", "http://localhost:3000"]
+    )
+    assert _settings(args).cors_origins == ("https://a.example", "http://localhost:3000")
+    assert _settings(build_parser().parse_args(["serve"])).cors_origins == ()
+
+
+@pytest.mark.parametrize("value", ["*", "https://a.example/", "a.example", "https://a.example/x"])
+def test_a_cors_origin_that_is_not_an_origin_is_an_argument_error(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--cors-origin", value])
+    assert exited.value.code == 2
+    assert "is not an origin" in capsys.readouterr().err

@@ -435,7 +435,7 @@ async def test_the_scripted_model_fails_loudly_when_asked_for_more_than_it_holds
     result, hooks, _ = await turn([asks(tool_use("echo"))], tools=[echo_tool([])])
     assert result.outcome is Outcome.FAILED
     [report] = hooks.reports
-    assert "holds 1 responses and was asked for response 2" in report.message
+    assert "holds 1 response and was asked for response 2" in report.message
     assert_valid_history(result.history)
 
 

@@ -23,10 +23,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def turnkeeper(*args: str, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+def turnkeeper(
+    *args: str, log: Path, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "turnkeeper", *args], stdout=out, stderr=subprocess.STDOUT
+            [sys.executable, "-m", "turnkeeper", *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
         )
         try:
             yield process

@@ -1,5 +1,7 @@
 """turnkeeper: runs LLM agent turns the way production needs them run."""
 
+from importlib.metadata import version as _version
+
 from .budget import Budget
 from .errors import (
     ConfigError,
@@ -15,10 +17,15 @@ from .loop import TurnResult, decide, run_turn
 from .outcomes import Outcome, Status, Stop
 from .providers.scripted import ScriptedProvider
 from .report import Report, log_report
+from .state import Bubble, PublishedState
 from .usage import Usage
 from .wire import Reply, ToolResult, ToolSpec, ToolUse
 
+__version__ = _version("turnkeeper")
+"""The installed version, from the package metadata (pyproject.toml)."""
+
 __all__ = [
+    "Bubble",
     "Budget",
     "Checkpoint",
     "ConfigError",
@@ -28,6 +35,7 @@ __all__ = [
     "ProviderError",
     "ProviderFailed",
     "ProviderUnavailable",
+    "PublishedState",
     "Reply",
     "Report",
     "ScriptExhausted",

@@ -19,8 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import i18n, logs, prices, timeline
+from . import __version__, i18n, logs, prices, timeline
 from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_ITERATIONS, Budget
+from .credentials import redact_logs
 from .errors import ConfigError
 from .hooks import LocalHooks
 from .liveline import LiveHooks, LiveLine
@@ -69,6 +70,7 @@ def directory(text: str) -> Path:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="turnkeeper", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"turnkeeper {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     commands.add_parser("demo", help="run the todo-list demo turn offline")
@@ -137,7 +139,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.trace is not None:
         write_trace(result.trace, args.trace)
     if isinstance(provider, ScriptedProvider) and provider.unused:
-        print(f"turnkeeper: note: {provider.unused} scripted responses unused", file=sys.stderr)
+        unused = i18n.counted(provider.unused, "scripted response")
+        print(f"turnkeeper: note: {unused} unused", file=sys.stderr)
     if args.json:
         print(json.dumps(result.state.to_json(), ensure_ascii=False))
     else:
@@ -290,9 +293,8 @@ async def _stored_timeline(turn_id: str, database: str | None) -> tuple[list[Any
         state = await store.state_after(turn_id, 0)
     finally:
         await store.close()
-    wire = records[0].get("wire", "anthropic") if records else "anthropic"
     outcome = state.get("status") if state is not None else None
-    return timeline.rows(records, wire), outcome
+    return timeline.rows(records), outcome
 
 
 # ---- serve and worker ------------------------------------------------------------
@@ -307,6 +309,14 @@ def _add_serving_commands(commands: Any) -> None:
         "--no-worker",
         action="store_true",
         help="only queue turns, for `turnkeeper worker` processes (PostgreSQL)",
+    )
+    serve.add_argument(
+        "--cors-origin",
+        type=origin,
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let pages of this origin (https://example.com) call the API (repeatable)",
     )
     worker = commands.add_parser("worker", help="run queued turns from PostgreSQL")
     _serving_options(worker)
@@ -337,6 +347,12 @@ def _serving_options(parser: argparse.ArgumentParser) -> None:
         "--lease", type=seconds, default=30.0, help="seconds a turn's lease lasts (default 30)"
     )
     parser.add_argument(
+        "--grace",
+        type=seconds,
+        default=10.0,
+        help="on SIGINT or SIGTERM, seconds running turns get to finish (default 10)",
+    )
+    parser.add_argument(
         "--log-format", choices=FORMATS, default="text", help="text lines or JSON lines"
     )
     add_price_option(parser)
@@ -362,6 +378,15 @@ def port(text: str) -> int:
     return int(text)
 
 
+def origin(text: str) -> str:
+    """A web origin as browsers send it: scheme://host[:port], no path, no trailing slash."""
+    if not re.fullmatch(r"https?://[^/\s:]+(:\d{1,5})?", text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an origin; write it as https://example.com[:port], with no path"
+        )
+    return text
+
+
 def _provider(args: argparse.Namespace) -> Provider:
     """The model `serve` and `worker` use: the rule of ARCHITECTURE §6."""
     return choose_provider(args.provider, args.model, os.environ)
@@ -376,7 +401,7 @@ def _toolset(args: argparse.Namespace) -> CombinedToolset:
 
 
 def _settings(args: argparse.Namespace) -> Any:
-    from .server import Settings
+    from .server import DEMO_ROOT, Settings
     from .store import DEFAULT_URL, parse_url
 
     database = args.database or os.environ.get("TURNKEEPER_DATABASE_URL") or DEFAULT_URL
@@ -389,6 +414,11 @@ def _settings(args: argparse.Namespace) -> Any:
         concurrency=args.concurrency,
         lease=args.lease,
         metrics_port=getattr(args, "metrics_port", None),
+        log_format=args.log_format,
+        grace=args.grace,
+        root=(args.root if args.root is not None else DEMO_ROOT).resolve(),
+        mcp=[*args.mcp_stdio, *args.mcp_http],
+        cors_origins=tuple(getattr(args, "cors_origin", ())),
     )
 
 
@@ -396,6 +426,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .server import serve
 
     logs.configure(args.log_format)
+    redact_logs()
     use_prices(args)
     asyncio.run(serve(_settings(args), _provider(args), _toolset(args)))
     return 0
@@ -405,6 +436,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from .server import work
 
     logs.configure(args.log_format)
+    redact_logs()
     use_prices(args)
     asyncio.run(work(_settings(args), _provider(args), _toolset(args)))
     return 0

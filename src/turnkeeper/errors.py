@@ -2,7 +2,8 @@
 
     TurnkeeperError
     ├── ConfigError            the developer asked for something unusable
-    │                          (bad budget, malformed script, unknown provider)
+    │   │                      (bad budget, malformed script, unknown provider)
+    │   └── MissingExtra       an optional dependency is not installed
     └── TurnError              something happened while a turn ran
         └── ProviderError      a model call produced no usable response
             ├── ProviderUnavailable   429, 529, 5xx, timeout, connection lost:
@@ -16,6 +17,8 @@ A `ProviderError` never escapes `run_turn`: the loop turns it into the outcome
 
 from __future__ import annotations
 
+from .credentials import redact_text
+
 
 class TurnkeeperError(Exception):
     """Root of every exception raised by turnkeeper."""
@@ -23,6 +26,16 @@ class TurnkeeperError(Exception):
 
 class ConfigError(TurnkeeperError):
     """Misuse by the developer: the configuration or input cannot work."""
+
+
+class MissingExtra(ConfigError):
+    """An optional dependency is not installed; the message says how to install it."""
+
+    def __init__(self, what: str, extra: str) -> None:
+        super().__init__(
+            f"{what} needs the {extra} extra: pip install -e '.[{extra}]' in turnkeeper's checkout"
+        )
+        self.extra = extra
 
 
 class TurnError(TurnkeeperError):
@@ -41,7 +54,8 @@ class ProviderError(TurnError):
         status: int | None = None,
         request_id: str | None = None,
     ) -> None:
-        super().__init__(message)
+        # The message may quote a URL (an error page, a connection error): hide its credentials.
+        super().__init__(redact_text(message))
         self.status = status
         self.request_id = request_id
 

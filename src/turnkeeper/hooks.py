@@ -29,11 +29,13 @@ from .usage import Usage
 from .wire import Message
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Checkpoint:
     """One write: what changed since the previous one, and the state that follows it.
 
-    Enough to recover a turn that dies, and, when `state.done`, the final write."""
+    Enough to recover a turn that dies, and, when `state.done`, the final write.
+    Not frozen only because it is built every iteration and a frozen dataclass's
+    `__init__` costs several times more; nobody changes one once built."""
 
     turn_id: str
     iteration: int

@@ -50,6 +50,11 @@ def _load(locale: str) -> dict[str, str]:
     return data
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """`count` and `noun`, plural unless the count is one: "1 iteration", "2 iterations"."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
 def resolve(key: str, locale: str) -> str | None:
     return catalog(locale).get(key)
 

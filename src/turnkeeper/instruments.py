@@ -1,12 +1,13 @@
-"""Instruments: what the loop tells whoever watches a turn (spans, metrics).
+"""Instruments: what a turn tells whoever watches it (spans, metrics).
 
-The loop calls a `TurnWatch` at fixed points, all synchronous and cheap:
-`call_started` / `call_ended` around every model call, `tool_started` /
-`tool_ended` around every tool call, and `turn_ended` once, in the
-finalisation. A `Watcher` makes one `TurnWatch` per turn; `telemetry.Telemetry`
-(OpenTelemetry spans) and `metrics.Metrics` (Prometheus) are the two shipped,
-and `Watchers` fans out to several. A watcher that raises is logged and the
-turn goes on: watching never changes what a turn does.
+A turn's `TurnWatch` is told, synchronously and cheaply: `call_started` /
+`call_ended` around every model call (by the turn's `Recorder`),
+`tool_started` / `tool_ended` around every tool call (by the toolset
+`watched_tools` wraps), and `turn_ended` once, in the loop's finalisation. A
+`Watcher` makes one `TurnWatch` per turn; `telemetry.Telemetry` (OpenTelemetry
+spans) and `metrics.Metrics` (Prometheus) are the two shipped, and `Watchers`
+fans out to several. A watcher that raises is logged and the turn goes on:
+watching never changes what a turn does.
 """
 
 from __future__ import annotations
@@ -14,12 +15,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import ConfigError
 from .outcomes import Outcome
 from .usage import Usage
-from .wire import ToolUse
+from .wire import ToolResult, ToolSpec, ToolUse
+
+if TYPE_CHECKING:
+    from .providers import Provider
+    from .state import PublishedState
+    from .tools import Toolset
 
 logger = logging.getLogger("turnkeeper.instruments")
 
@@ -138,3 +144,42 @@ def default_watchers() -> Watchers:
         return Watchers()
     telemetry = configured()
     return Watchers([telemetry] if telemetry is not None else [])
+
+
+def watch_turn(
+    watcher: Watcher | None, provider: Provider, state: PublishedState, question: str
+) -> TurnWatch:
+    """The watch of one turn: `watcher`'s, else the default watchers'."""
+    info = TurnInfo(
+        turn_id=state.turn_id,
+        conversation_id=state.conversation_id,
+        provider=str(provider.describe().get("provider") or provider.wire.name),
+        model=provider.describe().get("model"),
+        question=question,
+    )
+    return (watcher or default_watchers()).turn(info)
+
+
+def watched_tools(toolset: Toolset, watch: TurnWatch) -> Toolset:
+    """`toolset`, with `watch` told of every tool call (itself when nobody watches)."""
+    return toolset if watch is UNWATCHED else _WatchedTools(toolset, watch)
+
+
+class _WatchedTools:
+    def __init__(self, toolset: Toolset, watch: TurnWatch) -> None:
+        self.toolset = toolset
+        self.watch = watch
+
+    async def list_tools(self) -> Sequence[ToolSpec]:
+        return await self.toolset.list_tools()
+
+    async def call(self, use: ToolUse, timeout: float) -> ToolResult:
+        """The tool call; one that raises or is cancelled (its time ran out) is an error."""
+        self.watch.tool_started(use)
+        try:
+            result = await self.toolset.call(use, timeout)
+        except BaseException:
+            self.watch.tool_ended(use, True)
+            raise
+        self.watch.tool_ended(use, result.is_error)
+        return result

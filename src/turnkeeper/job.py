@@ -87,9 +87,9 @@ class TurnJob:
     margin: float = JOB_MARGIN
     reporter: Reporter = log_report
     activities: Mapping[str, str] = field(default_factory=lambda: ACTIVITIES)
+    """Tool names to caption keys (`activity.captions()` adds your own)."""
     watcher: Watcher | None = None
     """Spans and metrics of the turns (default: spans if a tracer provider is configured)."""
-    """Tool names to caption keys (`activity.captions()` adds your own)."""
     tries: int = field(default=1, init=False)
     """A turn is tried once; never retried by a queue."""
 
@@ -118,9 +118,12 @@ class TurnJob:
         except FenceLost:
             raise
         except asyncio.CancelledError:
-            if not lost.is_set():
-                raise
-            raise FenceLost(f"turn {turn_id}: the lease was lost; writes refused") from None
+            if lost.is_set():
+                raise FenceLost(f"turn {turn_id}: the lease was lost; writes refused") from None
+            # The process is stopping (or the queue aborted the job): finalise now, not
+            # a lease later, so the conversation takes its next question at once.
+            await failed(self.store, turn_id, held_by(fence), reporter=self.reporter)
+            raise
         except Exception as e:  # TimeoutError included: the job clock fired
             logger.exception("turn %s: the job failed: %s", turn_id, e)
             error = e
@@ -209,10 +212,11 @@ async def failed(
     for the job (`held_by(fence)`), the sweeper (`EXPIRED`) and the API (`UNCLAIMED`).
 
     Takes the turn over from `holder`, closes any tool use left without a
-    result, and writes the recovered state as `failed` with `done: true`, the
-    usage as last recorded, and clears the turn's keys. False if the turn was
-    not there to take.
+    result, and writes the recovered state as `failed` with `done: true`
+    (`stopped` if its cancel had been accepted), the usage as last recorded,
+    and clears the turn's keys. False if the turn was not there to take.
     """
+    stopped = await store.cancel_requested(turn_id)
     recovery = await store.take_over(turn_id, holder)
     if recovery is None:
         return False
@@ -220,7 +224,7 @@ async def failed(
         turn_id=turn_id,
         iteration=recovery.usage.iterations,
         appended=recovered_tail(recovery),
-        state=published.failed(recovery.state, recovery.usage),
+        state=published.failed(recovery.state, recovery.usage, stopped=stopped),
         usage=recovery.usage,
     )
     await store.finish(turn_id, recovery.fence, final)
@@ -228,10 +232,10 @@ async def failed(
         Report(
             turn_id=turn_id,
             iteration=recovery.usage.iterations,
-            event=Outcome.FAILED.value,
+            event=final.state.status,
             message="the turn was finalised from its last checkpoint"
             + ("" if holder is not EXPIRED else " after its worker's lease expired"),
-            level=logging.ERROR,
+            level=logging.INFO if stopped else logging.ERROR,
             usage=recovery.usage,
             details={"checkpointed": recovery.checkpointed},
             conversation_id=recovery.conversation_id,

@@ -54,7 +54,7 @@ class LiveLine:
 
     def outcome(self, status: str) -> str:
         """The outcome line, in the reader's language."""
-        name = i18n.resolve(f"ui.outcome.{status}", self.locale) or status
+        name = i18n.resolve(f"cli.outcome.{status}", self.locale) or status
         return f"{name} · {self.elapsed():.1f} s"
 
     @asynccontextmanager

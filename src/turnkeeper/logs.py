@@ -4,6 +4,8 @@
 message; a report's structured fields (`record.turnkeeper`: turn and
 conversation ids, outcome, stop reason, iteration, elapsed, usage, cost) are
 merged in, so a log pipeline can filter and sum them without parsing text.
+A JSON line is redacted like a text line (`credentials.redact_text`): the
+message, the traceback and the structured fields.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import logging
 import sys
 from datetime import UTC, datetime
 from typing import Any
+
+from .credentials import redact_text
 
 FORMATS = ("text", "json")
 TEXT = "%(asctime)s %(name)s: %(message)s"
@@ -32,8 +36,8 @@ class JsonFormatter(logging.Formatter):
         if isinstance(fields, dict):
             data.update({k: v for k, v in fields.items() if k not in ("level", "message")})
         if record.exc_info:
-            data["exception"] = self.formatException(record.exc_info)
-        return json.dumps(data, ensure_ascii=False, default=str)
+            data["exception"] = record.exc_text or self.formatException(record.exc_info)
+        return json.dumps(_redacted(data), ensure_ascii=False, default=str)
 
 
 def configure(log_format: str = "text", level: int = logging.INFO) -> None:
@@ -44,3 +48,14 @@ def configure(log_format: str = "text", level: int = logging.INFO) -> None:
     else:
         handler.setFormatter(logging.Formatter(TEXT))
     logging.basicConfig(level=level, handlers=[handler], force=True)
+
+
+def _redacted(value: Any) -> Any:
+    """`value` with every text in it redacted, however deep."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redacted(v) for v in value]
+    return value

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property, partial
 from typing import Any, assert_never
 
 from .activity import ACTIVITIES, caption
@@ -21,25 +22,16 @@ from .budget import Budget
 from .clock import Clock, monotonic
 from .errors import ProviderError
 from .hooks import Checkpoint, Hooks, LocalHooks
-from .instruments import UNWATCHED, CallEnd, TurnInfo, TurnWatch, Watcher, default_watchers
+from .i18n import counted
+from .instruments import Watcher, watch_turn, watched_tools
 from .outcomes import OUTCOME_KEYS, Outcome, Stop
 from .providers import Provider
-from .report import Report
+from .report import REPORTED, Report
 from .state import PublishedState, queued
 from .tools import NoTools, Toolset
 from .trace import Recorder
 from .usage import Usage
 from .wire import Message, Reply, ToolResult, ToolSpec, ToolUse
-
-# How each exit is reported: (level, what the log says). Exits not here are not reported.
-REPORTED: dict[Outcome, tuple[int, str]] = {
-    Outcome.TRUNCATED: (logging.WARNING, "response truncated on max_tokens"),
-    Outcome.REFUSED: (logging.INFO, "the model refused; not retried"),
-    Outcome.CONTEXT_EXCEEDED: (logging.ERROR, "the model's context window is full"),
-    Outcome.ITERATION_LIMIT: (logging.WARNING, "hit the iteration cap"),
-    Outcome.TIME_LIMIT: (logging.WARNING, "hit its wall-clock budget"),
-    Outcome.FAILED: (logging.ERROR, "the turn failed"),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +62,7 @@ def decide(reply: Reply) -> Exit | None:
             assert_never(unreachable)
 
 
-@dataclass(slots=True)
+@dataclass
 class TurnResult:
     outcome: Outcome
     state: PublishedState
@@ -78,7 +70,12 @@ class TurnResult:
     history: list[Message]
     """The whole history, prior messages included, valid to send as the next request."""
     usage: Usage
-    trace: dict[str, Any]
+    record: Callable[[], dict[str, Any]] = field(repr=False)
+
+    @cached_property
+    def trace(self) -> dict[str, Any]:
+        """The turn's trace, written out when first read (most callers never do)."""
+        return self.record()
 
 
 async def run_turn(
@@ -99,22 +96,21 @@ async def run_turn(
     """Run one turn of `question` after `history`; never raises for what the model or tools do.
 
     `start` is the turn's state as last published (the store's `queued` state,
-    with the user's bubble); without one, the turn has published nothing yet.
-    `watcher` gets the turn's spans and metrics (default: OpenTelemetry spans when
-    a tracer provider is configured).
+    with the user's bubble); without one, the turn has published nothing yet. `watcher`
+    sees its calls and tools (default: OpenTelemetry spans, if a tracer provider is set).
     """
-    first = start or replace(queued(turn_id, conversation_id, question), version=0)
+    first = start or queued(turn_id, conversation_id, question, version=0)
+    watch = watch_turn(watcher, provider, first, question)
     turn = _Turn(
         provider=provider,
-        toolset=toolset or NoTools(),
+        toolset=watched_tools(toolset or NoTools(), watch),
         budget=budget or Budget(),
         hooks=hooks or LocalHooks(),
-        recorder=Recorder(provider, budget or Budget(), clock),
+        recorder=Recorder(provider, budget or Budget(), clock, watch),
         activities=activities,
         history=list(history),
         state=first,
     )
-    turn.watch = (watcher or default_watchers()).turn(turn.info(question))
     await turn.run(question)
     return turn.result(question)
 
@@ -154,16 +150,6 @@ class _Turn:
         self.written = (len(history), 0)
         """History messages and model calls already handed to the hooks."""
         self.deadline = recorder.started + budget.deadline
-        self.watch: TurnWatch = UNWATCHED
-
-    def info(self, question: str) -> TurnInfo:
-        return TurnInfo(
-            turn_id=self.state.turn_id,
-            conversation_id=self.state.conversation_id,
-            provider=str(self.provider.describe().get("provider") or self.provider.wire.name),
-            model=self.recorder.requested,
-            question=question,
-        )
 
     # ---- the loop -------------------------------------------------------
 
@@ -218,23 +204,12 @@ class _Turn:
 
     async def call(self, tools: Sequence[ToolSpec], timeout: float) -> Reply | None:
         """One model call; on failure, the turn's exit is set and None returned."""
-        self.watch.call_started(len(self.recorder.calls) + 1)
         try:
             reply = await self.recorder.call(self.history, tools, timeout)
         except ProviderError as error:
-            call = self.recorder.calls[-1]
-            ended = CallEnd(
-                call.iteration, call.duration, self.recorder.requested, error=str(error)
-            )
-            self.watch.call_ended(ended)
             self.exit(Outcome.FAILED, str(error), key=error.key, details=error.describe())
             return None
-        call = self.recorder.calls[-1]
-        self.usage.add(call.usage)
-        self.watch.call_ended(
-            CallEnd(call.iteration, call.duration, call.model, call.usage, reply.raw_stop,
-                    tools=call.tools, text=reply.text)
-        )  # fmt: skip
+        self.usage.add(self.recorder.usage(reply))
         await self.hooks.record_usage(self.usage)
         return reply
 
@@ -268,8 +243,6 @@ class _Turn:
             if not scope.expired():
                 raise
         self.recorder.tools_took(self.recorder.now() - started)
-        for use in (u for u, r in zip(uses, results, strict=True) if r is None):
-            self.watch.tool_ended(use, True)
         self.answer(
             [
                 r or ToolResult(u.id, f"{u.name} did not finish within {timeout:.1f} s", True)
@@ -278,11 +251,9 @@ class _Turn:
         )
 
     async def run_tool(self, use: ToolUse, timeout: float) -> ToolResult:
-        self.watch.tool_started(use)
         try:
-            result = await self.toolset.call(use, timeout)
+            return await self.toolset.call(use, timeout)
         except Exception as e:
-            self.watch.tool_ended(use, True)
             self.report(
                 "tool_error",
                 f"tool {use.name} raised {type(e).__name__}: {e}",
@@ -290,8 +261,6 @@ class _Turn:
                 details={"tool": use.name, "exception": type(e).__name__},
             )
             return ToolResult(use.id, f"{use.name} failed: {type(e).__name__}: {e}", True)
-        self.watch.tool_ended(use, result.is_error)
-        return result
 
     def answer(self, results: Sequence[ToolResult]) -> None:
         self.history.extend(self.provider.tool_results(results))
@@ -347,13 +316,9 @@ class _Turn:
         self.error_key = key or OUTCOME_KEYS[outcome]
         if outcome in REPORTED:
             level, message = REPORTED[outcome]
-            self.report(
-                outcome.value,
-                f"{message} after {self.usage.iterations} iterations" + (f": {why}" if why else ""),
-                level,
-                stop_reason=stop_reason,
-                details=details,
-            )
+            message += f" after {counted(self.usage.iterations, 'iteration')}"
+            message += f": {why}" if why else ""
+            self.report(outcome.value, message, level, stop_reason=stop_reason, details=details)
 
     def overran(self) -> None:
         """The real-time backstop fired: a provider or toolset ignored its timeout."""
@@ -400,17 +365,13 @@ class _Turn:
     async def finalise(self) -> None:
         """Runs once per turn on every path: answer dangling tools, then the one final write."""
         outcome = self.outcome or Outcome.FAILED
+        why = f"not run: the turn ended ({outcome.value})"
         if self.pending:
-            self.answer(
-                [
-                    ToolResult(u.id, f"not run: the turn ended ({outcome.value})", True)
-                    for u in self.pending
-                ]
-            )
+            self.answer([ToolResult(u.id, why, True) for u in self.pending])
         self.state = self.state.ended(
             outcome, text=self.unshown, key=self.error_key, usage=self.usage
         )
-        self.watch.turn_ended(outcome, self.usage)
+        self.recorder.watch.turn_ended(outcome, self.usage)
         await self.hooks.finish(self.written_since())
 
     def result(self, question: str) -> TurnResult:
@@ -420,7 +381,8 @@ class _Turn:
             state=self.state,
             history=self.history,
             usage=self.usage,
-            trace=self.recorder.trace(
+            record=partial(
+                self.recorder.trace,
                 turn_id=self.state.turn_id,
                 question=question,
                 prior=self.prior,

@@ -24,6 +24,16 @@ logger = logging.getLogger("turnkeeper.report")
 
 OUTCOMES = frozenset(o.value for o in Outcome)
 
+# How each exit is reported: (level, what the log says). Exits not here are not reported.
+REPORTED: dict[Outcome, tuple[int, str]] = {
+    Outcome.TRUNCATED: (logging.WARNING, "response truncated on max_tokens"),
+    Outcome.REFUSED: (logging.INFO, "the model refused; not retried"),
+    Outcome.CONTEXT_EXCEEDED: (logging.ERROR, "the model's context window is full"),
+    Outcome.ITERATION_LIMIT: (logging.WARNING, "hit the iteration cap"),
+    Outcome.TIME_LIMIT: (logging.WARNING, "hit its wall-clock budget"),
+    Outcome.FAILED: (logging.ERROR, "the turn failed"),
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Report:

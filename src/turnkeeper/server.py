@@ -3,6 +3,12 @@
 serve            HTTP API + embedded queue (asyncio tasks) + sweeper, one process
 serve --no-worker  HTTP API + sweeper; turns deferred on procrastinate
 worker           procrastinate worker + sweeper, on the same PostgreSQL database
+
+Each says what it runs in one block when it is ready (`banner`). On SIGINT or
+SIGTERM, `serve` and `worker` stop taking turns, give the running ones
+`Settings.grace` seconds to finish (`serve` keeps answering polls meanwhile),
+then finalise the rest through `failed()` before they exit; a second SIGINT to
+`serve` ends its grace period at once (the worker's is procrastinate's).
 """
 
 from __future__ import annotations
@@ -10,11 +16,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+import signal
+import sys
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
-from .errors import ConfigError
+from . import __version__
+from .budget import DEFAULT_DEADLINE
+from .credentials import redact_url
+from .errors import ConfigError, MissingExtra
 from .instruments import Watchers, default_watchers
 from .job import DEFAULT_LEASE, TurnJob
 from .metrics import Metrics, serve_metrics
@@ -32,6 +45,9 @@ DEMO_ROOT = Path(__file__).resolve().parent / "demo_files"
 """The demo folder turnkeeper ships (`todo.txt`); `read_file` never reads the user's directory."""
 
 
+DEFAULT_GRACE = 10.0
+
+
 def demo_toolset() -> Toolset:
     return FunctionToolset([read_file_tool(DEMO_ROOT)])
 
@@ -47,6 +63,16 @@ class Settings:
     lease: float = DEFAULT_LEASE
     metrics_port: int | None = None
     """`worker` serves `/metrics` on this port (serve has it on its own port)."""
+    log_format: str = "text"
+    """`text` or `json` (`--log-format`): how the banner is written, like the log."""
+    grace: float = DEFAULT_GRACE
+    """Seconds running turns get to finish on SIGINT or SIGTERM before they are finalised."""
+    root: Path = DEMO_ROOT
+    """Where `read_file` reads (for the banner; the toolset is built by the caller)."""
+    mcp: Sequence[str] = ()
+    """The MCP servers' commands and URLs (for the banner)."""
+    cors_origins: tuple[str, ...] = ()
+    """Origins whose pages may call the API (`serve --cors-origin`); none by default."""
 
     @property
     def sweep_interval(self) -> float:
@@ -65,9 +91,12 @@ async def serve(
     settings: Settings, provider: Provider, toolset: CombinedToolset | None = None
 ) -> None:
     """Serve the HTTP API until SIGINT or SIGTERM."""
-    import uvicorn
+    try:
+        import uvicorn
 
-    from .api import create_app
+        from .api import create_app
+    except ImportError as e:
+        raise MissingExtra("turnkeeper serve", "server") from e
 
     if not settings.worker:
         require_postgres(settings.database, "serve --no-worker")
@@ -75,9 +104,11 @@ async def serve(
     async with _resources(settings, provider, toolset) as (store, tools):
         job = TurnJob(store, provider, tools, lease=settings.lease, watcher=watchers(metrics))
         async with _queue(settings, job) as queue, _sweeping(store, settings, metrics):
-            app = create_app(store, queue, metrics=metrics)
+            app = create_app(store, queue, cors_origins=settings.cors_origins, metrics=metrics)
             config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="off")
-            await uvicorn.Server(config).serve()
+            server = _GracefulServer(config, queue, settings.grace)
+            announce(banner("serve", settings, provider), settings.log_format)
+            await server.serve()
 
 
 async def work(
@@ -94,7 +125,94 @@ async def work(
     ):
         job = TurnJob(store, provider, tools, lease=settings.lease, watcher=watchers(metrics))
         sweeper = Sweeper(store, interval=settings.sweep_interval, metrics=metrics)
-        await run_worker(settings.database, job, concurrency=settings.concurrency, sweeper=sweeper)
+        announce(banner("worker", settings, provider), settings.log_format)
+        await run_worker(
+            settings.database,
+            job,
+            concurrency=settings.concurrency,
+            sweeper=sweeper,
+            grace=settings.grace,
+        )
+
+
+def banner(command: str, settings: Settings, provider: Provider) -> list[str]:
+    """What a serving process runs, one line per setting, the password left out."""
+    described = provider.describe()
+    model = f"{described.get('provider')} {described.get('model')}"
+    if described.get("provider") == "demo":
+        model = "demo (offline; answers the todo-list question from the demo folder)"
+    if described.get("base_url"):
+        model += f" at {described['base_url']}"
+    if settings.worker and command == "serve":
+        mode = f"embedded (turns run in this process, {settings.concurrency} at once)"
+    elif command == "serve":
+        mode = "distributed (turns queued for `turnkeeper worker` processes)"
+    else:
+        mode = f"distributed worker ({settings.concurrency} turns at once)"
+    address = f"http://{settings.host}:{settings.port}" if command == "serve" else "none (worker)"
+    rows = {
+        "address": address,
+        "mode": mode,
+        "model": model,
+        "database": redact_url(settings.database),
+        "read_file": str(settings.root)
+        + (" (the demo folder)" if settings.root == DEMO_ROOT else ""),
+        "MCP servers": ", ".join(settings.mcp) or "none",
+        "lease": f"{settings.lease:g} s",
+        "deadline": f"{DEFAULT_DEADLINE:g} s per turn; {settings.grace:g} s grace on shutdown",
+    }
+    return [f"turnkeeper {__version__} {command}"] + [f"  {k:<12} {v}" for k, v in rows.items()]
+
+
+def announce(lines: Sequence[str], log_format: str = "text") -> None:
+    """The banner on stderr; with JSON logs, one JSON log record like every other line."""
+    if log_format == "json":
+        logger.info("\n".join(lines))
+    else:
+        print("\n".join(lines), file=sys.stderr, flush=True)
+
+
+class _GracefulServer:
+    """uvicorn's server, stopped only once the queue has drained.
+
+    The first SIGINT or SIGTERM starts the drain while the API keeps answering;
+    a second SIGINT cuts the grace period short. uvicorn then shuts down.
+    """
+
+    def __init__(self, config: Any, queue: Queue, grace: float) -> None:
+        import uvicorn
+
+        server = self.server = uvicorn.Server(config)
+        server.handle_exit = self.handle_exit  # type: ignore[method-assign]
+        self.queue = queue
+        self.grace = grace
+        self.draining: asyncio.Task[None] | None = None
+        self.hurried: asyncio.Task[None] | None = None
+        self.loop = asyncio.get_running_loop()
+
+    async def serve(self) -> None:
+        await self.server.serve()
+        if self.draining is not None:
+            await self.draining
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        """A signal handler: runs between bytecodes of the loop's thread."""
+        self.loop.call_soon_threadsafe(self._stop, sig)
+
+    def _stop(self, sig: int) -> None:
+        if self.draining is None:
+            logger.info(
+                "%s: stopping; running turns get %g s", signal.Signals(sig).name, self.grace
+            )
+            self.draining = asyncio.create_task(self._drain(self.grace))
+        elif sig == signal.SIGINT and isinstance(self.queue, LocalQueue):
+            logger.info("SIGINT again: finalising running turns now")
+            self.hurried = asyncio.create_task(self.queue.close())
+
+    async def _drain(self, grace: float) -> None:
+        if isinstance(self.queue, LocalQueue):
+            await self.queue.drain(grace)
+        self.server.should_exit = True
 
 
 def watchers(metrics: Metrics) -> Watchers:

@@ -16,7 +16,7 @@ exactly the JSON the API serves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from .outcomes import ERROR_OUTCOMES, OUTCOME_KEYS, Outcome, Status
@@ -61,7 +61,8 @@ class PublishedState:
     has_error: bool
     activity: str | None
     messages: tuple[Bubble, ...]
-    usage: dict[str, int]
+    usage: dict[str, int | float]
+    """`Usage.as_dict()`: the token counts, and `cost_usd` when the price is known."""
 
     def to_json(self) -> dict[str, Any]:
         return {**self.bare(), "messages": [m.to_json() for m in self.messages]}
@@ -97,10 +98,27 @@ class PublishedState:
 
     # ---- transitions -------------------------------------------------------
 
-    def _next(self, **changes: Any) -> PublishedState:
-        return replace(self, version=self.version + 1, **changes)
+    def _next(
+        self, messages: tuple[Bubble, ...], usage: dict[str, int | float], activity: str | None
+    ) -> PublishedState:
+        """One version on, still running. Written out rather than `dataclasses.replace`:
+        a transition runs every iteration, and `replace` costs more than the rest of it."""
+        return PublishedState(
+            self.turn_id,
+            self.conversation_id,
+            self.version + 1,
+            Status.RUNNING.value,
+            False,
+            False,
+            False,
+            activity,
+            messages,
+            usage,
+        )
 
     def _with(self, *bubbles: tuple[str, str | None, str | None, bool]) -> tuple[Bubble, ...]:
+        if not bubbles:
+            return self.messages
         n = int(self.messages[-1].id[1:]) if self.messages else 0
         added = (
             Bubble(f"m{n + i}", role, text, key, is_error)
@@ -109,12 +127,12 @@ class PublishedState:
         return (*self.messages, *added)
 
     def running(self) -> PublishedState:
-        return self._next(status=Status.RUNNING.value)
+        return self._next(self.messages, self.usage, self.activity)
 
     def iterated(self, *, activity: str | None, text: str | None, usage: Usage) -> PublishedState:
         """After an iteration: its caption, the reply's text (if worth showing), usage so far."""
         shown = (("bot", text, None, False),) if text and text.strip() else ()
-        return self._next(activity=activity, messages=self._with(*shown), usage=usage.as_dict())
+        return self._next(self._with(*shown), usage.as_dict(), activity)
 
     def ended(
         self, outcome: Outcome, *, text: str | None, key: str | None, usage: Usage
@@ -122,25 +140,29 @@ class PublishedState:
         """The final state of any exit: the answer or the outcome's notice, done, no caption."""
         shown = (("bot", text, None, False),) if text and text.strip() else ()
         notice = (("bot", None, key, outcome is not Outcome.STOPPED),) if key else ()
-        return self._next(
-            status=outcome.value,
-            done=True,
-            stopped=outcome is Outcome.STOPPED,
-            has_error=outcome in ERROR_OUTCOMES,
-            activity=None,
-            messages=self._with(*shown, *notice),
-            usage=usage.as_dict(),
+        return PublishedState(
+            self.turn_id,
+            self.conversation_id,
+            self.version + 1,
+            outcome.value,
+            True,
+            outcome is Outcome.STOPPED,
+            outcome in ERROR_OUTCOMES,
+            None,
+            self._with(*shown, *notice),
+            usage.as_dict(),
         )
 
 
 def queued(
-    turn_id: str, conversation_id: str, question: str, message_offset: int = 0
+    turn_id: str, conversation_id: str, question: str, message_offset: int = 0, *, version: int = 1
 ) -> PublishedState:
-    """The first state of a turn: version 1, queued, its user message shown."""
+    """The first state of a turn: version 1, queued, its user message shown. (A turn run
+    without a store starts from version 0: nothing of it has been published.)"""
     return PublishedState(
         turn_id=turn_id,
         conversation_id=conversation_id,
-        version=1,
+        version=version,
         status=Status.QUEUED.value,
         done=False,
         stopped=False,
@@ -151,6 +173,8 @@ def queued(
     )
 
 
-def failed(state: PublishedState, usage: Usage) -> PublishedState:
-    """`state` finalised as `failed`: done, has_error, an `errors.ai_failed` bubble, no caption."""
-    return state.ended(Outcome.FAILED, text=None, key=OUTCOME_KEYS[Outcome.FAILED], usage=usage)
+def failed(state: PublishedState, usage: Usage, *, stopped: bool = False) -> PublishedState:
+    """`state` finalised as `failed`: done, has_error, an `errors.ai_failed` bubble, no caption;
+    as `stopped` (a `notices.stopped` bubble, no error) when its cancel had been accepted."""
+    outcome = Outcome.STOPPED if stopped else Outcome.FAILED
+    return state.ended(outcome, text=None, key=OUTCOME_KEYS[outcome], usage=usage)

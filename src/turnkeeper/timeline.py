@@ -44,17 +44,6 @@ def row(call: Mapping[str, Any], wire: str = "anthropic") -> Row:
     }
 
 
-def stored(calls: Sequence[Mapping[str, Any]], wire: str) -> list[dict[str, Any]]:
-    """What the store keeps of each call record: its row, without the response's content."""
-    records = []
-    for call in rows(calls, wire):
-        record = {k: v for k, v in call.items() if k not in ("activity", "model", "cost_usd")}
-        record["caption"] = call["activity"]
-        record.update({k: call[k] for k in ("model", "cost_usd") if call[k] is not None})
-        records.append(record)
-    return records
-
-
 def _summarised(call: Mapping[str, Any]) -> Row:
     cost = call.get("cost_usd")
     return {

@@ -12,21 +12,24 @@ import contextlib
 import logging
 from typing import Any
 
-from .errors import ConfigError
+from .errors import MissingExtra
 from .job import TurnJob
 from .sweeper import Sweeper
 
 try:
     import procrastinate
+    from procrastinate.jobs import Status
 except ImportError as e:  # pragma: no cover - depends on the installed extras
-    raise ConfigError(
-        "the distributed queue needs the postgres extra: pip install 'turnkeeper[postgres]'"
-    ) from e
+    raise MissingExtra("the distributed queue", "postgres") from e
 
 logger = logging.getLogger("turnkeeper.worker")
 
 TASK = "turnkeeper.run_turn"
 QUEUE = "turnkeeper_turns"
+HEARTBEAT = 10.0
+"""Seconds between a worker's heartbeats (procrastinate's default)."""
+STALLED_AFTER = 30.0
+"""Seconds without a heartbeat after which a worker is taken for dead (procrastinate's default)."""
 
 
 def procrastinate_app(url: str) -> procrastinate.App:
@@ -53,22 +56,96 @@ class ProcrastinateQueue:
         await deferrer.defer_async(turn_id=turn_id)
 
 
+class StalledJobs:
+    """procrastinate's own recovery of a dead worker's jobs, run every `interval` seconds.
+
+    A worker that is killed leaves its job `doing` and its row in
+    `procrastinate_workers`. Once it has sent no heartbeat for `stalled_after`
+    seconds, its jobs are retired as `failed` (never retried: `tries = 1`; the
+    sweeper finalises the turn itself) and its row is pruned.
+    """
+
+    def __init__(
+        self, app: procrastinate.App, *, stalled_after: float = STALLED_AFTER, interval: float = 5.0
+    ) -> None:
+        self.manager = app.job_manager
+        self.stalled_after = stalled_after
+        self.interval = interval
+
+    async def retire(self) -> int:
+        """Retire the stalled jobs and prune the dead workers; how many jobs were retired."""
+        stalled = await self.manager.get_stalled_jobs(
+            queue=QUEUE, seconds_since_heartbeat=self.stalled_after
+        )
+        retired = 0
+        for found in stalled:
+            try:
+                await self.manager.finish_job(found, Status.FAILED, delete_job=False)
+            except Exception as e:  # it finished, or another worker retired it, meanwhile
+                logger.info("job %s was not retired: %s", found.id, e)
+                continue
+            logger.warning("job %s: its worker stopped beating; retired as failed", found.id)
+            retired += 1
+        await self.manager.prune_stalled_workers(self.stalled_after)
+        return retired
+
+    async def run(self) -> None:
+        """Retire every `interval` seconds until cancelled; a failed pass is logged and retried."""
+        while True:
+            try:
+                await self.retire()
+            except Exception:
+                logger.exception(
+                    "retiring stalled jobs failed; trying again in %.1f s", self.interval
+                )
+            await asyncio.sleep(self.interval)
+
+
 async def run_worker(
-    url: str, job: TurnJob, *, concurrency: int = 4, sweeper: Sweeper | None = None
+    url: str,
+    job: TurnJob,
+    *,
+    concurrency: int = 4,
+    sweeper: Sweeper | None = None,
+    grace: float = 10.0,
+    heartbeat: float = HEARTBEAT,
+    stalled_after: float = STALLED_AFTER,
 ) -> None:
-    """Run deferred turns until the process is told to stop (SIGINT, SIGTERM)."""
+    """Run deferred turns until the process is told to stop (SIGINT, SIGTERM).
+
+    Told to stop, procrastinate fetches no more jobs and gives the running ones
+    `grace` seconds; then it cancels them, and each job finalises its turn. The
+    worker beats its heart every `heartbeat` seconds; a worker silent for
+    `stalled_after` seconds is taken for dead.
+    """
     app = procrastinate_app(url)
 
     async def run_turn(turn_id: str) -> None:
         await job.run(turn_id)
 
     app.task(name=TASK, queue=QUEUE, retry=False)(run_turn)
-    sweeping = asyncio.create_task((sweeper or Sweeper(job.store)).run(), name="sweeper")
+    sweeper = sweeper or Sweeper(job.store)
+    sweeping = asyncio.create_task(sweeper.run(), name="sweeper")
     try:
         async with app.open_async():
-            options: dict[str, Any] = {"queues": [QUEUE], "concurrency": concurrency}
-            await app.run_worker_async(**options)
+            stalled = StalledJobs(app, stalled_after=stalled_after, interval=sweeper.interval)
+            retiring = asyncio.create_task(stalled.run(), name="stalled jobs")
+            options: dict[str, Any] = {
+                "queues": [QUEUE],
+                "concurrency": concurrency,
+                "shutdown_graceful_timeout": grace,
+                "update_heartbeat_interval": heartbeat,
+                "stalled_worker_timeout": stalled_after,
+            }
+            try:
+                await app.run_worker_async(**options)
+            finally:
+                await _cancelled(retiring)
     finally:
-        sweeping.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await sweeping
+        await _cancelled(sweeping)
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task

@@ -8,10 +8,10 @@ from typing import Any
 
 import httpx
 import pytest
+
 from tests import scripts
 from tests.models import LOOKUP, GatedModel
 from tests.waiting import eventually
-
 from turnkeeper.api import create_app
 from turnkeeper.job import TurnJob
 from turnkeeper.queue import LocalQueue

@@ -1,6 +1,6 @@
 """The Anthropic adapter through the official SDK over a real socket to the wire server.
 
-Responses are recorded real ones (../shared/real-responses, never suspect_synthetic)
+Responses are recorded real ones (tests/recordings, never suspect_synthetic)
 unless a test says it is CONSTRUCTED from the Anthropic API reference, for what
 the recordings lack: `pause_turn`, `model_context_window_exceeded`, 529
 `overloaded_error`, 500 `api_error`, 401, and new block types.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -22,8 +23,10 @@ from turnkeeper.wire import ToolSpec
 
 from .turns import bubbles, run
 from .wire_server import (
+    RECORDED,
     Canned,
     WireServer,
+    corpus,
     json_response,
     real_rows,
     recording,
@@ -89,11 +92,11 @@ def fold_reference(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return content
 
 
-def single_streams() -> list[str]:
+def single_streams(folder: Path = RECORDED) -> list[str]:
     """Real streams of one whole response (some vercel chunk files hold several)."""
     found = []
-    for name in real_rows("anthropic", "messages", streaming=True):
-        events = recording(name)["response"]["events"]
+    for name in real_rows("anthropic", "messages", streaming=True, folder=folder):
+        events = recording(name, folder)["response"]["events"]
         if sum(e["data"]["type"] == "message_start" for e in events) == 1:
             found.append(name)
     return found
@@ -102,26 +105,49 @@ def single_streams() -> list[str]:
 # ---- verbatim history -------------------------------------------------------
 
 
+async def body_appended_byte_for_byte(
+    server: WireServer, make: Make, name: str, folder: Path = RECORDED
+) -> None:
+    body = recording(name, folder)["response"]["body"]
+    server.add(replayed(name, folder))
+    reply = await make().complete([{"role": "user", "content": "q"}], [], 10)
+    assert json.dumps(reply.message) == json.dumps(
+        {"role": "assistant", "content": body["content"]}
+    ), name
+
+
+async def stream_folded_whole(
+    server: WireServer, make: Make, name: str, folder: Path = RECORDED
+) -> None:
+    events = recording(name, folder)["response"]["events"]
+    server.add(streamed(name, folder))
+    reply = await make(stream=True).complete([{"role": "user", "content": "q"}], [], 10)
+    assert reply.message == {"role": "assistant", "content": fold_reference(events)}, name
+
+
 @pytest.mark.parametrize("name", real_rows("anthropic", "messages", streaming=False))
 async def test_plain_body_content_is_appended_byte_for_byte(
     server: WireServer, make: Make, name: str
 ) -> None:
-    body = recording(name)["response"]["body"]
-    server.add(replayed(name))
-    reply = await make().complete([{"role": "user", "content": "q"}], [], 10)
-    assert json.dumps(reply.message) == json.dumps(
-        {"role": "assistant", "content": body["content"]}
-    )
+    await body_appended_byte_for_byte(server, make, name)
 
 
 @pytest.mark.parametrize("name", single_streams())
 async def test_streamed_content_keeps_every_field_of_the_events(
     server: WireServer, make: Make, name: str
 ) -> None:
-    events = recording(name)["response"]["events"]
-    server.add(streamed(name))
-    reply = await make(stream=True).complete([{"role": "user", "content": "q"}], [], 10)
-    assert reply.message == {"role": "assistant", "content": fold_reference(events)}
+    await stream_folded_whole(server, make, name)
+
+
+async def test_every_recording_of_the_corpus_is_kept_verbatim(
+    server: WireServer, make: Make
+) -> None:
+    """The same two checks over the larger corpus, when TURNKEEPER_REAL_RESPONSES names it."""
+    folder = corpus()
+    for name in real_rows("anthropic", "messages", streaming=False, folder=folder):
+        await body_appended_byte_for_byte(server, make, name, folder)
+    for name in single_streams(folder):
+        await stream_folded_whole(server, make, name, folder)
 
 
 async def test_second_request_carries_the_first_response_verbatim(

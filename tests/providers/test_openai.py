@@ -1,7 +1,7 @@
 """The OpenAI-compatible adapter through the official SDK over a real socket to the wire server.
 
 Bodies are recorded real Chat Completions responses from OpenAI, xAI, DeepSeek,
-Groq and Mistral (../shared/real-responses) unless marked CONSTRUCTED: a second
+Groq and Mistral (tests/recordings) unless marked CONSTRUCTED: a second
 tool call, `content_filter`, a non-null `refusal`, and the error bodies.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +21,16 @@ from turnkeeper.providers.openai import OpenAIProvider
 from turnkeeper.wire import ToolSpec
 
 from .turns import bubbles, run
-from .wire_server import Canned, WireServer, json_response, real_rows, recording, replayed
+from .wire_server import (
+    RECORDED,
+    Canned,
+    WireServer,
+    corpus,
+    json_response,
+    real_rows,
+    recording,
+    replayed,
+)
 
 TOOL_CALL = "vercel__ai/xai__xai-tool-call.json"
 DEEPSEEK_TOOL_CALL = "vercel__ai/deepseek__chat__deepseek-tool-call.json"
@@ -45,18 +55,31 @@ async def make(server: WireServer) -> AsyncIterator[Make]:
         await adapter.aclose()
 
 
-def body(name: str) -> dict[str, Any]:
-    found: dict[str, Any] = copy.deepcopy(recording(name)["response"]["body"])
+def body(name: str, folder: Path = RECORDED) -> dict[str, Any]:
+    found: dict[str, Any] = copy.deepcopy(recording(name, folder)["response"]["body"])
     return found
+
+
+async def message_kept(server: WireServer, make: Make, name: str, folder: Path = RECORDED) -> None:
+    server.add(replayed(name, folder))
+    reply = await make().complete([{"role": "user", "content": "q"}], [], 10)
+    assert json.dumps(reply.message) == json.dumps(body(name, folder)["choices"][0]["message"])
 
 
 @pytest.mark.parametrize("name", real_rows("openai", "chat", streaming=False))
 async def test_the_assistant_message_is_kept_as_received(
     server: WireServer, make: Make, name: str
 ) -> None:
-    server.add(replayed(name))
-    reply = await make().complete([{"role": "user", "content": "q"}], [], 10)
-    assert json.dumps(reply.message) == json.dumps(body(name)["choices"][0]["message"])
+    await message_kept(server, make, name)
+
+
+async def test_every_message_of_the_corpus_is_kept_as_received(
+    server: WireServer, make: Make
+) -> None:
+    """The same check over the larger corpus, when TURNKEEPER_REAL_RESPONSES names it."""
+    folder = corpus()
+    for name in real_rows("openai", "chat", streaming=False, folder=folder):
+        await message_kept(server, make, name, folder)
 
 
 @pytest.mark.parametrize("name", [TOOL_CALL, DEEPSEEK_TOOL_CALL, MISTRAL_TOOL_CALL])

@@ -89,5 +89,5 @@ def test_a_missing_sdk_gives_the_install_hint(monkeypatch: pytest.MonkeyPatch, s
     )  # what `import` sees when the extra is not installed
     monkeypatch.delitem(sys.modules, f"turnkeeper.providers.{sdk}")
     environ = {"ANTHROPIC_API_KEY": "k", "OPENAI_API_KEY": "k"}
-    with pytest.raises(ConfigError, match=rf"pip install 'turnkeeper\[{sdk}\]'"):
+    with pytest.raises(ConfigError, match=rf"pip install -e '\.\[{sdk}\]'"):
         choose_provider(sdk, None, environ)

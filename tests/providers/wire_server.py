@@ -3,14 +3,16 @@
 It listens on 127.0.0.1 on a random port, in a thread of its own (so both
 async tests and the CLI's `asyncio.run` can talk to it), and speaks just enough
 HTTP/1.1 for the official SDK clients: keep-alive, Content-Length bodies. A
-response can also misbehave the way real networks do: hold its body back until
-the server closes, or close the connection part-way through the body.
+response can also misbehave the way real networks do: never answer, hold its
+body back until the server closes, or close the connection part-way through
+the body.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
@@ -19,8 +21,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "real-responses"
+RECORDED = Path(__file__).resolve().parents[1] / "recordings"
 """Recorded real API exchanges (see its README); only rows not suspect_synthetic are evidence."""
+
+CORPUS_VARIABLE = "TURNKEEPER_REAL_RESPONSES"
+"""Names a larger folder of recordings, laid out like `RECORDED`, for the corpus sweeps."""
+
+
+def corpus() -> Path:
+    """The larger corpus named by `TURNKEEPER_REAL_RESPONSES`; skips the test when it is unset."""
+    import pytest
+
+    folder = os.environ.get(CORPUS_VARIABLE)
+    if not folder:
+        pytest.skip(f"{CORPUS_VARIABLE} is not set: the larger corpus of recordings is not here")
+    if not (Path(folder) / "index.json").is_file():
+        pytest.fail(f"{CORPUS_VARIABLE}={folder} has no index.json")
+    return Path(folder)
 
 
 @dataclass(frozen=True)
@@ -34,6 +51,10 @@ class Canned:
     """Close the connection after this many body bytes (Content-Length still promises all)."""
     hold: bool = False
     """Send the headers, then hold the body back until the server closes."""
+    gate: threading.Event | None = None
+    """Answer only once this is set (the request is recorded at once)."""
+    hang: bool = False
+    """Read the request, then send nothing at all until the server closes."""
 
 
 @dataclass(frozen=True)
@@ -55,16 +76,16 @@ def sse_response(text: str, headers: Mapping[str, str] | None = None) -> Canned:
     return Canned(200, text.encode(), {"content-type": "text/event-stream", **(headers or {})})
 
 
-def recording(name: str) -> dict[str, Any]:
-    """One recorded interaction from the shared folder; refuses hand-made ones."""
-    data: dict[str, Any] = json.loads((REAL / name).read_text("utf-8"))
+def recording(name: str, folder: Path = RECORDED) -> dict[str, Any]:
+    """One recorded interaction; refuses hand-made ones."""
+    data: dict[str, Any] = json.loads((folder / name).read_text("utf-8"))
     assert data["provenance"]["suspect_synthetic"] is False, f"{name} is not real wire data"
     return data
 
 
-def replayed(name: str, **headers: str) -> Canned:
+def replayed(name: str, folder: Path = RECORDED, **headers: str) -> Canned:
     """A recorded response as the server sent it: raw SSE, or the JSON body."""
-    response = recording(name)["response"]
+    response = recording(name, folder)["response"]
     recorded_headers = {k: v[0] for k, v in response.get("headers", {}).items() if k in KEPT}
     if response.get("sse_text") or response.get("events"):
         return sse_response(sse_text(response), {**recorded_headers, **headers})
@@ -150,15 +171,17 @@ class WireServer:
         raw = await reader.readexactly(int(headers.get("content-length", "0")))
         self.requests.append(Received(method, path, headers, json.loads(raw) if raw else None))
         canned = self.responses.popleft() if self.responses else _exhausted()
+        if canned.gate is not None:
+            await asyncio.to_thread(canned.gate.wait, 60)
+        if canned.hang:
+            return await self._held()
         status_line = f"HTTP/1.1 {canned.status} X\r\n"
         fields = {**canned.headers, "content-length": str(len(canned.body))}
         writer.write((status_line + "".join(f"{k}: {v}\r\n" for k, v in fields.items())).encode())
         writer.write(b"\r\n")
         await writer.drain()
         if canned.hold:
-            assert self._stop is not None
-            await asyncio.wait_for(self._stop.wait(), 60)
-            return False
+            return await self._held()
         if canned.cut_after is not None:
             writer.write(canned.body[: canned.cut_after])
             await writer.drain()
@@ -166,6 +189,12 @@ class WireServer:
         writer.write(canned.body)
         await writer.drain()
         return True
+
+    async def _held(self) -> bool:
+        """Keep the connection open, silent, until the server closes; then close it."""
+        assert self._stop is not None
+        await asyncio.wait_for(self._stop.wait(), 60)
+        return False
 
 
 def _exhausted() -> Canned:
@@ -196,13 +225,13 @@ def sse_text(response: Mapping[str, Any]) -> str:
     )
 
 
-def streamed(name: str, **headers: str) -> Canned:
-    return sse_response(sse_text(recording(name)["response"]), headers)
+def streamed(name: str, folder: Path = RECORDED, **headers: str) -> Canned:
+    return sse_response(sse_text(recording(name, folder)["response"]), headers)
 
 
-def real_rows(provider: str, api: str, *, streaming: bool) -> list[str]:
+def real_rows(provider: str, api: str, *, streaming: bool, folder: Path = RECORDED) -> list[str]:
     """Files of the recorded interactions that are real (not suspect_synthetic) and complete."""
-    rows = json.loads((REAL / "index.json").read_text("utf-8"))["interactions"]
+    rows = json.loads((folder / "index.json").read_text("utf-8"))["interactions"]
     return [
         r["file"]
         for r in rows

@@ -2,31 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..metrics import Metrics
 from ..queue import Queue
 from ..store import Store
-from .errors import ApiError, api_error, http_error, server_error
+from . import widget
+from .errors import (
+    ApiError,
+    api_error,
+    http_error,
+    server_error,
+    store_unavailable,
+    store_unavailable_errors,
+)
 from .limits import MAX_BODY, BodyLimit
 from .metrics import endpoint as exposition
 from .openapi import DOCUMENT
 from .routes import Routes
-
-PLACEHOLDER = """<!doctype html>
-<meta charset="utf-8">
-<title>turnkeeper</title>
-<p>turnkeeper is running. The API is described at <a href="/openapi.json">/openapi.json</a>.</p>
-"""
-
-
-async def index(request: Request) -> Response:
-    return HTMLResponse(PLACEHOLDER)
 
 
 async def openapi(request: Request) -> Response:
@@ -34,14 +35,20 @@ async def openapi(request: Request) -> Response:
 
 
 def create_app(
-    store: Store, queue: Queue, *, max_body: int = MAX_BODY, metrics: Metrics | None = None
+    store: Store,
+    queue: Queue,
+    *,
+    max_body: int = MAX_BODY,
+    cors_origins: Sequence[str] = (),
+    metrics: Metrics | None = None,
 ) -> Starlette:
-    """The app; `metrics` are the instruments its turns count into (`app.state.metrics`)."""
+    """The API and the widget's files; pages of `cors_origins` may call it (none by default);
+    `metrics` are the instruments its turns count into (`app.state.metrics`)."""
     routes = Routes(store, queue)
     metrics = metrics or Metrics()
     app = Starlette(
         routes=[
-            Route("/", index),
+            *widget.routes(),
             Route("/openapi.json", openapi),
             Route("/metrics", exposition(store, metrics)),
             Route("/api/conversations", routes.create_conversation, methods=["POST"]),
@@ -52,15 +59,29 @@ def create_app(
             Route("/api/turns/{turn_id}", routes.turn_state),
             Route("/api/turns/{turn_id}/cancel", routes.cancel, methods=["POST"]),
         ],
-        middleware=[Middleware(BodyLimit, limit=max_body)],
+        middleware=[*_cors(cors_origins), Middleware(BodyLimit, limit=max_body)],
         exception_handlers={
             ApiError: api_error,
             HTTPException: http_error,
+            **dict.fromkeys(store_unavailable_errors(), store_unavailable),
             Exception: server_error,
         },
     )
     app.state.metrics = metrics
     return app
+
+
+def _cors(origins: Sequence[str]) -> list[Middleware]:
+    if not origins:
+        return []
+    return [
+        Middleware(
+            CORSMiddleware,
+            allow_origins=list(origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["authorization", "content-type"],
+        )
+    ]
 
 
 __all__ = ["create_app"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -15,6 +16,7 @@ REASONS = {
     404: "There is nothing at this address.",
     405: "This method is not allowed at this address.",
     413: "The request body is larger than 1 MiB.",
+    415: "The request body must be sent as application/json.",
 }
 
 
@@ -39,9 +41,27 @@ async def api_error(request: Request, exc: Exception) -> Response:
 async def http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     message = REASONS.get(exc.status_code, f"The request failed ({exc.status_code}).")
-    return error(exc.status_code, message)
+    return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
 
 
 async def server_error(request: Request, exc: Exception) -> Response:
     logger.exception("%s %s failed", request.method, request.url.path, exc_info=exc)
     return error(500, "The server failed to answer; the error was logged.")
+
+
+UNAVAILABLE = "The store cannot be reached just now; try again shortly."
+
+
+def store_unavailable_errors() -> tuple[type[Exception], ...]:
+    """What the stores raise when the database cannot answer now (connection lost, locked)."""
+    kinds: list[type[Exception]] = [sqlite3.OperationalError]
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - depends on the installed extras
+        return tuple(kinds)
+    return (*kinds, psycopg.OperationalError)  # PoolTimeout is one
+
+
+async def store_unavailable(request: Request, exc: Exception) -> Response:
+    logger.warning("%s %s: the store is unavailable: %s", request.method, request.url.path, exc)
+    return JSONResponse({"error": UNAVAILABLE}, status_code=503, headers={"retry-after": "1"})

@@ -1,131 +1,197 @@
-"""The OpenAPI document served at `/openapi.json`."""
+"""The OpenAPI document served at `/openapi.json`, generated from the API's own types.
+
+Each body the API reads or serves is a pydantic model here; the document's
+schemas are those models' JSON schemas, so what it declares (a `text` that is
+not blank, the bounds of `after`, every status a turn can have) cannot drift
+from what the code checks and writes. `State` and `Bubble` mirror
+`turnkeeper.state.PublishedState` and `Bubble` field for field (a test holds
+them together), and schemathesis checks the served responses against it.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
-ERROR = {"$ref": "#/components/schemas/Error"}
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import models_json_schema
+
+from ..outcomes import Outcome, Status
+
+MAX_AFTER = 10**18 - 1
+"""`after` is at most 18 digits."""
+
+
+class Error(BaseModel):
+    error: str = Field(description="One clear sentence saying what was wrong.")
+
+
+class Created(BaseModel):
+    conversation_id: str
+    token: str = Field(description="The bearer token every later call on it needs.")
+
+
+class TurnRequest(BaseModel):
+    text: Annotated[
+        str,
+        Field(
+            min_length=1,
+            pattern=r"^[^\u0000]*[^\s\u0000][^\u0000]*$",
+            description="The user's question: not blank, no NUL character.",
+        ),
+    ]
+
+
+class Queued(BaseModel):
+    turn_id: str
+
+
+class Bubble(BaseModel):
+    """A published message: model `text`, or a runtime notice's i18n `key`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    role: Literal["user", "bot"]
+    text: str | None = None
+    key: str | None = None
+    is_error: bool | None = None
+
+
+class Usage(BaseModel):
+    """Sums over the turn's model calls (`turnkeeper.usage.Usage.as_dict()`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    iterations: int = Field(ge=0, description="Model calls that returned.")
+    input_tokens: int = Field(ge=0)
+    output_tokens: int = Field(ge=0)
+    cache_creation_input_tokens: int = Field(ge=0)
+    cache_read_input_tokens: int = Field(ge=0)
+    web_search_requests: int = Field(ge=0)
+    web_fetch_requests: int = Field(ge=0)
+    cost_usd: float | None = Field(
+        default=None, ge=0, description="US dollars, present when every model's price is known."
+    )
+
+
+class State(BaseModel):
+    """The published state of a turn (`PublishedState.to_json()`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turn_id: str
+    conversation_id: str
+    version: int = Field(ge=1)
+    status: Status | Outcome = Field(description="queued, running, or how the turn ended.")
+    done: bool
+    stopped: bool
+    has_error: bool
+    activity: str | None = Field(description="An i18n key of what just happened, or null.")
+    messages: list[Bubble]
+    usage: Usage
+
+
+class Transcript(BaseModel):
+    conversation_id: str
+    messages: list[Bubble]
+    usage: Usage = Field(description="Summed over the conversation's turns.")
+
+
+MODELS: tuple[type[BaseModel], ...] = (Error, Created, TurnRequest, Queued, State, Transcript)
 BEARER: list[dict[str, list[str]]] = [{"bearer": []}]
 
 
-def _answer(description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
-    if schema is None:
+def _ref(model: type[BaseModel]) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{model.__name__}"}
+
+
+def _answer(description: str, model: type[BaseModel] | None = None) -> dict[str, Any]:
+    if model is None:
         return {"description": description}
-    return {"description": description, "content": {"application/json": {"schema": schema}}}
+    return {"description": description, "content": {"application/json": {"schema": _ref(model)}}}
 
 
 def _errors(*codes: int) -> dict[str, Any]:
-    return {str(c): _answer("error", ERROR) for c in codes}
+    return {str(c): _answer("error", Error) for c in codes}
 
 
 def _id(name: str) -> dict[str, Any]:
     return {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
 
 
+def _schemas() -> dict[str, Any]:
+    _, top = models_json_schema(
+        [(m, "serialization") for m in MODELS], ref_template="#/components/schemas/{model}"
+    )
+    schemas: dict[str, Any] = top["$defs"]
+    return schemas
+
+
+AFTER = {
+    "name": "after",
+    "in": "query",
+    "description": "Answer 204 while the state's version is not above this.",
+    "schema": {"type": "integer", "minimum": 0, "maximum": MAX_AFTER},
+}
+
+PATHS: dict[str, Any] = {
+    "/api/conversations": {
+        "post": {
+            "summary": "Start a conversation; keep its token.",
+            "responses": {"201": _answer("created", Created), **_errors(413)},
+        }
+    },
+    "/api/conversations/{conversation_id}": {
+        "get": {
+            "summary": "Every turn's messages, oldest first, and their summed usage.",
+            "security": BEARER,
+            "parameters": [_id("conversation_id")],
+            "responses": {"200": _answer("transcript", Transcript), **_errors(404)},
+        }
+    },
+    "/api/conversations/{conversation_id}/turns": {
+        "post": {
+            "summary": "Queue a turn.",
+            "security": BEARER,
+            "parameters": [_id("conversation_id")],
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": _ref(TurnRequest)}},
+            },
+            "responses": {
+                "202": _answer("queued", Queued),
+                **_errors(400, 404, 409, 413, 415, 503),
+            },
+        }
+    },
+    "/api/turns/{turn_id}": {
+        "get": {
+            "summary": "The published state; 204 while its version is not above `after`.",
+            "security": BEARER,
+            "parameters": [_id("turn_id"), AFTER],
+            "responses": {
+                "200": _answer("state", State),
+                "204": _answer("nothing newer"),
+                **_errors(400, 404),
+            },
+        }
+    },
+    "/api/turns/{turn_id}/cancel": {
+        "post": {
+            "summary": "Stop the turn before its next model call.",
+            "security": BEARER,
+            "parameters": [_id("turn_id")],
+            "responses": {"202": _answer("cancel requested", Queued), **_errors(404)},
+        }
+    },
+}
+
 DOCUMENT: dict[str, Any] = {
     "openapi": "3.1.0",
     "info": {"title": "turnkeeper", "version": "1"},
     "components": {
         "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-        "schemas": {
-            "Error": {
-                "type": "object",
-                "required": ["error"],
-                "properties": {"error": {"type": "string"}},
-            },
-            "State": {
-                "type": "object",
-                "description": "The published state of a turn (ARCHITECTURE §5).",
-                "required": ["turn_id", "conversation_id", "version", "status", "done"],
-                "properties": {
-                    "turn_id": {"type": "string"},
-                    "conversation_id": {"type": "string"},
-                    "version": {"type": "integer"},
-                    "status": {"type": "string"},
-                    "done": {"type": "boolean"},
-                    "stopped": {"type": "boolean"},
-                    "has_error": {"type": "boolean"},
-                    "activity": {"type": ["string", "null"]},
-                    "messages": {"type": "array", "items": {"type": "object"}},
-                    "usage": {"type": "object"},
-                },
-            },
-        },
+        "schemas": _schemas(),
     },
-    "paths": {
-        "/api/conversations": {
-            "post": {
-                "summary": "Start a conversation; keep its token.",
-                "responses": {
-                    "201": _answer(
-                        "created",
-                        {
-                            "type": "object",
-                            "properties": {
-                                "conversation_id": {"type": "string"},
-                                "token": {"type": "string"},
-                            },
-                        },
-                    ),
-                    **_errors(413),
-                },
-            }
-        },
-        "/api/conversations/{conversation_id}": {
-            "get": {
-                "summary": "Every turn's messages, oldest first, and their summed usage.",
-                "security": BEARER,
-                "parameters": [_id("conversation_id")],
-                "responses": {"200": _answer("transcript", {"type": "object"}), **_errors(404)},
-            }
-        },
-        "/api/conversations/{conversation_id}/turns": {
-            "post": {
-                "summary": "Queue a turn.",
-                "security": BEARER,
-                "parameters": [_id("conversation_id")],
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        "application/json": {
-                            "schema": {
-                                "type": "object",
-                                "required": ["text"],
-                                "properties": {"text": {"type": "string"}},
-                            }
-                        }
-                    },
-                },
-                "responses": {
-                    "202": _answer(
-                        "queued", {"type": "object", "properties": {"turn_id": {"type": "string"}}}
-                    ),
-                    **_errors(400, 404, 409, 413, 503),
-                },
-            }
-        },
-        "/api/turns/{turn_id}": {
-            "get": {
-                "summary": "The published state; 204 while its version is not above `after`.",
-                "security": BEARER,
-                "parameters": [
-                    _id("turn_id"),
-                    {"name": "after", "in": "query", "schema": {"type": "integer", "minimum": 0}},
-                ],
-                "responses": {
-                    "200": _answer("state", {"$ref": "#/components/schemas/State"}),
-                    "204": _answer("nothing newer"),
-                    **_errors(400, 404),
-                },
-            }
-        },
-        "/api/turns/{turn_id}/cancel": {
-            "post": {
-                "summary": "Stop the turn before its next model call.",
-                "security": BEARER,
-                "parameters": [_id("turn_id")],
-                "responses": {"202": _answer("cancel requested"), **_errors(404)},
-            }
-        },
-    },
+    "paths": PATHS,
 }

@@ -26,6 +26,7 @@ logger = logging.getLogger("turnkeeper.api")
 
 NO_CONVERSATION = "No conversation has this id, or the token does not open it."
 NO_TURN = "No turn has this id, or the token does not open it."
+MAX_ID = 64
 
 
 class Routes:
@@ -79,12 +80,14 @@ class Routes:
 
     async def _conversation(self, request: Request) -> str:
         conversation_id = request.path_params["conversation_id"]
-        if not await self._opens(request, conversation_id):
+        if not _plausible(conversation_id) or not await self._opens(request, conversation_id):
             raise ApiError(404, NO_CONVERSATION)
         return str(conversation_id)
 
     async def _turn(self, request: Request) -> str:
         turn_id = request.path_params["turn_id"]
+        if not _plausible(turn_id):
+            raise ApiError(404, NO_TURN)
         conversation_id = await self.owners.conversation_of(turn_id)
         if conversation_id is None or not await self._opens(request, conversation_id):
             raise ApiError(404, NO_TURN)
@@ -99,12 +102,31 @@ class Routes:
         return expected is not None and hmac.compare_digest(expected, hash_token(token.strip()))
 
 
+def _plausible(an_id: str) -> bool:
+    """Whether an id from a path could be one the store made; others are not looked up
+    (PostgreSQL refuses a NUL in text, and a long id is only work)."""
+    return len(an_id) <= MAX_ID and an_id.isascii() and an_id.isprintable()
+
+
 async def _json_body(request: Request) -> Any:
+    _require_json(request.headers.get("content-type"))
     body = await request.body()
     try:
         return json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except RecursionError:
+        raise ApiError(400, "The request body is nested too deeply.") from None
+    except (UnicodeDecodeError, ValueError):
+        # ValueError covers JSONDecodeError and integers too long to convert.
         raise ApiError(400, "The request body is not valid JSON.") from None
+
+
+def _require_json(content_type: str | None) -> None:
+    """A body declared as anything but JSON is refused; an undeclared one is read as JSON."""
+    if content_type is None:
+        return
+    media_type = content_type.partition(";")[0].strip().lower()
+    if media_type != "application/json" and not media_type.endswith("+json"):
+        raise ApiError(415, "The request body must be sent as application/json.")
 
 
 def _question(body: Any) -> str:
@@ -125,6 +147,6 @@ def _question(body: Any) -> str:
 def _after(value: str | None) -> int:
     if value is None:
         return 0
-    if not value.isdigit() or len(value) > 18:
+    if not (value.isascii() and value.isdigit()) or len(value) > 18:
         raise ApiError(400, '"after" must be a whole number of zero or more.')
     return int(value)

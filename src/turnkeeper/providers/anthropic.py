@@ -20,6 +20,7 @@ from typing import Any
 import anthropic
 import httpx2
 
+from ..credentials import redact_logger, redact_url
 from ..errors import ProviderError, ProviderFailed, ProviderUnavailable
 from ..wire import Message, Reply, ToolResult, ToolSpec
 from . import messages_api
@@ -37,6 +38,10 @@ DEFAULT_MAX_TOKENS = 8192
 REQUEST_ID_HEADER = "request-id"
 _OPTIONS = ("timeout", "extra_body", "extra_headers")
 """Keys of `request()` that are options of the call, not fields of the body."""
+
+# The SDK and its HTTP client log request URLs, credentials and all.
+for _logger in ("anthropic._base_client", "httpx2"):
+    redact_logger(_logger)
 
 
 class AnthropicProvider:
@@ -174,7 +179,7 @@ class AnthropicProvider:
             "mcp_servers": [_without_secrets(s) for s in self.mcp_servers],
             "betas": self.betas,
             "stream": self.stream,
-            "base_url": str(self.client.base_url),
+            "base_url": redact_url(str(self.client.base_url)),
             "max_retries": self.max_retries,
         }
 
@@ -236,4 +241,7 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
 
 
 def _without_secrets(server: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in server.items() if k != "authorization_token"}
+    kept = {k: v for k, v in server.items() if k != "authorization_token"}
+    if isinstance(kept.get("url"), str):
+        kept["url"] = redact_url(kept["url"])
+    return kept

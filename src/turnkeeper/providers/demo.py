@@ -13,7 +13,12 @@ from typing import Any
 from ..wire import Message, Reply, ToolResult, ToolSpec
 from . import messages_api
 
-GREETING = "I am turnkeeper's demo model. Ask me: what's on my todo list?"
+GREETING = (
+    "I am turnkeeper's offline demo model: I can only answer \"what's on my todo list?\". "
+    "For a real model, restart `turnkeeper serve` with ANTHROPIC_API_KEY set, "
+    "or OPENAI_BASE_URL for an OpenAI-compatible server (choose one with --provider and --model)."
+)
+"""The one short answer to anything but the todo question: how to configure a real model."""
 
 
 class DemoProvider:

@@ -17,6 +17,7 @@ from typing import Any
 import httpx2
 import openai
 
+from ..credentials import redact_logger, redact_url
 from ..errors import ProviderError, ProviderFailed, ProviderUnavailable
 from ..wire import Message, Reply, ToolResult, ToolSpec
 from . import chat_api
@@ -30,6 +31,10 @@ from .attempts import (
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 REQUEST_ID_HEADER = "x-request-id"
+
+# The SDK and its HTTP client log request URLs, credentials and all.
+for _logger in ("openai._base_client", "httpx2"):
+    redact_logger(_logger)
 
 
 class OpenAIProvider:
@@ -118,7 +123,7 @@ class OpenAIProvider:
             "model": self.model,
             "max_tokens": self.max_tokens,
             "system": self.system,
-            "base_url": str(self.client.base_url),
+            "base_url": redact_url(str(self.client.base_url)),
             "max_retries": self.max_retries,
         }
 

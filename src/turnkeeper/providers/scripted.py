@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, ProviderUnavailable, ScriptExhausted
+from ..i18n import counted
 from ..wire import Message, Reply, ToolResult, ToolSpec
 from . import messages_api
 
@@ -44,6 +45,8 @@ class ScriptedProvider:
             raise ConfigError(f"script {path} is not valid JSON: {e}") from e
         if not isinstance(data, list):
             raise ConfigError(f"script {path} must be a JSON array of response bodies")
+        if not data:
+            raise ConfigError(f"script {path} holds no responses: the model would have no answer")
         return cls(data)
 
     @property
@@ -57,7 +60,7 @@ class ScriptedProvider:
         self.requests.append(list(history))
         if self._next >= len(self._responses):
             raise ScriptExhausted(
-                f"the scripted model holds {len(self._responses)} responses "
+                f"the scripted model holds {counted(len(self._responses), 'response')} "
                 f"and was asked for response {self._next + 1}"
             )
         body = self._responses[self._next]

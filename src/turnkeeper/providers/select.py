@@ -15,7 +15,7 @@ import importlib
 from collections.abc import Mapping
 from types import ModuleType
 
-from ..errors import ConfigError
+from ..errors import ConfigError, MissingExtra
 from . import Provider
 from .demo import DemoProvider
 
@@ -76,12 +76,14 @@ def _openai(model: str | None, environ: Mapping[str, str]) -> Provider:
 
 
 def _adapter(sdk: str) -> ModuleType:
-    """The adapter module for `sdk`, or `ConfigError` with an install hint if the SDK is missing."""
+    """The adapter module for `sdk`, or `MissingExtra` if the SDK is not installed.
+
+    The SDK is imported first, on its own: without the extra, the adapter's
+    first import may be one of the SDK's dependencies (its HTTP client), whose
+    name says nothing about the extra to install.
+    """
     try:
-        return importlib.import_module(f"{__package__}.{sdk}")
+        importlib.import_module(sdk)
     except ImportError as e:
-        if e.name is None or e.name.split(".")[0] != sdk:
-            raise
-        raise ConfigError(
-            f"the {sdk} provider needs the {sdk} SDK: pip install 'turnkeeper[{sdk}]'"
-        ) from e
+        raise MissingExtra(f"the {sdk} provider", sdk) from e
+    return importlib.import_module(f"{__package__}.{sdk}")

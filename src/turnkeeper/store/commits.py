@@ -2,7 +2,7 @@
 
 One SQLite commit costs ~130 µs here (WAL, `synchronous=NORMAL`), and every
 trip to the database thread costs a wake-up of that thread and one of the
-event loop; a running turn writes three times per iteration. So calls are not
+event loop; a running turn writes twice per iteration. So calls are not
 sent to the database one by one: they queue, and one flush at a time takes
 everything queued, runs it on the database thread in one `BEGIN IMMEDIATE`
 transaction, commits once, and only then answers every caller. A write is

@@ -9,10 +9,12 @@ and a take-over never interleave.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import ConfigError
+from ..credentials import redact_url
+from ..errors import ConfigError, MissingExtra
 from ..hooks import Checkpoint
 from ..state import PublishedState
 from ..usage import Usage
@@ -26,9 +28,7 @@ try:
     from psycopg.types.json import Json, Jsonb
     from psycopg_pool import AsyncConnectionPool
 except ImportError as e:  # pragma: no cover - depends on the installed extras
-    raise ConfigError(
-        "PostgreSQL needs the postgres extra: pip install 'turnkeeper[postgres]'"
-    ) from e
+    raise MissingExtra("PostgreSQL", "postgres") from e
 
 from .. import state as published
 
@@ -112,14 +112,42 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
 )
 
 
+PROBE_TIMEOUT = 1.5
+"""Seconds the first connection may take before the database counts as unreachable."""
+
+
+async def probe(url: str) -> None:
+    """One connection, before the pool (whose retries would hide the cause): `ConfigError`
+    with the server's own reason (no such role or database, nothing listening) on one line."""
+    try:
+        async with asyncio.timeout(PROBE_TIMEOUT):
+            connection = await psycopg.AsyncConnection.connect(url, connect_timeout=2)
+    except TimeoutError:
+        raise ConfigError(
+            f"cannot connect to PostgreSQL at {redact_url(url)}: no answer within {PROBE_TIMEOUT} s"
+        ) from None
+    except psycopg.Error as e:
+        reason = " ".join(str(e).split())
+        raise ConfigError(f"cannot connect to PostgreSQL at {redact_url(url)}: {reason}") from None
+    await connection.close()
+
+
 class PostgresStore:
     def __init__(self, pool: AsyncConnectionPool[Connection]) -> None:
         self.pool = pool
 
     @classmethod
     async def connect(cls, url: str, *, max_size: int = 4) -> PostgresStore:
+        await probe(url)
         pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
-            url, min_size=1, max_size=max_size, open=False, kwargs={"autocommit": True}
+            url,
+            min_size=1,
+            max_size=max_size,
+            open=False,
+            kwargs={"autocommit": True},
+            # A connection the server ended (restart, failover, pg_terminate_backend) is
+            # found when it is handed out and replaced, not used for a turn's write.
+            check=AsyncConnectionPool.check_connection,
         )
         try:
             await pool.open(wait=True, timeout=10.0)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
+from ..credentials import redact_url
 from ..errors import ConfigError
 
 DEFAULT_URL = "sqlite:///turnkeeper.db"
@@ -36,7 +37,7 @@ def parse_url(url: str) -> StoreUrl:
         return _sqlite(url)
     if url.startswith(("postgresql://", "postgres://")):
         return _postgres(url)
-    raise ConfigError(f"unsupported database URL {_shown(url)!r}; use {FORMS}")
+    raise ConfigError(f"unsupported database URL {redact_url(url)!r}; use {FORMS}")
 
 
 def _sqlite(url: str) -> StoreUrl:
@@ -55,18 +56,9 @@ def _postgres(url: str) -> StoreUrl:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError on a malformed port
     except ValueError as e:
-        raise ConfigError(f"the PostgreSQL URL {_shown(url)!r} is malformed: {e}") from e
+        raise ConfigError(f"the PostgreSQL URL {redact_url(url)!r} is malformed: {e}") from e
     if not parts.hostname:
-        raise ConfigError(f"the PostgreSQL URL {_shown(url)!r} names no host")
+        raise ConfigError(f"the PostgreSQL URL {redact_url(url)!r} names no host")
     if parts.path in ("", "/"):
-        raise ConfigError(f"the PostgreSQL URL {_shown(url)!r} names no database")
+        raise ConfigError(f"the PostgreSQL URL {redact_url(url)!r} names no database")
     return StoreUrl("postgresql", url)
-
-
-def _shown(url: str) -> str:
-    """The URL without its password, for error messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return parts._replace(netloc=netloc).geturl()

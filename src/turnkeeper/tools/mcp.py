@@ -27,7 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO
 
-from ..errors import ConfigError
+from ..errors import ConfigError, MissingExtra
 from ..wire import ToolResult, ToolSpec, ToolUse
 from . import ToolFailed, unknown_tool
 
@@ -38,7 +38,7 @@ try:
     from mcp.shared._httpx_utils import create_mcp_http_client  # the SDK's timeouts, our headers
     from mcp.shared.exceptions import MCPError
 except ImportError as e:  # pragma: no cover - depends on the installed extras
-    raise ConfigError("MCP servers need the official SDK: pip install 'turnkeeper[mcp]'") from e
+    raise MissingExtra("MCP servers", "mcp") from e
 
 logger = logging.getLogger("turnkeeper")
 

@@ -1,0 +1,114 @@
+"""The API fuzzed from its own OpenAPI document with schemathesis, every check on, in-process.
+
+schemathesis calls the ASGI app on its own event loop, once per request with
+the app's lifespan around it, so the app here opens a SQLite store in a
+temporary folder on startup and closes it on shutdown; the file keeps the
+state between requests. Half the cases use a real conversation's token and
+ids, so bodies and queries reach the handlers instead of stopping at `404`.
+Both positive and negative cases are generated, a bounded number per
+operation, so the run stays well under a minute.
+
+Every check runs but `ignored_auth`, which expects `401`/`403` for a missing or
+wrong token: the contract answers `404`, exactly as for an unknown id, so ids
+cannot be probed (tests/security/test_access.py holds the API to that).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from schemathesis.core.result import Ok
+from schemathesis.generation import GenerationMode
+from schemathesis.python.asgi import get_client
+from schemathesis.specs.openapi.checks import ignored_auth
+from starlette.types import Receive, Scope, Send
+
+from tests.api.test_routes import HeldQueue
+from turnkeeper.api import create_app
+from turnkeeper.store import Store, open_store
+
+EXAMPLES = 40
+"""Cases per operation and generation mode."""
+
+
+class FuzzedApp:
+    """The API on a SQLite store that the lifespan opens and closes."""
+
+    def __init__(self, path: Path) -> None:
+        self.url = f"sqlite:///{path}"
+        self.store: Store | None = None
+        self.app: Any = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                self.store = await open_store(self.url)
+                self.app = create_app(self.store, HeldQueue())
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self.store is not None:
+                    await self.store.close()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+@pytest.fixture
+def fuzzed(tmp_path: Path) -> FuzzedApp:
+    return FuzzedApp(tmp_path / "turnkeeper.db")
+
+
+def real_ids(app: FuzzedApp) -> dict[str, str]:
+    """A conversation with one queued turn: its ids and token."""
+    with get_client(app) as client:  # type: ignore[arg-type]
+        created = client.post("/api/conversations").json()
+        auth = f"Bearer {created['token']}"
+        turn = client.post(
+            f"/api/conversations/{created['conversation_id']}/turns",
+            json={"text": "hello"},
+            headers={"authorization": auth},
+        ).json()
+    return {
+        "conversation_id": created["conversation_id"],
+        "turn_id": turn["turn_id"],
+        "authorization": auth,
+    }
+
+
+@pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
+def test_the_api_holds_to_its_document_under_fuzzing(
+    fuzzed: FuzzedApp, mode: GenerationMode
+) -> None:
+    schema = schemathesis.openapi.from_asgi("/openapi.json", fuzzed)
+    operations = [r.ok() for r in schema.get_all_operations() if isinstance(r, Ok)]
+    assert len(operations) == 5
+    ids = real_ids(fuzzed)
+
+    @settings(
+        max_examples=EXAMPLES * len(operations),
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(data=st.data())
+    def fuzz(data: st.DataObject) -> None:
+        operation = data.draw(st.sampled_from(operations), label="operation")
+        case = data.draw(operation.as_strategy(generation_mode=mode), label="case")
+        if data.draw(st.booleans(), label="as the owner"):
+            for name in case.path_parameters or {}:
+                case.path_parameters[name] = ids[name]
+            case.headers = {**(case.headers or {}), "authorization": ids["authorization"]}
+        case.call_and_validate(excluded_checks=[ignored_auth])
+
+    fuzz()

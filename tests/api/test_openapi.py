@@ -1,0 +1,100 @@
+"""The OpenAPI document: generated from the API's types, and the responses conform to it."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import httpx
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from tests import scripts
+from tests.waiting import eventually
+from turnkeeper.api import create_app
+from turnkeeper.api.openapi import DOCUMENT, MAX_AFTER, Bubble, State
+from turnkeeper.job import TurnJob
+from turnkeeper.outcomes import Outcome, Status
+from turnkeeper.providers.scripted import ScriptedProvider
+from turnkeeper.queue import LocalQueue
+from turnkeeper.state import Bubble as PublishedBubble
+from turnkeeper.state import PublishedState
+from turnkeeper.store import Store
+from turnkeeper.store.sqlite import SqliteStore
+
+CHECKS = [response_schema_conformance, status_code_conformance, content_type_conformance]
+SUPPRESS = list(HealthCheck)
+
+
+class KeptQueue:
+    """Turns queued by the generated requests are kept, not run."""
+
+    async def enqueue(self, turn_id: str) -> None:
+        pass
+
+
+def test_every_response_conforms_to_the_document(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "api.db")
+    asyncio.run(store.migrate())
+    schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(store, KeptQueue()))
+    checked = []
+    for found in schema.get_all_operations():
+        operation = found.ok()  # type: ignore[union-attr]
+
+        @given(case=operation.as_strategy())
+        @settings(max_examples=15, deadline=None, database=None, suppress_health_check=SUPPRESS)
+        def conforms(case: Any) -> None:
+            case.call_and_validate(checks=CHECKS)
+
+        conforms()
+        checked.append(operation.label)
+    asyncio.run(store.close())
+    assert len(checked) == len(DOCUMENT["paths"]), checked
+
+
+def test_the_document_states_what_the_code_enforces() -> None:
+    schemas = DOCUMENT["components"]["schemas"]
+    text = schemas["TurnRequest"]["properties"]["text"]
+    assert text["minLength"] == 1
+    pattern = re.compile(text["pattern"].replace("\\u0000", "\\x00"))
+    assert not pattern.search(" \t\n"), "a blank text is refused"
+    assert not pattern.search("a\x00b"), "a NUL character is refused"
+    assert pattern.search(" what's on my todo list? ")
+    after = DOCUMENT["paths"]["/api/turns/{turn_id}"]["get"]["parameters"][1]
+    assert after["schema"] == {"type": "integer", "minimum": 0, "maximum": MAX_AFTER}
+    statuses = {*schemas["Status"]["enum"], *schemas["Outcome"]["enum"]}
+    assert statuses == {*Status, *Outcome}, "every status a turn can have"
+
+
+def test_the_served_state_is_the_published_state_field_for_field() -> None:
+    assert set(State.model_fields) == {f.name for f in fields(PublishedState)}
+    assert set(Bubble.model_fields) == {f.name for f in fields(PublishedBubble)}
+
+
+async def test_a_served_state_and_transcript_validate_against_the_document(store: Store) -> None:
+    provider = ScriptedProvider([scripts.answer("hello")])
+    job = TurnJob(store, provider)
+    transport = httpx.ASGITransport(app=create_app(store, LocalQueue(job)))
+    async with httpx.AsyncClient(transport=transport, base_url="http://t.test") as client:
+        created = (await client.post("/api/conversations")).json()
+        auth = {"authorization": f"Bearer {created['token']}"}
+        conversation = f"/api/conversations/{created['conversation_id']}"
+        queued = await client.post(f"{conversation}/turns", json={"text": "hi"}, headers=auth)
+        turn = f"/api/turns/{queued.json()['turn_id']}"
+
+        async def done() -> bool:
+            return bool((await client.get(turn, headers=auth)).json()["done"])
+
+        await eventually(done, "the turn finishing")
+        state = State.model_validate((await client.get(turn, headers=auth)).json())
+        assert [m.text for m in state.messages] == ["hi", "hello"]
+        transcript = (await client.get(conversation, headers=auth)).json()
+        assert [Bubble.model_validate(m).id for m in transcript["messages"]] == ["m1", "m2"]

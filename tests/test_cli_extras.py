@@ -1,0 +1,81 @@
+"""A missing extra is one line with the command that installs it from the checkout, exit 2.
+
+Each case runs the CLI in a subprocess where the extra's modules cannot be
+imported, as on a machine where it was never installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.scripts import body, text
+
+HIDE = """
+import sys
+from importlib.abc import MetaPathFinder
+
+class Missing(MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in HIDDEN:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+HIDDEN = set(sys.argv[1].split(","))
+sys.meta_path.insert(0, Missing())
+from turnkeeper.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+NOWHERE = "postgresql://postgres@127.0.0.1:9/turnkeeper"
+"""Never reached: the extra is missing before any connection is tried."""
+
+
+def cli_without(hidden: list[str], argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
+    environ |= {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "ANTHROPIC_API_KEY": "sk-test"}
+    return subprocess.run(
+        [sys.executable, "-c", HIDE, ",".join(hidden), *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env=environ,
+    )
+
+
+@pytest.mark.parametrize(
+    ("hidden", "argv", "extra"),
+    [
+        (["anthropic", "httpx2"], ["run", "--provider", "anthropic", "q"], "anthropic"),
+        (["openai", "httpx2"], ["run", "--provider", "openai", "q"], "openai"),
+        (["openai", "httpx2"], ["serve", "--provider", "openai", "--port", "9"], "openai"),
+        (["openai"], ["run", "--provider", "openai", "q"], "openai"),
+        (["mcp", "mcp_types"], ["run", "--script", "s.json", "--mcp-stdio", "x", "q"], "mcp"),
+        (
+            ["psycopg", "psycopg_pool", "procrastinate"],
+            ["serve", "--database", NOWHERE],
+            "postgres",
+        ),
+        (
+            ["psycopg", "psycopg_pool", "procrastinate"],
+            ["worker", "--database", NOWHERE],
+            "postgres",
+        ),
+        (["uvicorn", "starlette"], ["serve", "--port", "9"], "server"),
+    ],
+)
+def test_a_missing_extra_is_one_line_naming_the_install_command(
+    tmp_path: Path, hidden: list[str], argv: list[str], extra: str
+) -> None:
+    (tmp_path / "s.json").write_text(json.dumps([body([text("hi")], "end_turn")]))
+    done = cli_without(hidden, argv, tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert f"pip install -e '.[{extra}]'" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,50 @@
+"""The widget as a reader sees it: its parts by role and class, inside `<turnkeeper-chat>`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from playwright.sync_api import Locator, Page, Request
+
+from tests import scripts
+
+TODO = "what's on my todo list?"
+READ_TODO = scripts.body([scripts.tool_use("read_file", {"path": "todo.txt"})], "tool_use")
+"""The model asks for `read_file`; the reader then sees the caption "Read a file"."""
+
+
+class Chat:
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        root = page.locator("turnkeeper-chat")
+        self.input = root.locator("textarea")
+        self.send = root.locator("button.send")
+        self.stop = root.locator("button.stop")
+        self.caption = root.locator(".caption")
+        self.trouble = root.locator(".trouble")
+        self.bubbles = root.locator("[aria-live] .bubble")
+        self.answers = root.locator(".bubble.bot:not(.notice) .text")
+        self.notices = root.locator(".bubble.notice .text")
+
+    def ask(self, question: str) -> None:
+        self.input.fill(question)
+        self.input.press("Enter")
+
+    def bubble_texts(self) -> list[str]:
+        return [text for text in self.bubbles.locator(".text").all_inner_texts()]
+
+    def requests(self) -> list[Request]:
+        """Every request the page makes from now on."""
+        seen: list[Request] = []
+        self.page.on("request", lambda request: seen.append(request))
+        return seen
+
+    def stored(self) -> Any:
+        """The conversation the widget keeps in localStorage."""
+        return self.page.evaluate(
+            "JSON.parse(localStorage.getItem(Object.keys(localStorage)"
+            ".find(k => k.startsWith('turnkeeper-chat:'))))"
+        )
+
+    def locator(self, selector: str) -> Locator:
+        return self.page.locator("turnkeeper-chat").locator(selector)

@@ -1,0 +1,176 @@
+"""What the widget must never do, in a real browser: run model markup, put the token in a URL,
+poll forever, spin silently when the server is unreachable, or overflow a 320 px screen."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Route, expect
+
+from tests import scripts
+from tests.test_server import free_port
+from tests.web.chat import Chat
+from tests.web.conftest import Served, serving
+
+pytestmark = pytest.mark.browser
+
+MARKUP = '<img src=x onerror="window.pwned = 1"><script>window.pwned = 2</script> <b>bold</b>'
+
+
+def test_model_text_with_markup_is_shown_as_text_and_runs_nothing(
+    browser: Browser, served: Served
+) -> None:
+    with served.answering([scripts.answer(MARKUP)]):
+        chat = Chat(served.page(browser))
+        chat.ask("show me some html")
+        expect(chat.answers).to_have_text([MARKUP])
+        assert chat.locator("img, script, b").count() == 0
+        assert chat.page.evaluate("window.pwned") is None
+
+
+def test_the_token_travels_only_in_the_authorization_header(
+    browser: Browser, served: Served
+) -> None:
+    with served.answering([scripts.answer("one"), scripts.answer("two")]):
+        chat = Chat(served.page(browser))
+        requests = chat.requests()
+        chat.ask("first")
+        expect(chat.answers).to_have_text(["one"])
+        chat.page.reload()
+        chat.ask("second")
+        expect(chat.answers).to_have_text(["one", "two"])
+        token = chat.stored()["token"]
+    api = [r for r in requests if "/api/" in r.url and r.url != f"{served.base}/api/conversations"]
+    assert {r.url.split("/api/")[1].split("/")[0] for r in api} == {"conversations", "turns"}
+    assert all(r.headers["authorization"] == f"Bearer {token}" for r in api)
+    assert not [r.url for r in requests if token in r.url]
+
+
+def test_polling_stops_once_the_turn_is_done(browser: Browser, served: Served) -> None:
+    with served.answering([scripts.answer("done")]):
+        chat = Chat(served.page(browser))
+        chat.page.clock.install()
+        requests = chat.requests()
+        chat.ask("hello")
+        expect(chat.answers).to_have_text(["done"])
+        polls = [r.url for r in requests if "/api/turns/" in r.url]
+        chat.page.clock.run_for(10 * 60 * 1000)  # every timer the widget set fires now
+        # A request issued after run_for: any poll those timers started comes before it.
+        assert chat.page.evaluate("fetch('/openapi.json').then(r => r.status)") == 200
+        assert polls
+        assert [r.url for r in requests if "/api/turns/" in r.url] == polls
+
+
+def test_failed_polls_say_so_in_the_readers_language_then_recover(
+    browser: Browser, served: Served
+) -> None:
+    with served.answering([scripts.answer("made it")]):
+        page = served.page(browser, locale="es-ES")
+        chat = Chat(page)
+        failed: list[str] = []
+
+        def unreachable(route: Route) -> None:
+            failed.append(route.request.url)
+            route.abort("connectionrefused")
+
+        page.route("**/api/turns/*", unreachable)
+        chat.ask("hola")
+        expect(chat.trouble).to_have_text(
+            "No se puede contactar con el asistente ahora mismo. Seguimos intentándolo…"
+        )
+        expect(chat.trouble).to_be_visible()
+        assert len(failed) >= 3
+        page.unroute("**/api/turns/*")
+        expect(chat.answers).to_have_text(["made it"])
+        expect(chat.trouble).to_be_hidden()
+        expect(chat.input).to_be_editable()
+
+
+def test_a_320_pixel_screen_fits_without_horizontal_scrolling(
+    browser: Browser, served: Served
+) -> None:
+    long = "a-very-long-word-" * 20 + " and https://example.com/" + "x" * 120
+    with served.answering([scripts.answer(long)]):
+        chat = Chat(served.page(browser, viewport={"width": 320, "height": 568}))
+        chat.ask("x" * 200)
+        expect(chat.answers).to_have_text([long])
+        width = chat.page.evaluate("document.documentElement.scrollWidth")
+        log = chat.locator(".log").evaluate("e => [e.scrollWidth, e.clientWidth]")
+        assert width <= 320
+        assert log[0] <= log[1]
+        for part in (chat.input, chat.send):
+            box = part.bounding_box()
+            assert box is not None
+            assert box["x"] >= 0
+            assert box["x"] + box["width"] <= 320
+
+
+def test_bubbles_and_the_caption_are_announced(browser: Browser, served: Served) -> None:
+    with served.answering([scripts.answer("hi")]):
+        chat = Chat(served.page(browser))
+        chat.ask("hello")
+        expect(chat.answers).to_have_text(["hi"])
+        assert chat.locator(".log").get_attribute("aria-live") == "polite"
+        assert chat.locator(".caption").get_attribute("aria-live") == "polite"
+        assert chat.locator(".trouble").get_attribute("role") == "alert"
+
+
+@contextmanager
+def page_server(html: str) -> Iterator[str]:
+    """Another origin on this machine (its own port) serving one page; its address."""
+
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = html.encode()
+            self.send_response(200)
+            self.send_header("content-type", "text/html; charset=utf-8")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("allowed", [True, False])
+def test_only_pages_of_an_allowed_origin_can_embed_the_chat(
+    browser: Browser, tmp_path: Path, allowed: bool
+) -> None:
+    """`serve --cors-origin ORIGIN`: a page of another site chats with the API across origins;
+    without the option, the browser refuses (no CORS by default)."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    embed = (
+        f'<!doctype html><meta charset="utf-8"><script src="{base}/widget.js"></script>'
+        f'<turnkeeper-chat api="{base}"></turnkeeper-chat>'
+    )
+    with page_server(embed) as origin:
+        cors = ["--cors-origin", origin] if allowed else []
+        script = [scripts.answer("from afar")]
+        with serving(script, tmp_path, "--port", str(port), *cors) as served:
+            page = served.page(browser)
+            chat = Chat(page)
+            if allowed:
+                page.goto(origin)
+                chat.ask("hello from another site")
+                expect(chat.answers).to_have_text(["from afar"])
+            else:
+                refused = page.expect_event("requestfailed", lambda r: "/locales/" in r.url)
+                with refused:
+                    page.goto(origin)
+                expect(chat.input).to_have_count(0)
