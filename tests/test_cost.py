@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
+
 import httpx
 import pytest
 
 from tests.scripts import answer, asks, tool_use, usage
-from turnkeeper import ScriptedProvider
+from tests.waiting import eventually
+from turnkeeper import ScriptedProvider, timeline
 from turnkeeper.api import create_app
 from turnkeeper.job import TurnJob, failed
 from turnkeeper.store import Store, held_by, new_token
 from turnkeeper.tools.functions import FunctionToolset, Tool
 from turnkeeper.usage import Usage
-from turnkeeper.wire import ToolSpec
+from turnkeeper.wire import Message, Reply, ToolSpec
 
 SONNET = "claude-sonnet-4-5-20250929"
 """$3 in, $15 out, $3.75 cache write, $0.30 cache read per million tokens."""
@@ -74,3 +78,46 @@ async def test_a_turn_finalised_by_failed_keeps_the_cost_recorded_so_far(store: 
     assert state["usage"]["cost_usd"] == pytest.approx(0.00315)
     [kept] = await store.usages(conversation_id)
     assert kept.cost_usd == pytest.approx(0.00315)
+
+
+class HangsOnSecondCall(ScriptedProvider):
+    """Answers its first call from the script; the second never returns."""
+
+    async def complete(
+        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+    ) -> Reply:
+        if self.unused == 0:
+            await asyncio.Event().wait()
+        return await super().complete(history, tools, timeout)
+
+
+async def test_a_turn_stopped_mid_call_keeps_its_priced_call_records(store: Store) -> None:
+    """The job is cancelled during the second model call: `failed()` finalises the turn,
+    and the first call's stored record still carries its model and cost."""
+    conversation_id = await store.create_conversation(new_token()[1])
+    turn = await store.create_turn(conversation_id, "q")
+    first = asks(tool_use("lookup"))
+    first["model"] = SONNET
+    first["usage"] = usage(1_000, 200, cache_creation_input_tokens=2_000)
+    job = TurnJob(store, HangsOnSecondCall([first]), lookup(), reporter=lambda r: None)
+    running = asyncio.create_task(job.run(turn.turn_id))
+
+    async def checkpointed() -> bool:
+        return len(await store.iterations(turn.turn_id)) == 1
+
+    await eventually(checkpointed, "the first iteration's write")
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    state = await store.state_after(turn.turn_id, 0)
+    assert state is not None
+    assert state["status"] == "failed"
+    assert state["usage"]["cost_usd"] == pytest.approx(0.0135)
+    record, unanswered = await store.iterations(turn.turn_id)
+    assert record["model"] == SONNET
+    assert record["cost_usd"] == pytest.approx(0.0135)
+    assert (record["input_tokens"], record["output_tokens"]) == (1_000, 200)
+    assert unanswered["stop_reason"] is None, "the call in flight is kept, unanswered"
+    assert "cost_usd" not in unanswered
+    totals = timeline.totals(timeline.rows([record, unanswered]))
+    assert totals["cost_usd"] == pytest.approx(0.0135), "an unanswered call costs nothing known"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 from typing import Any
@@ -14,6 +15,7 @@ from sentry_sdk.transport import Transport
 from tests.scripts import answer, asks, body, tool_use, usage
 from turnkeeper import ScriptedProvider, run_turn
 from turnkeeper.budget import Budget
+from turnkeeper.credentials import redact_logs
 from turnkeeper.logs import JsonFormatter
 from turnkeeper.report import Report, report
 
@@ -82,6 +84,35 @@ def test_a_json_log_line_carries_the_reports_fields(caplog: pytest.LogCaptureFix
     assert line["outcome"] == "time_limit"
     assert line["iteration"] == 3
     assert line["elapsed"] == 2.5
+
+
+def test_a_json_log_line_is_redacted_message_traceback_and_fields() -> None:
+    """Behind `redact_logs()`, as in serve and worker: no password of a URL or a DSN in the
+    message, the traceback or a report's fields, and the line stays one JSON object."""
+    url = "http://user:PASSWORD1@model.test/v1?api-key=KEY2"
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    redact_logs([handler])
+    logger = logging.getLogger("turnkeeper.test_json_redaction")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        try:
+            raise ConnectionError(f"{url} refused; dsn host=db password=PASSWORD3")
+        except ConnectionError:
+            logger.exception("the call to %s failed", url)
+        failure = Report("t_1", 1, "failed", f"{url} failed", details={"url": [url]})
+        logger.error("reported", extra={"turnkeeper": failure.as_dict()})
+    finally:
+        logger.removeHandler(handler)
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert len(lines) == 2
+    assert "http://user:***@model.test" in lines[0]["message"]
+    assert "ConnectionError" in lines[0]["exception"]
+    assert lines[1]["details"] == {"url": ["http://user:***@model.test/v1?api-key=%2A%2A%2A"]}
+    written = stream.getvalue()
+    assert not any(s in written for s in ("PASSWORD1", "KEY2", "PASSWORD3")), written
 
 
 class Captured(Transport):

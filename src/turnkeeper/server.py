@@ -105,7 +105,11 @@ async def serve(
         job = TurnJob(store, provider, tools, lease=settings.lease, watcher=watchers(metrics))
         async with _queue(settings, job) as queue, _sweeping(store, settings, metrics):
             app = create_app(store, queue, cors_origins=settings.cors_origins, metrics=metrics)
-            config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="off")
+            # log_config=None: uvicorn's records go through the process's handlers, so
+            # they are redacted and, with --log-format json, JSON lines like the rest.
+            config = uvicorn.Config(
+                app, host=settings.host, port=settings.port, lifespan="off", log_config=None
+            )
             server = _GracefulServer(config, queue, settings.grace)
             announce(banner("serve", settings, provider), settings.log_format)
             await server.serve()

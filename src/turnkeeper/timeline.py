@@ -65,7 +65,11 @@ def rows(calls: Sequence[Mapping[str, Any]], wire: str = "anthropic") -> list[Ro
 
 
 def totals(timeline: Sequence[Row]) -> Row:
-    costs = [r["cost_usd"] for r in timeline if r["error"] is None]
+    # A call that failed, or never answered (cut off in flight), has no tokens to price.
+    billed = (
+        r for r in timeline if r["error"] is None and (r["input_tokens"] or r["output_tokens"])
+    )
+    costs = [r["cost_usd"] for r in billed]
     return {
         "iterations": len(timeline),
         "input_tokens": sum(r["input_tokens"] for r in timeline),
