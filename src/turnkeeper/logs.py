@@ -41,13 +41,14 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure(log_format: str = "text", level: int = logging.INFO) -> None:
-    """Set up the root logger for a serving process: text lines or JSON lines on stderr."""
+    """Set up the root logger for a serving process: text lines or JSON lines on stderr.
+    A root logger the application (or a test runner) already set up is left as it is."""
     handler = logging.StreamHandler(sys.stderr)
     if log_format == "json":
         handler.setFormatter(JsonFormatter())
     else:
         handler.setFormatter(logging.Formatter(TEXT))
-    logging.basicConfig(level=level, handlers=[handler], force=True)
+    logging.basicConfig(level=level, handlers=[handler])
 
 
 def _redacted(value: Any) -> Any:
