@@ -241,3 +241,38 @@ async def test_a_worker_process_aborts_a_held_call_on_cancel(
         finally:
             model.release()
             await store.close()
+
+
+async def test_a_cancel_sent_while_the_listener_was_down_is_heard_after_it_reconnects(
+    postgres_database: str,
+) -> None:
+    """The listening connection is killed (a restart, a failover): it reconnects, and
+    every waiter reads its flag again, so a notification lost meanwhile loses no cancel."""
+    import psycopg
+
+    from tests.databases import fresh_schema
+    from turnkeeper.store.listener import CHANNEL
+
+    listening = (
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+        f" AND query = 'LISTEN {CHANNEL}' AND pid <> pg_backend_pid()"
+    )
+    with fresh_schema(postgres_database) as url:
+        api, worker = await open_store(url), await open_store(url)
+        try:
+            _, turn_id = await queued(api)
+            model = GatedModel([scripts.answer("never")])
+            running = asyncio.create_task(TurnJob(worker, model).run(turn_id))
+            await model.started.wait()
+            async with await psycopg.AsyncConnection.connect(url, autocommit=True) as admin:
+
+                async def listener_up() -> bool:
+                    return bool(await (await admin.execute(listening)).fetchall())
+
+                await eventually(listener_up, "the worker's store listening for cancels")
+                await admin.execute(f"SELECT pg_terminate_backend(pid) FROM ({listening}) l")
+            await api.request_cancel(turn_id)
+            assert await ended(running) is Outcome.STOPPED
+        finally:
+            await api.close()
+            await worker.close()

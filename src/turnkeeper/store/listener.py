@@ -52,8 +52,9 @@ class Listener:
             try:
                 await self._listen()
             except Exception as e:  # the server went away, or refused us: try again
+                why = " ".join(str(e).split())
                 logger.warning(
-                    "listening for cancels failed; reconnecting in %g s: %s", RECONNECT, e
+                    "listening for cancels failed; reconnecting in %g s: %s", RECONNECT, why
                 )
             await asyncio.sleep(RECONNECT)
 
