@@ -113,6 +113,25 @@ async def test_a_stop_during_tools_lets_them_finish_and_starts_no_call() -> None
     assert "slow and done" in str(result.history[-1]), "the running tool finished"
 
 
+async def test_a_failing_wait_for_a_stop_stops_nothing() -> None:
+    """A hook that breaks its promise never to raise: the call goes on and answers."""
+    failed = asyncio.Event()
+
+    class Broken(LocalHooks):
+        async def wait_stop(self) -> None:
+            failed.set()
+            raise RuntimeError("the store is away")
+
+    model = GatedModel([scripts.answer("hi")])
+    hooks = Broken(reporter=lambda report: None)
+    running = asyncio.create_task(run_turn(QUESTION, provider=model, hooks=hooks))
+    await failed.wait()
+    model.gate.set()
+    result: TurnResult = await ended(running)
+    assert result.outcome is Outcome.FINISHED
+    assert result.history[-1]["content"][0]["text"] == "hi"
+
+
 # ---- both stores ----------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -171,21 +172,34 @@ class Recorder:
 async def _unless_stopped(
     call: Awaitable[Reply], stop: Callable[[], Awaitable[None]]
 ) -> Reply | None:
-    """The call's reply, or None if `stop` returns first (or at the same moment): the
-    call is then cancelled, and nothing it would have answered is kept."""
+    """The call's reply, or None if `stop` returned first: the call is then cancelled,
+    and nothing it would have answered is kept."""
     calling = asyncio.ensure_future(call)
     stopping = asyncio.ensure_future(stop())
+    stopping.add_done_callback(partial(_abort, calling))
     try:
-        await asyncio.wait((calling, stopping), return_when=asyncio.FIRST_COMPLETED)
-        if stopping.done():
-            if stopping.exception() is None:
-                return None
-            logger.warning("waiting for a stop failed: %r", stopping.exception())
         return await calling
+    except asyncio.CancelledError:
+        if calling.cancelled() and not _current_task_cancelling():
+            return None  # the stop cancelled the call, not a cancel of the turn's task
+        raise
     finally:
-        calling.cancel()
         stopping.cancel()
-        await asyncio.gather(calling, stopping, return_exceptions=True)
+
+
+def _abort(calling: asyncio.Future[Reply], stopping: asyncio.Future[None]) -> None:
+    """When the stop wait ends: cancel the call, unless the wait itself failed."""
+    if stopping.cancelled():
+        return
+    if stopping.exception() is not None:
+        logger.warning("waiting for a stop failed: %r", stopping.exception())
+        return
+    calling.cancel()
+
+
+def _current_task_cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _provider_error(e: Exception, timeout: float) -> ProviderError:
