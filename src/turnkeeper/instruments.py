@@ -55,6 +55,8 @@ class CallEnd:
     error: str | None = None
     tools: Sequence[str] = ()
     text: str = ""
+    stopped: bool = False
+    """A stop (the turn's cancel) aborted the call: no response, no error."""
 
 
 class TurnWatch(Protocol):

@@ -58,6 +58,16 @@ class StoreHooks:
     async def should_stop(self) -> bool:
         return await self.store.cancel_requested(self.turn_id)
 
+    async def wait_stop(self) -> None:
+        while True:
+            try:
+                return await self.store.wait_cancel(self.turn_id)
+            except Exception as e:  # a passing store error: the call goes on meanwhile
+                logger.warning(
+                    "turn %s: waiting for a cancel failed, will retry: %s", self.turn_id, e
+                )
+                await asyncio.sleep(1.0)
+
     async def started(self, state: PublishedState) -> None:
         await self.store.publish(self.turn_id, self.fence, state)
 

@@ -2,10 +2,10 @@
 
 One `while` loop, top to bottom. Stop reasons are control flow (ARCHITECTURE
 §3): `decide()` maps each response to *continue* or *exit with an outcome*,
-the caps and the cancel flag are checked before every call, and every exit
-leaves the loop by `break` so that the single finalisation in `finally` runs
-exactly once, whatever happened. The published state moves only through its
-own transitions (`state.py`); the trace is the `Recorder`'s (`trace.py`).
+the caps and the cancel flag are checked before every call (a cancel during one
+aborts it), and every exit leaves the loop by `break` so that the single
+finalisation in `finally` runs exactly once, whatever happened. The published
+state moves only through its own transitions; the trace is the `Recorder`'s.
 """
 
 from __future__ import annotations
@@ -203,11 +203,14 @@ class _Turn:
     # ---- the model call -------------------------------------------------
 
     async def call(self, tools: Sequence[ToolSpec], timeout: float) -> Reply | None:
-        """One model call; on failure, the turn's exit is set and None returned."""
+        """One model call, raced against a stop; None, with the exit set, on failure or stop."""
         try:
-            reply = await self.recorder.call(self.history, tools, timeout)
+            reply = await self.recorder.call(self.history, tools, timeout, self.hooks.wait_stop)
         except ProviderError as error:
             self.exit(Outcome.FAILED, str(error), key=error.key, details=error.describe())
+            return None
+        if reply is None:  # a stop aborted the call: nothing to append, no usage to count
+            self.exit(Outcome.STOPPED)
             return None
         self.usage.add(self.recorder.usage(reply))
         await self.hooks.record_usage(self.usage)

@@ -108,7 +108,8 @@ class TurnCounts:
 
     def call_ended(self, call: CallEnd) -> None:
         m = self.metrics
-        m.model_calls.labels("error" if call.error is not None else "ok").inc()
+        outcome = "error" if call.error is not None else "stopped" if call.stopped else "ok"
+        m.model_calls.labels(outcome).inc()
         m.call_duration.observe(max(0.0, call.seconds))
         if call.usage is None:
             return

@@ -2,18 +2,21 @@
 
 This module owns the trace format, in one place. The `Recorder` wraps the
 turn's clock and its model calls and keeps one `ModelCall` per call (the raw
-response or the error, its duration, the per-call timeout used, the
-decision), every clock reading the loop made, and the stop check that saw a
-cancel. `Recorder.trace()` writes them out with the history and the outcome;
+response or the error, or that a stop aborted it; its duration, the per-call
+timeout used, the decision), every clock reading the loop made, and the stop
+check that saw a cancel. `Recorder.trace()` writes them out with the history and the outcome;
 `replay.py` feeds them back through `run_turn`, so every decision and outcome,
 `time_limit` included, comes out the same.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Sequence
+import logging
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,8 @@ from .instruments import UNWATCHED, CallEnd, TurnWatch
 from .providers import Provider
 from .usage import Usage
 from .wire import Json, Message, Reply, ToolSpec
+
+logger = logging.getLogger("turnkeeper.loop")
 
 FORMAT = "turnkeeper.trace/1"
 REQUIRED = ("wire", "question", "prior", "history", "calls", "clock", "outcome", "budget")
@@ -49,6 +54,8 @@ class ModelCall:
     """This call's usage, priced when its model's price is known."""
     model: str | None = None
     """The model that answered (the response's `model`), else the one requested."""
+    stopped: bool = False
+    """A stop aborted the call: it has no response, and its tokens are not counted."""
 
     def to_json(self) -> dict[str, Any]:
         """The call as the trace records it."""
@@ -60,6 +67,8 @@ class ModelCall:
         }
         if self.error is not None:
             record["error"] = self.error
+        elif self.stopped:
+            record["stopped"] = True
         else:
             record.update(
                 response=self.response, stop_reason=self.stop_reason, tools=self.tools or []
@@ -129,15 +138,20 @@ class Recorder:
         return stop
 
     async def call(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
-    ) -> Reply:
-        """One model call, recorded; any failure comes out as a `ProviderError`."""
+        self,
+        history: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        timeout: float,
+        stop: Callable[[], Awaitable[None]],
+    ) -> Reply | None:
+        """One model call, recorded, raced against `stop`: None if `stop` returned first and
+        the call was aborted; any failure comes out as a `ProviderError`."""
         started = self.now()
         call = ModelCall(len(self.calls) + 1, started - self.started, timeout)
         self.calls.append(call)
         self.watch.call_started(call.iteration)
         try:
-            reply = await self.provider.complete(history, tools, timeout)
+            reply = await _unless_stopped(self.provider.complete(history, tools, timeout), stop)
         except Exception as e:
             call.duration = self.now() - started
             error = _provider_error(e, timeout)
@@ -147,6 +161,12 @@ class Recorder:
             )
             raise error from e
         call.duration = self.now() - started
+        if reply is None:
+            call.stopped, call.decision = True, "stopped"
+            self.watch.call_ended(
+                CallEnd(call.iteration, call.duration, self.requested, stopped=True)
+            )
+            return None
         answered = reply.raw.get("model") if isinstance(reply.raw, dict) else None
         call.model = answered if isinstance(answered, str) else self.requested
         usage = prices.current().priced(reply.usage, call.model, self.provider.wire.name)
@@ -195,6 +215,39 @@ class Recorder:
             "clock": [t - first for t in self.clock_reads],
             "stopped_at_check": self.stopped_at_check,
         }
+
+
+async def _unless_stopped(
+    call: Awaitable[Reply], stop: Callable[[], Awaitable[None]]
+) -> Reply | None:
+    """The call's reply, or None if `stop` returned first: the call is then cancelled,
+    and nothing it would have answered is kept."""
+    calling = asyncio.ensure_future(call)
+    stopping = asyncio.ensure_future(stop())
+    stopping.add_done_callback(partial(_abort, calling))
+    try:
+        return await calling
+    except asyncio.CancelledError:
+        if calling.cancelled() and not _current_task_cancelling():
+            return None  # the stop cancelled the call, not a cancel of the turn's task
+        raise
+    finally:
+        stopping.cancel()
+
+
+def _abort(calling: asyncio.Future[Reply], stopping: asyncio.Future[None]) -> None:
+    """When the stop wait ends: cancel the call, unless the wait itself failed."""
+    if stopping.cancelled():
+        return
+    if stopping.exception() is not None:
+        logger.warning("waiting for a stop failed: %r", stopping.exception())
+        return
+    calling.cancel()
+
+
+def _current_task_cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _provider_error(e: Exception, timeout: float) -> ProviderError:

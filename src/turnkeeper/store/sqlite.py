@@ -24,6 +24,7 @@ from ..usage import Usage
 from ..wire import Message
 from . import base
 from .base import Busy, Holder, Recovery, Turn, new_id, recovered_state, refused
+from .cancellations import Cancellations
 from .commits import GroupCommit, transaction
 
 NOW = "((julianday('now') - 2440587.5) * 86400.0)"
@@ -92,6 +93,7 @@ class SqliteStore:
         self.busy_timeout = busy_timeout
         self.commits = GroupCommit(self._connect)
         """The connection, its thread, and the batching of calls into transactions."""
+        self.cancellations = Cancellations()
 
     def _connect(self) -> sqlite3.Connection:
         try:
@@ -218,6 +220,7 @@ class SqliteStore:
             db.execute("UPDATE turns SET cancel = 1 WHERE turn_id = ? AND done = 0", (turn_id,))
 
         await self.commits.write(update)
+        self.cancellations.wake(turn_id)
 
     async def counts(self) -> dict[str, int]:
         def read(db: sqlite3.Connection) -> dict[str, int]:
@@ -274,6 +277,9 @@ class SqliteStore:
             return row is not None and bool(row[0])
 
         return await self.commits.read(read)
+
+    async def wait_cancel(self, turn_id: str) -> None:
+        await self.cancellations.wait(turn_id, lambda: self.cancel_requested(turn_id))
 
     async def record_usage(self, turn_id: str, fence: int, usage: Usage) -> None:
         def update(db: sqlite3.Connection) -> None:
