@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.models import GatedModel
 from tests.scripts import answer, asks, tool_use, usage
 from tests.waiting import eventually
 from turnkeeper import LocalHooks, ScriptedProvider, run_turn
@@ -109,3 +112,22 @@ async def test_a_tool_cut_off_by_its_timeout_counts_as_an_error() -> None:
     )
     got = samples(metrics)
     assert got[("turnkeeper_tool_calls_total", (("outcome", "error"), ("tool", "hangs")))] == 1
+
+
+async def test_a_call_a_stop_aborted_counts_as_stopped_not_as_an_error() -> None:
+    hooks = LocalHooks(reporter=lambda report: None)
+    model = GatedModel([answer("the answer the reader tried to stop")])
+    metrics = Metrics()
+    running = asyncio.create_task(
+        run_turn("take your time", provider=model, hooks=hooks, watcher=metrics)
+    )
+    await model.started.wait()
+    hooks.stop()
+    async with asyncio.timeout(10):
+        result = await running
+    assert result.outcome.value == "stopped"
+    seen = samples(metrics)
+    assert seen[("turnkeeper_model_calls_total", (("outcome", "stopped"),))] == 1
+    assert ("turnkeeper_model_calls_total", (("outcome", "error"),)) not in seen
+    assert seen[("turnkeeper_turns_total", (("outcome", "stopped"),))] == 1
+    assert seen[("turnkeeper_turns_in_flight", ())] == 0
