@@ -24,6 +24,7 @@ from . import state as published
 from .activity import ACTIVITIES
 from .budget import Budget
 from .hooks import Checkpoint
+from .instruments import Watcher
 from .loop import run_turn
 from .outcomes import Outcome
 from .providers import Provider, wire_format
@@ -97,6 +98,8 @@ class TurnJob:
     reporter: Reporter = log_report
     activities: Mapping[str, str] = field(default_factory=lambda: ACTIVITIES)
     """Tool names to caption keys (`activity.captions()` adds your own)."""
+    watcher: Watcher | None = None
+    """Spans and metrics of the turns (default: spans if a tracer provider is configured)."""
     tries: int = field(default=1, init=False)
     """A turn is tried once; never retried by a queue."""
 
@@ -161,6 +164,7 @@ class TurnJob:
             turn_id=turn_id,
             conversation_id=turn.conversation_id,
             start=PublishedState.from_json(start),
+            watcher=self.watcher,
         )
         return result.outcome
 
@@ -251,6 +255,7 @@ async def failed(
             level=logging.INFO if stopped else logging.ERROR,
             usage=recovery.usage,
             details={"checkpointed": recovery.checkpointed},
+            conversation_id=recovery.conversation_id,
         )
     )
     return True

@@ -129,6 +129,10 @@ class Store(Protocol):
         """Every turn's published messages, oldest first."""
         ...
 
+    async def usages(self, conversation_id: str) -> list[Usage]:
+        """Each turn's usage as last recorded, oldest first."""
+        ...
+
     async def request_cancel(self, turn_id: str) -> None: ...
 
     async def counts(self) -> dict[str, int]:

@@ -264,6 +264,12 @@ class PostgresStore:
         )
         return [b for (b,) in rows]
 
+    async def usages(self, conversation_id: str) -> list[Usage]:
+        rows = await self._all(
+            "SELECT usage FROM turns WHERE conversation_id = %s ORDER BY seq", (conversation_id,)
+        )
+        return [Usage.from_dict(u) for (u,) in rows]
+
     async def request_cancel(self, turn_id: str) -> None:
         await self._all(
             "WITH cancelled AS (UPDATE turns SET cancel = true WHERE turn_id = %s AND NOT done"

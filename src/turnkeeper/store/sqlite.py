@@ -205,6 +205,16 @@ class SqliteStore:
 
         return await self.commits.read(read)
 
+    async def usages(self, conversation_id: str) -> list[Usage]:
+        def read(db: sqlite3.Connection) -> list[Usage]:
+            rows = db.execute(
+                "SELECT usage FROM turns WHERE conversation_id = ? ORDER BY seq",
+                (conversation_id,),
+            ).fetchall()
+            return [Usage.from_dict(_load(u)) for (u,) in rows]
+
+        return await self.commits.read(read)
+
     async def request_cancel(self, turn_id: str) -> None:
         def update(db: sqlite3.Connection) -> None:
             db.execute("UPDATE turns SET cancel = 1 WHERE turn_id = ? AND done = 0", (turn_id,))
