@@ -32,7 +32,7 @@ from .job import DEFAULT_LEASE, TurnJob
 from .providers import Provider
 from .queue import LocalQueue, Queue
 from .store import DEFAULT_URL, Store, open_store, parse_url
-from .sweeper import Sweeper
+from .sweeper import Holding, Sweeper
 from .tools import CombinedToolset, Toolset
 from .tools.files import read_file_tool
 from .tools.functions import FunctionToolset
@@ -96,7 +96,7 @@ async def serve(
         require_postgres(settings.database, "serve --no-worker")
     async with _resources(settings, provider, toolset) as (store, tools):
         job = TurnJob(store, provider, tools, lease=settings.lease)
-        async with _queue(settings, job) as queue, _sweeping(store, settings):
+        async with _queue(settings, job) as queue, _sweeping(store, settings, queue):
             app = create_app(store, queue, cors_origins=settings.cors_origins)
             config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="off")
             server = _GracefulServer(config, queue, settings.grace)
@@ -239,8 +239,10 @@ async def _queue(settings: Settings, job: TurnJob) -> AsyncIterator[Queue]:
 
 
 @contextlib.asynccontextmanager
-async def _sweeping(store: Store, settings: Settings) -> AsyncIterator[None]:
-    task = asyncio.create_task(Sweeper(store, interval=settings.sweep_interval).run())
+async def _sweeping(store: Store, settings: Settings, queue: Queue) -> AsyncIterator[None]:
+    holding = queue if isinstance(queue, Holding) else None
+    sweeper = Sweeper(store, interval=settings.sweep_interval, queue=holding)
+    task = asyncio.create_task(sweeper.run())
     try:
         yield
     finally:
