@@ -34,7 +34,7 @@ def pausing(point: str, ready: Path) -> None:
 
     async def paused(self: Any, *args: Any, **kwargs: Any) -> Any:
         result = await original(self, *args, **kwargs) if when == "after" else None
-        ready.write_text(point)
+        await asyncio.to_thread(ready.write_text, point)
         await asyncio.Event().wait()
         return result
 

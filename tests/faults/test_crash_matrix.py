@@ -9,6 +9,7 @@ the one-second lease has expired. For each point: exactly one terminal state,
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -64,10 +65,7 @@ def turnkeeper(
     point: str, ready: Path, url: str, model_url: str, log: Path
 ) -> Iterator[subprocess.Popen[bytes]]:
     """The serving process for `url`'s store, paused at `point`."""
-    if url.startswith("sqlite"):
-        command = ["serve", "--port", str(free_port())]
-    else:
-        command = ["worker"]
+    command = ["serve", "--port", str(free_port())] if url.startswith("sqlite") else ["worker"]
     command += ["--database", url, "--lease", LEASE, "--provider", "anthropic"]
     environ = {**os.environ, "ANTHROPIC_BASE_URL": model_url, "ANTHROPIC_API_KEY": "sk-test"}
     hook = "none" if point == MODEL_CALL else point
@@ -100,8 +98,10 @@ async def queued(store: Store, url: str) -> tuple[str, str]:
 
 async def paused(point: str, ready: Path, model: FakeModelServer, process: Any, log: Path) -> None:
     async def there() -> bool:
-        assert process.poll() is None, log.read_text(errors="replace")
-        return len(model.requests) == 1 if point == MODEL_CALL else ready.exists()
+        assert process.poll() is None, await asyncio.to_thread(log.read_text, errors="replace")
+        if point == MODEL_CALL:
+            return len(model.requests) == 1
+        return await asyncio.to_thread(ready.exists)
 
     await eventually(there, f"the process paused {point}", bound=30)
 
