@@ -43,6 +43,7 @@ class SlowModel:
         asyncio.run_coroutine_threadsafe(stop(), self.loop).result(30)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(30)
+        self.loop.close()
 
     async def _start(self) -> asyncio.Server:
         return await asyncio.start_server(self._connection, "127.0.0.1", 0, backlog=2048)
