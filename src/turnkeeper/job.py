@@ -30,7 +30,7 @@ from .outcomes import Outcome
 from .providers import Provider, wire_format
 from .report import Report, Reporter, log_report
 from .state import PublishedState
-from .store import EXPIRED, FenceLost, Holder, Recovery, Store, held_by
+from .store import EXPIRED, UNCLAIMED, FenceLost, Holder, Recovery, Store, held_by
 from .tools import NoTools, Toolset
 from .usage import Usage
 from .wire import Message, ToolResult
@@ -109,7 +109,12 @@ class TurnJob:
 
     async def run(self, turn_id: str) -> Outcome | None:
         """Run the turn if it is still queued; its outcome, or None if someone else has it."""
-        fence = await self.store.claim(turn_id, self.lease, self.provider.wire.name)
+        try:
+            fence = await self.store.claim(turn_id, self.lease, self.provider.wire.name)
+        except Exception as e:
+            logger.exception("turn %s: the claim failed; finalising it unclaimed: %s", turn_id, e)
+            await failed(self.store, turn_id, UNCLAIMED, reporter=self.reporter)
+            return Outcome.FAILED
         if fence is None:
             logger.info("turn %s is not queued any more; not running it again", turn_id)
             return None

@@ -34,9 +34,15 @@ class LocalQueue:
         self._slots = asyncio.Semaphore(concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
         self._running: set[asyncio.Task[None]] = set()
+        self._held: set[str] = set()
         self.draining = False
 
+    async def holding(self) -> set[str]:
+        """The turns enqueued here and not run yet (those left to the next start included)."""
+        return set(self._held)
+
     async def enqueue(self, turn_id: str) -> None:
+        self._held.add(turn_id)
         if self.draining:
             logger.info("turn %s stays queued: the process is stopping", turn_id)
             return
@@ -57,6 +63,7 @@ class LocalQueue:
                 logger.exception("turn %s: the job raised; the sweeper will finalise it", turn_id)
             finally:
                 self._running.discard(task)
+                self._held.discard(turn_id)
 
     async def join(self) -> None:
         """Wait for every turn enqueued so far."""

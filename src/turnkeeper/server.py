@@ -34,7 +34,7 @@ from .metrics import Metrics, serve_metrics
 from .providers import Provider
 from .queue import LocalQueue, Queue
 from .store import DEFAULT_URL, Store, open_store, parse_url
-from .sweeper import Sweeper
+from .sweeper import Holding, Sweeper
 from .tools import CombinedToolset, Toolset
 from .tools.files import read_file_tool
 from .tools.functions import FunctionToolset
@@ -103,7 +103,7 @@ async def serve(
     metrics = Metrics()
     async with _resources(settings, provider, toolset) as (store, tools):
         job = TurnJob(store, provider, tools, lease=settings.lease, watcher=watchers(metrics))
-        async with _queue(settings, job) as queue, _sweeping(store, settings, metrics):
+        async with _queue(settings, job) as queue, _sweeping(store, settings, queue, metrics):
             app = create_app(store, queue, cors_origins=settings.cors_origins, metrics=metrics)
             # log_config=None: uvicorn's records go through the process's handlers, so
             # they are redacted and, with --log-format json, JSON lines like the rest.
@@ -281,8 +281,11 @@ async def _queue(settings: Settings, job: TurnJob) -> AsyncIterator[Queue]:
 
 
 @contextlib.asynccontextmanager
-async def _sweeping(store: Store, settings: Settings, metrics: Metrics) -> AsyncIterator[None]:
-    sweeper = Sweeper(store, interval=settings.sweep_interval, metrics=metrics)
+async def _sweeping(
+    store: Store, settings: Settings, queue: Queue, metrics: Metrics
+) -> AsyncIterator[None]:
+    holding = queue if isinstance(queue, Holding) else None
+    sweeper = Sweeper(store, interval=settings.sweep_interval, queue=holding, metrics=metrics)
     task = asyncio.create_task(sweeper.run())
     try:
         yield

@@ -5,17 +5,22 @@ expired the sweeper takes the turn over (bumping its fence) and finalises it
 through `failed()`, from the last checkpoint. It never runs a turn again. It
 runs in the serving process and in every worker; two sweepers racing for one
 turn are safe, the take-over is atomic.
+
+Given the queue (`holding`), it also finalises turns left `queued` with nothing
+behind them: queued for `unheld_after` seconds and held by no queue (a claim
+whose failure could not be written, an API process that died between creating
+a turn and handing it over). Nothing stays queued with no job behind it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .job import failed
 from .report import Reporter, log_report
-from .store import EXPIRED, Store
+from .store import EXPIRED, UNCLAIMED, Store
 
 if TYPE_CHECKING:  # prometheus-client comes with the server and postgres extras
     from .metrics import Metrics
@@ -23,6 +28,15 @@ if TYPE_CHECKING:  # prometheus-client comes with the server and postgres extras
 logger = logging.getLogger("turnkeeper.sweeper")
 
 DEFAULT_INTERVAL = 5.0
+UNHELD_AFTER = 60.0
+"""Seconds a turn may wait `queued` with no queue holding it before it is finalised."""
+
+
+@runtime_checkable
+class Holding(Protocol):
+    async def holding(self) -> set[str]:
+        """The ids of the turns this queue will still run."""
+        ...
 
 
 class Sweeper:
@@ -33,21 +47,43 @@ class Sweeper:
         interval: float = DEFAULT_INTERVAL,
         reporter: Reporter = log_report,
         metrics: Metrics | None = None,
+        queue: Holding | None = None,
+        unheld_after: float = UNHELD_AFTER,
     ) -> None:
         self.store = store
         self.interval = interval
         self.reporter = reporter
         self.metrics = metrics
+        self.queue = queue
+        self.unheld_after = unheld_after
 
     async def sweep(self) -> list[str]:
-        """Finalise every turn whose lease has expired; the ids finalised here."""
+        """Finalise every turn whose lease has expired, and every queued turn no queue
+        holds; the ids finalised here."""
         swept = []
         for turn_id in await self.store.expired():
             if await failed(self.store, turn_id, EXPIRED, reporter=self.reporter):
                 logger.warning("turn %s: its worker's lease expired; finalised as failed", turn_id)
                 swept.append(turn_id)
-                if self.metrics is not None:
-                    self.metrics.swept.inc()
+        swept += await self._unheld()
+        if self.metrics is not None and swept:
+            self.metrics.swept.inc(len(swept))
+        return swept
+
+    async def _unheld(self) -> list[str]:
+        if self.queue is None:
+            return []
+        waiting = await self.store.queued(older_than=self.unheld_after)
+        if not waiting:
+            return []
+        held = await self.queue.holding()  # read after: a turn claimed meanwhile is not queued
+        swept = []
+        for turn_id in waiting:
+            if turn_id not in held and await failed(
+                self.store, turn_id, UNCLAIMED, reporter=self.reporter
+            ):
+                logger.warning("turn %s: queued with no job behind it; finalised", turn_id)
+                swept.append(turn_id)
         return swept
 
     async def run(self) -> None:

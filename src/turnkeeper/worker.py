@@ -55,6 +55,32 @@ class ProcrastinateQueue:
         deferrer = self.app.configure_task(TASK, queue=QUEUE, queueing_lock=turn_id)
         await deferrer.defer_async(turn_id=turn_id)
 
+    async def holding(self) -> set[str]:
+        return await deferred_turns(self.app)
+
+
+HELD = (
+    "SELECT args->>'turn_id' AS turn_id FROM procrastinate_jobs"
+    " WHERE queue_name = %(queue)s AND status IN ('todo', 'doing')"
+)
+
+
+async def deferred_turns(app: procrastinate.App) -> set[str]:
+    """The turns with a job waiting (`todo`) or running (`doing`): the sweeper leaves
+    those queued turns alone."""
+    rows = await app.connector.execute_query_all_async(HELD, queue=QUEUE)
+    return {str(row["turn_id"]) for row in rows}
+
+
+class DeferredTurns:
+    """The sweeper's view of the procrastinate queue in a worker process."""
+
+    def __init__(self, app: procrastinate.App) -> None:
+        self.app = app
+
+    async def holding(self) -> set[str]:
+        return await deferred_turns(self.app)
+
 
 class StalledJobs:
     """procrastinate's own recovery of a dead worker's jobs, run every `interval` seconds.
@@ -125,9 +151,10 @@ async def run_worker(
 
     app.task(name=TASK, queue=QUEUE, retry=False)(run_turn)
     sweeper = sweeper or Sweeper(job.store)
-    sweeping = asyncio.create_task(sweeper.run(), name="sweeper")
-    try:
-        async with app.open_async():
+    sweeper.queue = sweeper.queue or DeferredTurns(app)
+    async with app.open_async():
+        sweeping = asyncio.create_task(sweeper.run(), name="sweeper")
+        try:
             stalled = StalledJobs(app, stalled_after=stalled_after, interval=sweeper.interval)
             retiring = asyncio.create_task(stalled.run(), name="stalled jobs")
             options: dict[str, Any] = {
@@ -141,8 +168,8 @@ async def run_worker(
                 await app.run_worker_async(**options)
             finally:
                 await _cancelled(retiring)
-    finally:
-        await _cancelled(sweeping)
+        finally:
+            await _cancelled(sweeping)
 
 
 async def _cancelled(task: asyncio.Task[None]) -> None:

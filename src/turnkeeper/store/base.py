@@ -145,8 +145,8 @@ class Store(Protocol):
         """The conversation's history in its wire format, oldest first."""
         ...
 
-    async def queued(self) -> list[str]:
-        """Turns waiting to be claimed, oldest first."""
+    async def queued(self, older_than: float = 0.0) -> list[str]:
+        """Turns waiting to be claimed (for at least `older_than` seconds), oldest first."""
         ...
 
     async def claim(self, turn_id: str, lease: float, wire: str) -> int | None:

@@ -290,8 +290,12 @@ class PostgresStore:
         )
         return [b for (b,) in rows]
 
-    async def queued(self) -> list[str]:
-        rows = await self._all("SELECT turn_id FROM turns WHERE status = 'queued' ORDER BY seq")
+    async def queued(self, older_than: float = 0.0) -> list[str]:
+        rows = await self._all(
+            "SELECT turn_id FROM turns WHERE status = 'queued'"
+            " AND created <= clock_timestamp() - make_interval(secs => %s) ORDER BY seq",
+            (older_than,),
+        )
         return [str(t) for (t,) in rows]
 
     async def claim(self, turn_id: str, lease: float, wire: str) -> int | None:

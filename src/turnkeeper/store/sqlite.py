@@ -241,9 +241,13 @@ class SqliteStore:
 
         return await self.commits.read(read)
 
-    async def queued(self) -> list[str]:
+    async def queued(self, older_than: float = 0.0) -> list[str]:
         def read(db: sqlite3.Connection) -> list[str]:
-            rows = db.execute("SELECT turn_id FROM turns WHERE status = 'queued' ORDER BY seq")
+            rows = db.execute(
+                f"SELECT turn_id FROM turns WHERE status = 'queued' AND created <= {NOW} - ?"
+                " ORDER BY seq",
+                (older_than,),
+            )
             return [str(t) for (t,) in rows.fetchall()]
 
         return await self.commits.read(read)
