@@ -59,11 +59,14 @@ class FakeModelServer:
             return {}
         with self._lock:
             self.requests.append(payload)
-            entry = self.script.pop(0) if self.script else None
+            # A held call answers from the script and release it was given, so a test
+            # that re-scripts the server (`answering`) is never answered by a late one.
+            script, released = self.script, self.released
+            entry = script.pop(0) if script else None
         if entry == HOLD:
-            self.released.wait(60)
+            released.wait(60)
             with self._lock:
-                entry = self.script.pop(0) if self.script else None
+                entry = script.pop(0) if script else None
         if entry is None:
             return {
                 "type": "error",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -59,7 +60,7 @@ class Served:
         with self.model._lock:
             self.model.script = list(script)
             self.model.requests.clear()
-            self.model.released.clear()
+            self.model.released = threading.Event()
         return self
 
     def __enter__(self) -> Served:
