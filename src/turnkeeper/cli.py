@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import i18n
+from . import gc_policy, i18n
 from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_ITERATIONS, Budget
 from .errors import ConfigError
 from .hooks import LocalHooks
@@ -335,6 +335,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .server import serve
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    gc_policy.apply()
     asyncio.run(serve(_settings(args), _provider(args), _toolset(args)))
     return 0
 
@@ -343,6 +344,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from .server import work
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    gc_policy.apply()
     asyncio.run(work(_settings(args), _provider(args), _toolset(args)))
     return 0
 
