@@ -6,7 +6,8 @@ Runs what `turnkeeper worker` runs (`cmd_worker`: `gc_policy.apply()`, then
 `server.work`: the procrastinate worker and the sweeper on the PostgreSQL
 store) with B's fake model (6 calls of 50 ms a turn) and the trivial tool in
 place of the provider and tools `turnkeeper worker` would choose. Writes
-`ready` and the CPU seconds start-up took on stdout once built; on SIGTERM it stops like `turnkeeper worker`
+`ready` and the CPU seconds start-up took on stdout once built
+(imports included); on SIGTERM it stops like `turnkeeper worker`
 and writes the number of model calls it made (so the workload can check that
 every turn ran exactly once) and the CPU seconds it used.
 """
@@ -23,6 +24,7 @@ from turnkeeper import gc_policy
 from turnkeeper.server import Settings, work
 from turnkeeper.tools import CombinedToolset
 from turnkeeper.wire import Message, Reply, ToolSpec
+from turnkeeper.worker import run_worker  # noqa: F401 - imported before start-up is measured
 
 from .contenders.turnkeeper_loop import FakeProvider, toolset
 from .workloads.b_concurrency import SPEC

@@ -34,7 +34,7 @@ class Batch:
     wall: float = 0.0
     calls: int = 0
     cpu: float = 0.0
-    """CPU seconds of the worker processes, start-up included."""
+    """CPU seconds of the worker processes after start-up (imports), in all."""
     wrong: int = 0
     """Turns not finished, or claimed more than once (fence ≠ 1), or whose job did not succeed."""
     polls: list[float] = field(default_factory=list)
@@ -45,33 +45,39 @@ class Batch:
         return self.turns / self.wall if self.wall else float("nan")
 
 
+@dataclass
+class WorkerProcess:
+    process: subprocess.Popen[str]
+    startup_cpu: float = 0.0
+
+
 @contextmanager
-def worker_processes(url: str, n: int, concurrency: int) -> Iterator[list[subprocess.Popen[str]]]:
+def worker_processes(url: str, n: int, concurrency: int) -> Iterator[list[WorkerProcess]]:
     """N `bench.scale_worker` processes, each ready; stopped with SIGTERM at the end."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "bench.scale_worker", url, str(concurrency)]
     with ExitStack() as stack:
         logs = [stack.enter_context(tempfile.TemporaryFile("w+")) for _ in range(n)]
-        processes = [
-            subprocess.Popen(
-                [sys.executable, "-m", "bench.scale_worker", url, str(concurrency)],
-                stdout=subprocess.PIPE,
-                stderr=log,
-                text=True,
-                cwd=ROOT,
-                env=env,
+        workers = [
+            WorkerProcess(
+                subprocess.Popen(
+                    command, stdout=subprocess.PIPE, stderr=log, text=True, cwd=ROOT, env=env
+                )
             )
             for log in logs
         ]
         try:
-            for p in processes:
-                assert p.stdout is not None
-                if not p.stdout.readline().startswith("ready "):
+            for w in workers:
+                assert w.process.stdout is not None
+                hello = w.process.stdout.readline().split()
+                if hello[:1] != ["ready"]:
                     raise RuntimeError(f"a worker did not start:\n{tail(logs)}")
-            yield processes
+                w.startup_cpu = float(hello[1])
+            yield workers
         finally:
-            for p in processes:
-                if p.poll() is None:
-                    p.send_signal(signal.SIGTERM)
+            for w in workers:
+                if w.process.poll() is None:
+                    w.process.send_signal(signal.SIGTERM)
 
 
 def tail(logs: list[Any]) -> str:
@@ -82,16 +88,16 @@ def tail(logs: list[Any]) -> str:
     return "\n".join(out)
 
 
-def stopped(processes: list[subprocess.Popen[str]]) -> tuple[int, float]:
-    """Stop the workers; the model calls they made and the CPU seconds they used, in all."""
+def stopped(workers: list[WorkerProcess]) -> tuple[int, float]:
+    """Stop the workers; the model calls they made and the CPU seconds they used after start-up."""
     calls, cpu = 0, 0.0
-    for p in processes:
-        p.send_signal(signal.SIGTERM)
-        out, _ = p.communicate(timeout=60)
+    for w in workers:
+        w.process.send_signal(signal.SIGTERM)
+        out, _ = w.process.communicate(timeout=60)
         for line in out.splitlines():
             if line.startswith("calls "):
                 _, made, _, used = line.split()
-                calls, cpu = calls + int(made), cpu + float(used)
+                calls, cpu = calls + int(made), cpu + float(used) - w.startup_cpu
     return calls, cpu
 
 
