@@ -251,7 +251,7 @@ def headlines(k: int, found: dict[int, list[Batch]]) -> list[Headline]:
 
 def run(ctx: Context) -> Section:
     k = 5 if ctx.smoke else 200
-    rounds = ctx.size(5, 1)
+    rounds = ctx.size(3, 1)  # a round starts three worker processes and runs 2 × K turns
     found: dict[int, list[Batch]] = {1: [], 2: []}
     with postgres_database(ADMIN_URL, ctx.log) as url:
         if url is None:
