@@ -170,7 +170,8 @@ async def batch(url: str, k: int, n: int) -> Batch:
                 polling = asyncio.create_task(poll(store, turn_ids, result.polls, stop))
                 started = time.perf_counter()
                 deferrer = deferred.app.configure_task(TASK, queue=QUEUE)
-                await deferrer.batch_defer_async(*({"turn_id": t} for t in turn_ids))
+                jobs: list[dict[str, Any]] = [{"turn_id": t} for t in turn_ids]
+                await deferrer.batch_defer_async(*jobs)
                 # Polling: the turns finish in other processes.
                 while await finished(store, turn_ids) < k:  # noqa: ASYNC110
                     await asyncio.sleep(0.02)
@@ -208,7 +209,7 @@ HEADERS = [
 def row(n: int, batches: list[Batch], ones: list[Batch], k: int) -> list[str]:
     done = [b for b in batches if b.failed is None]
     if not done:
-        return [str(n), batches[0].failed if batches else "not run", *[""] * 7]
+        return [str(n), str(batches[0].failed) if batches else "not run", *[""] * 7]
     ratios = [b.per_second / o.per_second for b, o in zip(batches, ones, strict=True)]
     rates = [b.per_second for b in done]
     polls = [p for b in done for p in b.polls]
