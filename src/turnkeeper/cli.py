@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__, i18n
+from . import __version__, gc_policy, i18n
 from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_ITERATIONS, Budget
 from .credentials import redact_logs
 from .errors import ConfigError
@@ -367,6 +367,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     redact_logs()
+    gc_policy.apply()
     asyncio.run(serve(_settings(args), _provider(args), _toolset(args)))
     return 0
 
@@ -376,6 +377,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     redact_logs()
+    gc_policy.apply()
     asyncio.run(work(_settings(args), _provider(args), _toolset(args)))
     return 0
 
