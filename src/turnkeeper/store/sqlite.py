@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
 
@@ -403,12 +404,14 @@ def _write(db: sqlite3.Connection, write: _Write) -> None:
     if row is None:
         raise refused(turn_id, write.fence)
     conversation_id, stored = row
-    db.executemany(
-        "INSERT INTO messages (conversation_id, turn_id, body) VALUES (?, ?, ?)",
-        [(conversation_id, turn_id, b) for b in write.bodies],
-    )
+    if write.bodies:
+        db.executemany(
+            "INSERT INTO messages (conversation_id, turn_id, body) VALUES (?, ?, ?)",
+            [(conversation_id, turn_id, b) for b in write.bodies],
+        )
     _bubbles_from(db, turn_id, write.state, stored)
-    db.executemany(SAVE_CALL, write.calls)
+    if write.calls:
+        db.executemany(SAVE_CALL, write.calls)
 
 
 def _bubbles_from(db: sqlite3.Connection, turn_id: str, state: PublishedState, stored: int) -> None:
@@ -417,10 +420,11 @@ def _bubbles_from(db: sqlite3.Connection, turn_id: str, state: PublishedState, s
     messages = state.messages
     if len(messages) < stored:
         db.execute("DELETE FROM bubbles WHERE turn_id = ? AND n >= ?", (turn_id, len(messages)))
-    db.executemany(
-        "INSERT INTO bubbles VALUES (?, ?, ?)",
-        [(turn_id, n, _dump(messages[n].to_json())) for n in range(stored, len(messages))],
-    )
+    if stored < len(messages):
+        db.executemany(
+            "INSERT INTO bubbles VALUES (?, ?, ?)",
+            [(turn_id, n, _dump(messages[n].to_json())) for n in range(stored, len(messages))],
+        )
 
 
 def _bubbles(db: sqlite3.Connection, turn_id: str, count: int) -> list[dict[str, Any]]:
@@ -474,10 +478,21 @@ def _migrate(db: sqlite3.Connection) -> None:
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 """One encoder for every write (`json.dumps` with options builds a new one per call)."""
+_ENCODE = (
+    None
+    if c_make_encoder is None
+    else c_make_encoder(
+        None, _ENCODER.default, encode_basestring, None, ":", ",", False, False, True
+    )
+)
+"""Its C encoder, built once: `encode()` builds a new one per call (no circular-reference
+check: what the store writes is parsed JSON or built by the runtime, never cyclic)."""
 
 
 def _dump(value: Any) -> str:
-    return _ENCODER.encode(value)
+    if _ENCODE is None:
+        return _ENCODER.encode(value)
+    return "".join(_ENCODE(value, 0))
 
 
 def _load(text: str) -> Any:
