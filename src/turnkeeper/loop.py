@@ -216,7 +216,8 @@ class _Turn:
             self.exit(Outcome.FAILED, str(error), key=error.key, details=error.describe())
             return None
         self.usage.add(reply.usage)
-        await self.hooks.record_usage(self.usage)
+        if reply.tool_uses:  # else the next write, made at once, carries the usage
+            await self.hooks.record_usage(self.usage)
         return reply
 
     def append(self, reply: Reply, step: Exit | None) -> None:
