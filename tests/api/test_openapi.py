@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 import asyncio
+import re
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
