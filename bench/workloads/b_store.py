@@ -159,10 +159,11 @@ DESCRIPTION = """\
 B's turns (6 model calls of 50 ms each, 5 tool round trips) queued in a
 SQLite store (a temporary file, WAL, `synchronous=NORMAL`) and run by the
 embedded queue: `LocalQueue(TurnJob(...), concurrency=K)`, each turn claimed
-under a lease, its usage recorded after every model call, a checkpoint and a
-publish after every iteration, its final state written with the history tail;
-the loop also asks the store before every call whether the turn was
-cancelled. K turns are queued first, then enqueued at once; the clock runs
+under a lease (one renewer per job), its usage recorded after every model
+call that asks for tools (before they run), one write per iteration (history,
+checkpoint, published state, usage and model calls together), its final state
+written with the history tail; the loop also asks the store before every call
+whether the turn was cancelled. K turns are queued first, then enqueued at once; the clock runs
 until the queue is empty. One fresh worker process per measurement, after a
 warm batch of min(K, 50) turns. "Writes" are store calls that write;
 "commits" are the SQLite transactions they took (the store commits the
