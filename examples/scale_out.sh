@@ -42,7 +42,7 @@ created=$(curl -sf -XPOST "$BASE/api/conversations")
 conversation=$(field '["conversation_id"]' <<<"$created")
 token=$(field '["token"]' <<<"$created")
 turn=$(curl -sf -XPOST "$BASE/api/conversations/$conversation/turns" \
-    -H "authorization: Bearer $token" -H 'content-type: application/json' -d '{"text": "what'"'"'s on my todo list?"}' | field '["turn_id"]')
+    -H "authorization: Bearer $token" -H "content-type: application/json" -d '{"text": "what'"'"'s on my todo list?"}' | field '["turn_id"]')
 until [ "$(curl -sf "$BASE/api/turns/$turn" -H "authorization: Bearer $token" | field '["done"]')" = True ]; do
     sleep 0.2
 done

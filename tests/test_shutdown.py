@@ -171,7 +171,7 @@ async def test_a_turn_still_running_after_the_grace_is_finalised_as_failed(
     assert after["status"] == "failed"
     assert after["done"] is True
     assert after["messages"][-1]["key"] == "errors.ai_failed"
-    assert "failed: the turn was finalised from its last checkpoint" in output(log)
+    assert "failed: the turn failed: the process stopped it before it finished" in output(log)
     assert next_turn.status_code == 202
 
 

@@ -122,8 +122,10 @@ class TurnJob:
             if lost.is_set():
                 raise FenceLost(f"turn {turn_id}: the lease was lost; writes refused") from None
             # The process is stopping (or the queue aborted the job): finalise now, not
-            # a lease later, so the conversation takes its next question at once.
-            await failed(self.store, turn_id, held_by(fence), reporter=self.reporter)
+            # a lease later, so the conversation takes its next question at once. The
+            # loop's own final write has usually done so; either way, say it once here.
+            if not await failed(self.store, turn_id, held_by(fence), reporter=self.reporter):
+                self.reporter(_job_failed(turn_id, "the process stopped it before it finished"))
             raise
         except Exception as e:  # TimeoutError included: the job clock fired
             logger.exception("turn %s: the job failed: %s", turn_id, e)
@@ -157,8 +159,13 @@ class TurnJob:
         return result.outcome
 
 
-def _job_failed(turn_id: str, e: Exception) -> Report:
-    why = "the job's timeout fired" if isinstance(e, TimeoutError) else f"{type(e).__name__}: {e}"
+def _job_failed(turn_id: str, e: Exception | str) -> Report:
+    if isinstance(e, str):
+        why = e
+    elif isinstance(e, TimeoutError):
+        why = "the job's timeout fired"
+    else:
+        why = f"{type(e).__name__}: {e}"
     return Report(turn_id, 0, Outcome.FAILED.value, f"the turn failed: {why}", logging.ERROR)
 
 
