@@ -26,6 +26,7 @@ PROVIDER_VARIABLES = (
     "TURNKEEPER_PROVIDER",
     "TURNKEEPER_MODEL",
     "TURNKEEPER_DATABASE_URL",
+    "TURNKEEPER_PRICES",
 )
 
 
@@ -60,6 +61,16 @@ def _no_real_providers(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+
+
+@pytest.fixture(autouse=True)
+def _shipped_prices() -> Iterator[None]:
+    """Every test starts from the shipped price table (the CLI may set another)."""
+    from turnkeeper import prices
+
+    prices.use(None)
+    yield
+    prices.use(None)
 
 
 # ---- stores: every store test runs on SQLite and on PostgreSQL --------------------

@@ -6,6 +6,7 @@ body with the Messages API wire functions (`parse_reply`).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -67,6 +68,9 @@ class NullHooks:
 
     async def should_stop(self) -> bool:
         return False
+
+    async def wait_stop(self) -> None:
+        await asyncio.Event().wait()  # nobody ever stops it
 
     async def record_usage(self, usage: Any) -> None:
         pass

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
-import logging
 import os
 import re
 import sys
@@ -19,11 +19,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__, gc_policy, i18n
+from . import __version__, gc_policy, i18n, logs, prices, timeline
 from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_ITERATIONS, Budget
 from .credentials import redact_logs
 from .errors import ConfigError
 from .hooks import LocalHooks
+from .liveline import LiveHooks, LiveLine
+from .logs import FORMATS
 from .loop import TurnResult, run_turn
 from .providers import Provider
 from .providers.demo import DemoProvider
@@ -34,7 +36,7 @@ from .report import Report
 from .tools import CombinedToolset, Toolset
 from .tools.files import read_file_tool
 from .tools.functions import FunctionToolset
-from .trace import first_difference, read_trace, summary, write_trace
+from .trace import first_difference, read_trace, write_trace
 
 DEMO_QUESTION = "what's on my todo list?"
 
@@ -84,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--deadline", type=seconds, default=DEFAULT_DEADLINE, help="seconds")
     run.add_argument("--json", action="store_true", help="print the final published state")
     run.add_argument("--trace", type=Path, metavar="OUT", help="write the turn's trace here")
+    add_price_option(run)
     add_mcp_options(run)
 
     rep = commands.add_parser("replay", help="re-run a traced turn offline and compare")
@@ -92,8 +95,12 @@ def build_parser() -> argparse.ArgumentParser:
     trace = commands.add_parser("trace", help="read traces")
     trace_commands = trace.add_subparsers(dest="trace_command", required=True, parser_class=_Parser)
     show = trace_commands.add_parser("show", help="one row per model call, and totals")
-    show.add_argument("trace", type=Path)
+    show.add_argument("trace", metavar="TRACE_OR_TURN_ID", help="a trace file, or a stored turn")
     show.add_argument("--json", action="store_true")
+    show.add_argument(
+        "--database", metavar="URL", help="the store of TURN_ID (env TURNKEEPER_DATABASE_URL)"
+    )
+    add_price_option(show)
     _add_serving_commands(commands)
     return parser
 
@@ -122,10 +129,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.question.strip():
         raise ConfigError("the question is empty")
     provider = _run_provider(args)
+    use_prices(args)
     if args.trace is not None:
         _check_writable(args.trace)
     budget = Budget(max_iterations=args.max_iterations, deadline=args.deadline)
-    result = _run(args.question, provider, args.root, budget, mcp_servers(args))
+    locale = i18n.locale_from_env(os.environ)
+    line = LiveLine(sys.stdout, locale) if sys.stdout.isatty() and not args.json else None
+    result = _run(args.question, provider, args.root, budget, mcp_servers(args), line)
     if args.trace is not None:
         write_trace(result.trace, args.trace)
     if isinstance(provider, ScriptedProvider) and provider.unused:
@@ -134,7 +144,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.state.to_json(), ensure_ascii=False))
     else:
-        print(transcript(result.state.to_json()["messages"], i18n.locale_from_env(os.environ)))
+        print(transcript(result.state.to_json()["messages"], locale))
+    if line is not None:
+        print(line.outcome(result.outcome.value))
     return 0
 
 
@@ -155,18 +167,29 @@ def _run(
     root: str | Path,
     budget: Budget,
     servers: Sequence[Toolset] = (),
+    line: LiveLine | None = None,
 ) -> TurnResult:
-    return asyncio.run(_turn(question, provider, root, budget, servers))
+    return asyncio.run(_turn(question, provider, root, budget, servers, line))
 
 
 async def _turn(
-    question: str, provider: Provider, root: str | Path, budget: Budget, servers: Sequence[Toolset]
+    question: str,
+    provider: Provider,
+    root: str | Path,
+    budget: Budget,
+    servers: Sequence[Toolset],
+    line: LiveLine | None = None,
 ) -> TurnResult:
     """One turn with `read_file` and the MCP servers' tools, connected for the turn's length;
-    the provider's connections are closed after it (SDK clients hold a pool)."""
-    hooks = LocalHooks(reporter=_stderr_report)
+    the provider's connections are closed after it (SDK clients hold a pool). With a live
+    line, it shows what just happened while the turn runs."""
+    hooks = LocalHooks(reporter=_stderr_report) if line is None else LiveHooks(line, _stderr_report)
+    shown = contextlib.nullcontext() if line is None else line.ticking()
     try:
-        async with CombinedToolset(FunctionToolset([read_file_tool(root)]), *servers) as toolset:
+        async with (
+            shown,
+            CombinedToolset(FunctionToolset([read_file_tool(root)]), *servers) as toolset,
+        ):
             return await run_turn(
                 question, provider=provider, toolset=toolset, budget=budget, hooks=hooks
             )
@@ -240,24 +263,38 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
-    trace = read_trace(args.trace)
-    rows = summary(trace)
+    use_prices(args)
+    if Path(args.trace).exists() and args.database is None:
+        trace = read_trace(args.trace)
+        rows = timeline.rows(trace["calls"], trace["wire"])
+        outcome = trace["outcome"]
+    else:
+        rows, outcome = asyncio.run(_stored_timeline(args.trace, args.database))
     if args.json:
-        print(json.dumps({"iterations": rows}, ensure_ascii=False))
-        return 0
-    print(f"{'#':>3}  {'stop reason or error':<32} {'in':>7} {'out':>7} {'seconds':>8}  tools")
-    for r in rows:
-        stop = r["stop_reason"] if r["error"] is None else f"error: {r['error']}"
-        print(
-            f"{r['iteration']:>3}  {str(stop)[:32]:<32} {r['input_tokens']:>7} "
-            f"{r['output_tokens']:>7} {r['seconds']:>8.3f}  {', '.join(r['tools'])}"
-        )
-    total_in = sum(r["input_tokens"] for r in rows)
-    total_out = sum(r["output_tokens"] for r in rows)
-    total_s = sum(r["seconds"] for r in rows)
-    outcome = f"outcome: {trace['outcome']}"
-    print(f"{'all':>3}  {outcome:<32} {total_in:>7} {total_out:>7} {total_s:>8.3f}")
+        print(json.dumps({"iterations": rows, "totals": timeline.totals(rows)}, ensure_ascii=False))
+    else:
+        print(timeline.render(rows, outcome))
     return 0
+
+
+async def _stored_timeline(turn_id: str, database: str | None) -> tuple[list[Any], str | None]:
+    """The timeline of a turn the store at `database` holds."""
+    from .store import DEFAULT_URL, open_store
+
+    url = database or os.environ.get("TURNKEEPER_DATABASE_URL") or DEFAULT_URL
+    if not re.fullmatch(r"t_[0-9a-f]+", turn_id):
+        raise ConfigError(f"{turn_id!r} is neither a trace file nor a turn id")
+    store = await open_store(url)
+    try:
+        turn = await store.turn(turn_id)
+        if turn is None:
+            raise ConfigError(f"the store at {url} has no turn {turn_id}")
+        records = await store.iterations(turn_id)
+        state = await store.state_after(turn_id, 0)
+    finally:
+        await store.close()
+    outcome = state.get("status") if state is not None else None
+    return timeline.rows(records), outcome
 
 
 # ---- serve and worker ------------------------------------------------------------
@@ -283,6 +320,9 @@ def _add_serving_commands(commands: Any) -> None:
     )
     worker = commands.add_parser("worker", help="run queued turns from PostgreSQL")
     _serving_options(worker)
+    worker.add_argument(
+        "--metrics-port", type=port, metavar="PORT", help="serve /metrics on this port"
+    )
 
 
 def _serving_options(parser: argparse.ArgumentParser) -> None:
@@ -312,6 +352,24 @@ def _serving_options(parser: argparse.ArgumentParser) -> None:
         default=10.0,
         help="on SIGINT or SIGTERM, seconds running turns get to finish (default 10)",
     )
+    parser.add_argument(
+        "--log-format", choices=FORMATS, default="text", help="text lines or JSON lines"
+    )
+    add_price_option(parser)
+
+
+def add_price_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--prices",
+        type=Path,
+        metavar="FILE",
+        help="JSON of model prices in USD per million tokens (env TURNKEEPER_PRICES)",
+    )
+
+
+def use_prices(args: argparse.Namespace) -> None:
+    """The price table of `--prices FILE`, else of `TURNKEEPER_PRICES`, on the shipped one."""
+    prices.use(prices.load(getattr(args, "prices", None), os.environ))
 
 
 def port(text: str) -> int:
@@ -355,6 +413,8 @@ def _settings(args: argparse.Namespace) -> Any:
         worker=not getattr(args, "no_worker", False),
         concurrency=args.concurrency,
         lease=args.lease,
+        metrics_port=getattr(args, "metrics_port", None),
+        log_format=args.log_format,
         grace=args.grace,
         root=(args.root if args.root is not None else DEMO_ROOT).resolve(),
         mcp=[*args.mcp_stdio, *args.mcp_http],
@@ -365,8 +425,9 @@ def _settings(args: argparse.Namespace) -> Any:
 def cmd_serve(args: argparse.Namespace) -> int:
     from .server import serve
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    logs.configure(args.log_format)
     redact_logs()
+    use_prices(args)
     gc_policy.apply()
     asyncio.run(serve(_settings(args), _provider(args), _toolset(args)))
     return 0
@@ -375,8 +436,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     from .server import work
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    logs.configure(args.log_format)
     redact_logs()
+    use_prices(args)
     gc_policy.apply()
     asyncio.run(work(_settings(args), _provider(args), _toolset(args)))
     return 0

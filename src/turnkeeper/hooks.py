@@ -15,11 +15,14 @@ fixed order:
   tail, the final state (`done: true`), usage and calls; it clears the turn's
   checkpoint and cancel flag. Nobody writes after it.
 
-`should_stop` is asked before every model call; `report` gets every reported exit.
+`should_stop` is asked before every model call, and `wait_stop` is raced against
+each model call: when it returns first, the call is aborted and the turn ends
+`stopped` with nothing appended for it. `report` gets every reported exit.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -52,6 +55,11 @@ class Checkpoint:
 class Hooks(Protocol):
     async def should_stop(self) -> bool: ...
 
+    async def wait_stop(self) -> None:
+        """Return once the turn is asked to stop (at once if it was already); may never
+        return. Never raises: a passing failure to learn of a stop is its own to retry."""
+        ...
+
     async def started(self, state: PublishedState) -> None: ...
 
     async def record_usage(self, usage: Usage) -> None: ...
@@ -77,10 +85,12 @@ class LocalHooks:
         self.reports: list[Report] = []
         self.usage = Usage()
         self.stop_requested = False
+        self._stopping = asyncio.Event()
 
     def stop(self) -> None:
-        """Ask the turn to stop before its next model call."""
+        """Ask the turn to stop: the model call in flight is aborted, no new one starts."""
         self.stop_requested = True
+        self._stopping.set()
 
     @property
     def state(self) -> PublishedState | None:
@@ -89,6 +99,9 @@ class LocalHooks:
 
     async def should_stop(self) -> bool:
         return self.stop_requested
+
+    async def wait_stop(self) -> None:
+        await self._stopping.wait()
 
     async def started(self, state: PublishedState) -> None:
         self.published.append(state)

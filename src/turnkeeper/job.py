@@ -23,6 +23,7 @@ from . import state as published
 from .activity import ACTIVITIES
 from .budget import Budget
 from .hooks import Checkpoint
+from .instruments import Watcher
 from .leases import Leases
 from .loop import run_turn
 from .outcomes import Outcome
@@ -57,6 +58,16 @@ class StoreHooks:
     async def should_stop(self) -> bool:
         return await self.store.cancel_requested(self.turn_id)
 
+    async def wait_stop(self) -> None:
+        while True:
+            try:
+                return await self.store.wait_cancel(self.turn_id)
+            except Exception as e:  # a passing store error: the call goes on meanwhile
+                logger.warning(
+                    "turn %s: waiting for a cancel failed, will retry: %s", self.turn_id, e
+                )
+                await asyncio.sleep(1.0)
+
     async def started(self, state: PublishedState) -> None:
         await self.store.publish(self.turn_id, self.fence, state)
 
@@ -87,6 +98,8 @@ class TurnJob:
     reporter: Reporter = log_report
     activities: Mapping[str, str] = field(default_factory=lambda: ACTIVITIES)
     """Tool names to caption keys (`activity.captions()` adds your own)."""
+    watcher: Watcher | None = None
+    """Spans and metrics of the turns (default: spans if a tracer provider is configured)."""
     tries: int = field(default=1, init=False)
     """A turn is tried once; never retried by a queue."""
     _leases: Leases = field(init=False, repr=False)
@@ -155,6 +168,7 @@ class TurnJob:
             turn_id=turn_id,
             conversation_id=turn.conversation_id,
             start=PublishedState.from_json(start),
+            watcher=self.watcher,
         )
         return result.outcome
 
@@ -210,6 +224,7 @@ async def failed(
             level=logging.INFO if stopped else logging.ERROR,
             usage=recovery.usage,
             details={"checkpointed": recovery.checkpointed},
+            conversation_id=recovery.conversation_id,
         )
     )
     return True

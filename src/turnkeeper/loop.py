@@ -2,10 +2,10 @@
 
 One `while` loop, top to bottom. Stop reasons are control flow (ARCHITECTURE
 §3): `decide()` maps each response to *continue* or *exit with an outcome*,
-the caps and the cancel flag are checked before every call, and every exit
-leaves the loop by `break` so that the single finalisation in `finally` runs
-exactly once, whatever happened. The published state moves only through its
-own transitions (`state.py`); the trace is the `Recorder`'s (`trace.py`).
+the caps and the cancel flag are checked before every call (a cancel during one
+aborts it), and every exit leaves the loop by `break` so that the single
+finalisation in `finally` runs exactly once, whatever happened. The published
+state moves only through its own transitions; the trace is the `Recorder`'s.
 """
 
 from __future__ import annotations
@@ -23,24 +23,15 @@ from .clock import Clock, monotonic
 from .errors import ProviderError
 from .hooks import Checkpoint, Hooks, LocalHooks
 from .i18n import counted
+from .instruments import Watcher, watch_turn, watched_tools
 from .outcomes import OUTCOME_KEYS, Outcome, Stop
 from .providers import Provider
-from .report import Report
+from .report import REPORTED, Report
 from .state import PublishedState, queued
 from .tools import NoTools, Toolset
 from .trace import Recorder
 from .usage import Usage
 from .wire import Message, Reply, ToolResult, ToolSpec, ToolUse
-
-# How each exit is reported: (level, what the log says). Exits not here are not reported.
-REPORTED: dict[Outcome, tuple[int, str]] = {
-    Outcome.TRUNCATED: (logging.WARNING, "response truncated on max_tokens"),
-    Outcome.REFUSED: (logging.INFO, "the model refused; not retried"),
-    Outcome.CONTEXT_EXCEEDED: (logging.ERROR, "the model's context window is full"),
-    Outcome.ITERATION_LIMIT: (logging.WARNING, "hit the iteration cap"),
-    Outcome.TIME_LIMIT: (logging.WARNING, "hit its wall-clock budget"),
-    Outcome.FAILED: (logging.ERROR, "the turn failed"),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,19 +91,22 @@ async def run_turn(
     turn_id: str = "t_local",
     conversation_id: str = "c_local",
     start: PublishedState | None = None,
+    watcher: Watcher | None = None,
 ) -> TurnResult:
     """Run one turn of `question` after `history`; never raises for what the model or tools do.
 
     `start` is the turn's state as last published (the store's `queued` state,
-    with the user's bubble); without one, the turn has published nothing yet.
+    with the user's bubble); without one, the turn has published nothing yet. `watcher`
+    sees its calls and tools (default: OpenTelemetry spans, if a tracer provider is set).
     """
     first = start or queued(turn_id, conversation_id, question, version=0)
+    watch = watch_turn(watcher, provider, first, question)
     turn = _Turn(
         provider=provider,
-        toolset=toolset or NoTools(),
+        toolset=watched_tools(toolset or NoTools(), watch),
         budget=budget or Budget(),
         hooks=hooks or LocalHooks(),
-        recorder=Recorder(provider, budget or Budget(), clock),
+        recorder=Recorder(provider, budget or Budget(), clock, watch),
         activities=activities,
         history=list(history),
         state=first,
@@ -209,13 +203,16 @@ class _Turn:
     # ---- the model call -------------------------------------------------
 
     async def call(self, tools: Sequence[ToolSpec], timeout: float) -> Reply | None:
-        """One model call; on failure, the turn's exit is set and None returned."""
+        """One model call, raced against a stop; None, with the exit set, on failure or stop."""
         try:
-            reply = await self.recorder.call(self.history, tools, timeout)
+            reply = await self.recorder.call(self.history, tools, timeout, self.hooks.wait_stop)
         except ProviderError as error:
             self.exit(Outcome.FAILED, str(error), key=error.key, details=error.describe())
             return None
-        self.usage.add(reply.usage)
+        if reply is None:  # a stop aborted the call: nothing to append, no usage to count
+            self.exit(Outcome.STOPPED)
+            return None
+        self.usage.add(self.recorder.usage(reply))
         if reply.tool_uses:  # else the next write, made at once, carries the usage
             await self.hooks.record_usage(self.usage)
         return reply
@@ -362,6 +359,8 @@ class _Turn:
                 stop_reason=stop_reason,
                 usage=self.usage.copy(),
                 details=details or {},
+                conversation_id=self.state.conversation_id,
+                elapsed=self.recorder.clock_reads[-1] - self.recorder.started,
             )
         )
 
@@ -376,6 +375,7 @@ class _Turn:
         self.state = self.state.ended(
             outcome, text=self.unshown, key=self.error_key, usage=self.usage
         )
+        self.recorder.watch.turn_ended(outcome, self.usage)
         await self.hooks.finish(self.written_since())
 
     def result(self, question: str) -> TurnResult:

@@ -2,13 +2,14 @@
 
 The recorded responses and errors are fed back in order, the tool results
 come from the recorded history, the clock returns the recorded readings, and
-the cancel flag is seen at the same check, so every decision and outcome comes
-out the same (`trace.first_difference` says where it does not).
+the cancel flag is seen at the same check (or aborts the same call), so every
+decision and outcome comes out the same (`trace.first_difference` says where it does not).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .budget import Budget
@@ -21,10 +22,12 @@ from .wire import Message, Reply, ToolResult, ToolSpec, ToolUse, WireFormat
 
 
 class ReplayProvider:
-    """Answers each call with the recorded response or error, in order."""
+    """Answers each call with the recorded response or error, in order; a call a stop
+    aborted calls `stop` and never answers, so the stop aborts it again."""
 
-    def __init__(self, trace: dict[str, Any], wire: WireFormat) -> None:
+    def __init__(self, trace: dict[str, Any], wire: WireFormat, stop: Callable[[], None]) -> None:
         self.wire = wire
+        self._stop = stop
         self._calls: list[dict[str, Any]] = list(trace["calls"])
         self._request = trace.get("request", {})
 
@@ -34,6 +37,9 @@ class ReplayProvider:
         if not self._calls:
             raise ProviderFailed("the trace holds no more model calls")
         call = self._calls.pop(0)
+        if call.get("stopped"):
+            self._stop()
+            await asyncio.Event().wait()
         if call.get("error") is not None:
             raise provider_error_from(call["error"])
         return self.wire.parse_reply(call.get("response"))
@@ -77,7 +83,8 @@ class ReplayClock:
 
 
 class ReplayHooks(LocalHooks):
-    """Says stop at the same check the recorded turn saw its cancel flag."""
+    """Says stop at the same check the recorded turn saw its cancel flag, and during the
+    call a stop aborted (`stop()`, from the `ReplayProvider`)."""
 
     def __init__(self, stopped_at_check: int | None) -> None:
         super().__init__(reporter=_quiet)
@@ -102,13 +109,14 @@ async def replay(trace: dict[str, Any]) -> TurnResult:
         budget = Budget(**trace["budget"])
     except TypeError as e:
         raise ConfigError(f"trace budget is unusable: {e}") from e
+    hooks = ReplayHooks(trace.get("stopped_at_check"))
     return await run_turn(
         trace["question"],
-        provider=ReplayProvider(trace, wire),
+        provider=ReplayProvider(trace, wire, hooks.stop),
         toolset=ReplayTools(wire.recorded_results(history), names),
         history=history[: trace["prior"]],
         budget=budget,
-        hooks=ReplayHooks(trace.get("stopped_at_check")),
+        hooks=hooks,
         clock=ReplayClock(trace["clock"]),
         turn_id=trace.get("turn_id", "t_replay"),
     )

@@ -1,8 +1,13 @@
-"""Reports: the turn's exits that someone should see in the logs.
+"""Reports: the turn's exits that someone should see.
 
-A cap that binds, a truncation, a failure: each is reported once with the turn,
-the iteration, the stop reason and the usage so far. `log_report` writes them
-to the `turnkeeper` logger; an application passes its own reporter instead.
+A cap that binds, a truncation, a failure: each reported row of the stop-reason
+table goes through one `report()`, once, with the turn and conversation ids,
+the outcome, the stop reason, the iteration, the elapsed time and the usage
+(cost included). `report()` writes one structured log record to the
+`turnkeeper.report` logger and, when `sentry-sdk` is installed and initialised,
+sends warnings and errors to Sentry. Finished turns are never reported;
+refusals are reported at info (and not sent to Sentry). An application can
+pass its own reporter instead.
 """
 
 from __future__ import annotations
@@ -10,11 +15,24 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+from .outcomes import Outcome
 from .usage import Usage
 
-logger = logging.getLogger("turnkeeper")
+logger = logging.getLogger("turnkeeper.report")
+
+OUTCOMES = frozenset(o.value for o in Outcome)
+
+# How each exit is reported: (level, what the log says). Exits not here are not reported.
+REPORTED: dict[Outcome, tuple[int, str]] = {
+    Outcome.TRUNCATED: (logging.WARNING, "response truncated on max_tokens"),
+    Outcome.REFUSED: (logging.INFO, "the model refused; not retried"),
+    Outcome.CONTEXT_EXCEEDED: (logging.ERROR, "the model's context window is full"),
+    Outcome.ITERATION_LIMIT: (logging.WARNING, "hit the iteration cap"),
+    Outcome.TIME_LIMIT: (logging.WARNING, "hit its wall-clock budget"),
+    Outcome.FAILED: (logging.ERROR, "the turn failed"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,16 +46,28 @@ class Report:
     stop_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
     details: dict[str, Any] = field(default_factory=dict)
+    conversation_id: str | None = None
+    elapsed: float | None = None
+    """Seconds since the turn started, when known."""
+
+    @property
+    def outcome(self) -> str | None:
+        """The turn's outcome when the report is of an exit, else None (an incident)."""
+        return self.event if self.event in OUTCOMES else None
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "turn_id": self.turn_id,
-            "iteration": self.iteration,
+            "conversation_id": self.conversation_id,
+            "outcome": self.outcome,
             "event": self.event,
             "message": self.message,
             "level": logging.getLevelName(self.level),
             "stop_reason": self.stop_reason,
+            "iteration": self.iteration,
+            "elapsed": None if self.elapsed is None else round(self.elapsed, 3),
             "usage": self.usage.as_dict(),
+            "cost_usd": self.usage.cost_usd,
             "details": self.details,
         }
 
@@ -45,14 +75,41 @@ class Report:
 Reporter = Callable[[Report], None]
 
 
-def log_report(report: Report) -> None:
-    """The default reporter: one log record with the report's fields as `extra`."""
+def report(r: Report) -> None:
+    """The default reporter: one log record with the report's fields as `extra`
+    (`record.turnkeeper`), and the report in Sentry when Sentry is set up."""
     logger.log(
-        report.level,
+        r.level,
         "turn %s iteration %d: %s: %s",
-        report.turn_id,
-        report.iteration,
-        report.event,
-        report.message,
-        extra={"turnkeeper": report.as_dict()},
+        r.turn_id,
+        r.iteration,
+        r.event,
+        r.message,
+        extra={"turnkeeper": r.as_dict()},
     )
+    if r.level >= logging.WARNING:
+        to_sentry(r)
+
+
+log_report = report
+"""The name earlier releases used for `report`."""
+
+
+def to_sentry(r: Report) -> bool:
+    """Send the report to Sentry if `sentry-sdk` is installed and initialised; whether it was."""
+    try:
+        import sentry_sdk
+        from sentry_sdk.integrations.logging import ignore_logger
+    except ImportError:
+        return False
+    if not sentry_sdk.get_client().is_active():
+        return False
+    ignore_logger(logger.name)  # sent here, with its fields: not a second time from the log
+    level: Literal["error", "warning"] = "error" if r.level >= logging.ERROR else "warning"
+    with sentry_sdk.new_scope() as scope:
+        scope.set_tag("turnkeeper.event", r.event)
+        scope.set_tag("turnkeeper.outcome", r.outcome or "")
+        scope.set_context("turnkeeper", r.as_dict())
+        scope.fingerprint = ["turnkeeper", r.event, r.stop_reason or ""]
+        sentry_sdk.capture_message(f"turn {r.event}: {r.message}", level=level)
+    return True

@@ -28,7 +28,9 @@ from . import __version__
 from .budget import DEFAULT_DEADLINE
 from .credentials import redact_url
 from .errors import ConfigError, MissingExtra
+from .instruments import Watchers, default_watchers
 from .job import DEFAULT_LEASE, TurnJob
+from .metrics import Metrics, serve_metrics
 from .providers import Provider
 from .queue import LocalQueue, Queue
 from .store import DEFAULT_URL, Store, open_store, parse_url
@@ -59,6 +61,10 @@ class Settings:
     """Run turns in this process (the embedded queue); False only defers them."""
     concurrency: int = 4
     lease: float = DEFAULT_LEASE
+    metrics_port: int | None = None
+    """`worker` serves `/metrics` on this port (serve has it on its own port)."""
+    log_format: str = "text"
+    """`text` or `json` (`--log-format`): how the banner is written, like the log."""
     grace: float = DEFAULT_GRACE
     """Seconds running turns get to finish on SIGINT or SIGTERM before they are finalised."""
     root: Path = DEMO_ROOT
@@ -94,13 +100,18 @@ async def serve(
 
     if not settings.worker:
         require_postgres(settings.database, "serve --no-worker")
+    metrics = Metrics()
     async with _resources(settings, provider, toolset) as (store, tools):
-        job = TurnJob(store, provider, tools, lease=settings.lease)
-        async with _queue(settings, job) as queue, _sweeping(store, settings):
-            app = create_app(store, queue, cors_origins=settings.cors_origins)
-            config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="off")
+        job = TurnJob(store, provider, tools, lease=settings.lease, watcher=watchers(metrics))
+        async with _queue(settings, job) as queue, _sweeping(store, settings, metrics):
+            app = create_app(store, queue, cors_origins=settings.cors_origins, metrics=metrics)
+            # log_config=None: uvicorn's records go through the process's handlers, so
+            # they are redacted and, with --log-format json, JSON lines like the rest.
+            config = uvicorn.Config(
+                app, host=settings.host, port=settings.port, lifespan="off", log_config=None
+            )
             server = _GracefulServer(config, queue, settings.grace)
-            announce(banner("serve", settings, provider))
+            announce(banner("serve", settings, provider), settings.log_format)
             await server.serve()
 
 
@@ -111,10 +122,14 @@ async def work(
     require_postgres(settings.database, "turnkeeper worker")
     from .worker import run_worker
 
-    async with _resources(settings, provider, toolset) as (store, tools):
-        job = TurnJob(store, provider, tools, lease=settings.lease)
-        sweeper = Sweeper(store, interval=settings.sweep_interval)
-        announce(banner("worker", settings, provider))
+    metrics = Metrics()
+    async with (
+        _resources(settings, provider, toolset) as (store, tools),
+        _exposed(metrics, settings.metrics_port),
+    ):
+        job = TurnJob(store, provider, tools, lease=settings.lease, watcher=watchers(metrics))
+        sweeper = Sweeper(store, interval=settings.sweep_interval, metrics=metrics)
+        announce(banner("worker", settings, provider), settings.log_format)
         await run_worker(
             settings.database,
             job,
@@ -153,8 +168,12 @@ def banner(command: str, settings: Settings, provider: Provider) -> list[str]:
     return [f"turnkeeper {__version__} {command}"] + [f"  {k:<12} {v}" for k, v in rows.items()]
 
 
-def announce(lines: Sequence[str]) -> None:
-    print("\n".join(lines), file=sys.stderr, flush=True)
+def announce(lines: Sequence[str], log_format: str = "text") -> None:
+    """The banner on stderr; with JSON logs, one JSON log record like every other line."""
+    if log_format == "json":
+        logger.info("\n".join(lines))
+    else:
+        print("\n".join(lines), file=sys.stderr, flush=True)
 
 
 class _GracefulServer:
@@ -200,6 +219,29 @@ class _GracefulServer:
         self.server.should_exit = True
 
 
+def watchers(metrics: Metrics) -> Watchers:
+    """What watches a serving process's turns: its metrics, and spans if tracing is set up."""
+    return Watchers([metrics, *default_watchers().watchers])
+
+
+@contextlib.asynccontextmanager
+async def _exposed(metrics: Metrics, port: int | None) -> AsyncIterator[None]:
+    """`/metrics` on `port` (all interfaces) while the body runs; nothing if no port."""
+    if port is None:
+        yield
+        return
+    try:
+        server, _ = serve_metrics(metrics, port, host="0.0.0.0")
+    except OSError as e:
+        raise ConfigError(f"cannot serve metrics on port {port}: {e.strerror}") from e
+    logger.info("metrics at http://0.0.0.0:%d/metrics", port)
+    try:
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @contextlib.asynccontextmanager
 async def _resources(
     settings: Settings, provider: Provider, toolset: CombinedToolset | None
@@ -239,8 +281,9 @@ async def _queue(settings: Settings, job: TurnJob) -> AsyncIterator[Queue]:
 
 
 @contextlib.asynccontextmanager
-async def _sweeping(store: Store, settings: Settings) -> AsyncIterator[None]:
-    task = asyncio.create_task(Sweeper(store, interval=settings.sweep_interval).run())
+async def _sweeping(store: Store, settings: Settings, metrics: Metrics) -> AsyncIterator[None]:
+    sweeper = Sweeper(store, interval=settings.sweep_interval, metrics=metrics)
+    task = asyncio.create_task(sweeper.run())
     try:
         yield
     finally:

@@ -61,7 +61,8 @@ class PublishedState:
     has_error: bool
     activity: str | None
     messages: tuple[Bubble, ...]
-    usage: dict[str, int]
+    usage: dict[str, int | float]
+    """`Usage.as_dict()`: the token counts, and `cost_usd` when the price is known."""
 
     def to_json(self) -> dict[str, Any]:
         return {**self.bare(), "messages": [m.to_json() for m in self.messages]}
@@ -98,7 +99,7 @@ class PublishedState:
     # ---- transitions -------------------------------------------------------
 
     def _next(
-        self, messages: tuple[Bubble, ...], usage: dict[str, int], activity: str | None
+        self, messages: tuple[Bubble, ...], usage: dict[str, int | float], activity: str | None
     ) -> PublishedState:
         """One version on, still running. Written out rather than `dataclasses.replace`:
         a transition runs every iteration, and `replace` costs more than the rest of it."""

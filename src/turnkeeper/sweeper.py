@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 from .job import failed
 from .report import Reporter, log_report
 from .store import EXPIRED, Store
+
+if TYPE_CHECKING:  # prometheus-client comes with the server and postgres extras
+    from .metrics import Metrics
 
 logger = logging.getLogger("turnkeeper.sweeper")
 
@@ -23,11 +27,17 @@ DEFAULT_INTERVAL = 5.0
 
 class Sweeper:
     def __init__(
-        self, store: Store, *, interval: float = DEFAULT_INTERVAL, reporter: Reporter = log_report
+        self,
+        store: Store,
+        *,
+        interval: float = DEFAULT_INTERVAL,
+        reporter: Reporter = log_report,
+        metrics: Metrics | None = None,
     ) -> None:
         self.store = store
         self.interval = interval
         self.reporter = reporter
+        self.metrics = metrics
 
     async def sweep(self) -> list[str]:
         """Finalise every turn whose lease has expired; the ids finalised here."""
@@ -36,6 +46,8 @@ class Sweeper:
             if await failed(self.store, turn_id, EXPIRED, reporter=self.reporter):
                 logger.warning("turn %s: its worker's lease expired; finalised as failed", turn_id)
                 swept.append(turn_id)
+                if self.metrics is not None:
+                    self.metrics.swept.inc()
         return swept
 
     async def run(self) -> None:

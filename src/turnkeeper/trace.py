@@ -2,27 +2,34 @@
 
 This module owns the trace format, in one place. The `Recorder` wraps the
 turn's clock and its model calls and keeps one `ModelCall` per call (the raw
-response or the error, its duration, the per-call timeout used, the
-decision), every clock reading the loop made, and the stop check that saw a
-cancel. `Recorder.trace()` writes them out with the history and the outcome;
+response or the error, or that a stop aborted it; its duration, the per-call
+timeout used, the decision), every clock reading the loop made, and the stop
+check that saw a cancel. `Recorder.trace()` writes them out with the history and the outcome;
 `replay.py` feeds them back through `run_turn`, so every decision and outcome,
 `time_limit` included, comes out the same.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Sequence
+import logging
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from . import prices
 from .budget import Budget
 from .clock import Clock
 from .errors import ConfigError, ProviderError, ProviderFailed, ProviderUnavailable
+from .instruments import UNWATCHED, CallEnd, TurnWatch
 from .providers import Provider
 from .usage import Usage
 from .wire import Json, Message, Reply, ToolSpec
+
+logger = logging.getLogger("turnkeeper.loop")
 
 FORMAT = "turnkeeper.trace/1"
 REQUIRED = ("wire", "question", "prior", "history", "calls", "clock", "outcome", "budget")
@@ -44,6 +51,11 @@ class ModelCall:
     caption: str | None = None
     tools_duration: float | None = None
     usage: Usage | None = None
+    """This call's usage, priced when its model's price is known."""
+    model: str | None = None
+    """The model that answered (the response's `model`), else the one requested."""
+    stopped: bool = False
+    """A stop aborted the call: it has no response, and its tokens are not counted."""
 
     def to_json(self) -> dict[str, Any]:
         """The call as the trace records it."""
@@ -55,6 +67,8 @@ class ModelCall:
         }
         if self.error is not None:
             record["error"] = self.error
+        elif self.stopped:
+            record["stopped"] = True
         else:
             record.update(
                 response=self.response, stop_reason=self.stop_reason, tools=self.tools or []
@@ -63,12 +77,19 @@ class ModelCall:
             record["decision"] = self.decision
         if self.tools_duration is not None:
             record["tools_duration"] = self.tools_duration
+        if self.caption is not None:
+            record["caption"] = self.caption
+        if self.model is not None:
+            record["model"] = self.model
+        if self.usage is not None and self.usage.cost_usd is not None:
+            record["cost_usd"] = self.usage.cost_usd
         return record
 
     def summary(self) -> dict[str, Any]:
-        """What `trace show` prints for the call, as the store keeps it with the turn."""
+        """What `trace show` prints for the call, as the store keeps it with the turn
+        (with the model and cost when known)."""
         usage = self.usage or Usage()
-        return {
+        summary = {
             "iteration": self.iteration,
             "stop_reason": self.stop_reason,
             "error": None if self.error is None else self.error.get("message"),
@@ -79,13 +100,22 @@ class ModelCall:
             "caption": self.caption,
             "decision": self.decision,
         }
+        if self.model is not None:
+            summary["model"] = self.model
+        if usage.cost_usd is not None:
+            summary["cost_usd"] = usage.cost_usd
+        return summary
 
 
 class Recorder:
     """Wraps a turn's clock and model calls, and writes what they did as a trace."""
 
-    def __init__(self, provider: Provider, budget: Budget, clock: Clock) -> None:
+    def __init__(
+        self, provider: Provider, budget: Budget, clock: Clock, watch: TurnWatch = UNWATCHED
+    ) -> None:
         self.provider = provider
+        self.watch = watch
+        """Told of every model call as it starts and ends (spans, metrics)."""
         self.budget = budget
         self.calls: list[ModelCall] = []
         self.clock_reads: list[float] = []
@@ -93,6 +123,8 @@ class Recorder:
         self.stopped_at_check: int | None = None
         self._clock = clock
         self.started = self.now()
+        self.requested: str | None = provider.describe().get("model")
+        """The model requested, as the provider describes itself."""
 
     def now(self) -> float:
         t = self._clock()
@@ -106,23 +138,56 @@ class Recorder:
         return stop
 
     async def call(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
-    ) -> Reply:
-        """One model call, recorded; any failure comes out as a `ProviderError`."""
+        self,
+        history: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        timeout: float,
+        stop: Callable[[], Awaitable[None]],
+    ) -> Reply | None:
+        """One model call, recorded, raced against `stop`: None if `stop` returned first and
+        the call was aborted; any failure comes out as a `ProviderError`."""
         started = self.now()
         call = ModelCall(len(self.calls) + 1, started - self.started, timeout)
         self.calls.append(call)
+        self.watch.call_started(call.iteration)
         try:
-            reply = await self.provider.complete(history, tools, timeout)
+            reply = await _unless_stopped(self.provider.complete(history, tools, timeout), stop)
         except Exception as e:
             call.duration = self.now() - started
             error = _provider_error(e, timeout)
             call.error = error.describe()
+            self.watch.call_ended(
+                CallEnd(call.iteration, call.duration, self.requested, error=str(error))
+            )
             raise error from e
         call.duration = self.now() - started
-        call.response, call.stop_reason, call.usage = reply.raw, reply.raw_stop, reply.usage
+        if reply is None:
+            call.stopped, call.decision = True, "stopped"
+            self.watch.call_ended(
+                CallEnd(call.iteration, call.duration, self.requested, stopped=True)
+            )
+            return None
+        answered = reply.raw.get("model") if isinstance(reply.raw, dict) else None
+        call.model = answered if isinstance(answered, str) else self.requested
+        usage = prices.current().priced(reply.usage, call.model, self.provider.wire.name)
+        call.response, call.stop_reason, call.usage = reply.raw, reply.raw_stop, usage
         call.tools = [u.name for u in reply.tool_uses]
+        self.watch.call_ended(
+            CallEnd(
+                call.iteration,
+                call.duration,
+                call.model,
+                usage,
+                reply.raw_stop,
+                tools=call.tools,
+                text=reply.text,
+            )
+        )
         return reply
+
+    def usage(self, reply: Reply) -> Usage:
+        """The usage of the last call, `reply`, priced when its model's price is known."""
+        return self.calls[-1].usage or reply.usage
 
     def decided(self, decision: str, caption: str | None) -> None:
         self.calls[-1].decision, self.calls[-1].caption = decision, caption
@@ -150,6 +215,39 @@ class Recorder:
             "clock": [t - first for t in self.clock_reads],
             "stopped_at_check": self.stopped_at_check,
         }
+
+
+async def _unless_stopped(
+    call: Awaitable[Reply], stop: Callable[[], Awaitable[None]]
+) -> Reply | None:
+    """The call's reply, or None if `stop` returned first: the call is then cancelled,
+    and nothing it would have answered is kept."""
+    calling = asyncio.ensure_future(call)
+    stopping = asyncio.ensure_future(stop())
+    stopping.add_done_callback(partial(_abort, calling))
+    try:
+        return await calling
+    except asyncio.CancelledError:
+        if calling.cancelled() and not _current_task_cancelling():
+            return None  # the stop cancelled the call, not a cancel of the turn's task
+        raise
+    finally:
+        stopping.cancel()
+
+
+def _abort(calling: asyncio.Future[Reply], stopping: asyncio.Future[None]) -> None:
+    """When the stop wait ends: cancel the call, unless the wait itself failed."""
+    if stopping.cancelled():
+        return
+    if stopping.exception() is not None:
+        logger.warning("waiting for a stop failed: %r", stopping.exception())
+        return
+    calling.cancel()
+
+
+def _current_task_cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _provider_error(e: Exception, timeout: float) -> ProviderError:
@@ -230,33 +328,3 @@ def _decision(call: dict[str, Any]) -> str:
     if error is not None:
         return f"error {error.get('kind')}"
     return str(call.get("decision"))
-
-
-def summary(trace: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per model call: stop reason or error, tokens, seconds, tools called."""
-    rows = []
-    for call in trace["calls"]:
-        response = call.get("response")
-        usage = response.get("usage") if isinstance(response, dict) else None
-        usage = usage if isinstance(usage, dict) else {}
-        error = call.get("error")
-        rows.append(
-            {
-                "iteration": call.get("iteration"),
-                "stop_reason": call.get("stop_reason"),
-                "error": error.get("message") if isinstance(error, dict) else None,
-                "input_tokens": _tokens(usage, "input_tokens", "prompt_tokens"),
-                "output_tokens": _tokens(usage, "output_tokens", "completion_tokens"),
-                "seconds": round(float(call.get("duration", 0.0)), 3),
-                "tools": list(call.get("tools", [])),
-            }
-        )
-    return rows
-
-
-def _tokens(usage: dict[str, Any], *names: str) -> int:
-    for name in names:
-        value = usage.get(name)
-        if isinstance(value, int):
-            return value
-    return 0

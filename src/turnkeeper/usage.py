@@ -20,8 +20,11 @@ class Usage:
     cache_read_input_tokens: int = 0
     web_search_requests: int = 0
     web_fetch_requests: int = 0
+    cost_usd: float | None = None
+    """What the calls cost in US dollars, when every priced call's model has a known price."""
 
     def add(self, other: Usage) -> None:
+        self.cost_usd = _summed_cost(self, other)
         self.iterations += other.iterations
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
@@ -39,10 +42,12 @@ class Usage:
             self.cache_read_input_tokens,
             self.web_search_requests,
             self.web_fetch_requests,
+            self.cost_usd,
         )
 
-    def as_dict(self) -> dict[str, int]:
-        return {
+    def as_dict(self) -> dict[str, Any]:
+        """The counts, and `cost_usd` only when it is known."""
+        data: dict[str, Any] = {
             "iterations": self.iterations,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
@@ -51,11 +56,29 @@ class Usage:
             "web_search_requests": self.web_search_requests,
             "web_fetch_requests": self.web_fetch_requests,
         }
+        if self.cost_usd is not None:
+            data["cost_usd"] = self.cost_usd
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Usage:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: int(v) for k, v in data.items() if k in names})
+        names = {f.name for f in fields(cls)} - {"cost_usd"}
+        usage = cls(**{k: int(v) for k, v in data.items() if k in names})
+        cost = data.get("cost_usd")
+        if isinstance(cost, int | float) and not isinstance(cost, bool):
+            usage.cost_usd = float(cost)
+        return usage
+
+
+def _summed_cost(total: Usage, more: Usage) -> float | None:
+    """The cost of both: unknown as soon as a call that ran has no known price."""
+    if total.iterations == 0 and total.cost_usd is None:
+        return more.cost_usd
+    if more.iterations == 0 and more.cost_usd is None:
+        return total.cost_usd
+    if total.cost_usd is None or more.cost_usd is None:
+        return None
+    return round(total.cost_usd + more.cost_usd, 10)
 
 
 def count(value: Any) -> int:

@@ -20,7 +20,8 @@ from schemathesis.specs.openapi.checks import (
 from tests import scripts
 from tests.waiting import eventually
 from turnkeeper.api import create_app
-from turnkeeper.api.openapi import DOCUMENT, MAX_AFTER, Bubble, State
+from turnkeeper.api.openapi import DOCUMENT, MAX_AFTER, Bubble, State, Transcript
+from turnkeeper.api.openapi import Usage as DeclaredUsage
 from turnkeeper.job import TurnJob
 from turnkeeper.outcomes import Outcome, Status
 from turnkeeper.providers.scripted import ScriptedProvider
@@ -29,6 +30,7 @@ from turnkeeper.state import Bubble as PublishedBubble
 from turnkeeper.state import PublishedState
 from turnkeeper.store import Store
 from turnkeeper.store.sqlite import SqliteStore
+from turnkeeper.usage import Usage
 
 CHECKS = [response_schema_conformance, status_code_conformance, content_type_conformance]
 SUPPRESS = list(HealthCheck)
@@ -98,3 +100,14 @@ async def test_a_served_state_and_transcript_validate_against_the_document(store
         assert [m.text for m in state.messages] == ["hi", "hello"]
         transcript = (await client.get(conversation, headers=auth)).json()
         assert [Bubble.model_validate(m).id for m in transcript["messages"]] == ["m1", "m2"]
+
+
+def test_the_served_usage_is_declared_field_for_field_cost_included() -> None:
+    assert set(DeclaredUsage.model_fields) == {f.name for f in fields(Usage)}
+    priced = Usage(2, 1_000, 200, cost_usd=0.0135).as_dict()
+    assert DeclaredUsage.model_validate(priced).cost_usd == 0.0135
+    assert DeclaredUsage.model_validate(Usage().as_dict()).cost_usd is None, "unpriced: absent"
+    assert Transcript.model_fields["usage"].annotation is DeclaredUsage
+    usage = DOCUMENT["components"]["schemas"]["Usage"]
+    assert "cost_usd" in usage["properties"]
+    assert "cost_usd" not in usage["required"]

@@ -132,7 +132,9 @@ async def test_the_transcript_holds_every_turn_oldest_first(
         model.gate.set()
         await TurnJob(store, model).run(response.json()["turn_id"])
     response = await client.get(f"/api/conversations/{conversation_id}", headers=auth)
-    assert response.json() == {
+    body = response.json()
+    assert body.pop("usage")["iterations"] == 2, "usage is summed over the conversation's turns"
+    assert body == {
         "conversation_id": conversation_id,
         "messages": [
             {"id": "m1", "role": "user", "text": "one"},
@@ -262,19 +264,19 @@ async def test_server_errors_answer_json_with_a_sentence(
     assert "fire" not in response.text
 
 
-async def test_openapi_metrics_and_index_need_no_token(
-    store: Store, client: httpx.AsyncClient, held: HeldQueue
-) -> None:
-    document = (await client.get("/openapi.json")).json()
-    assert "/api/turns/{turn_id}" in document["paths"]
-    turn_id, _ = await start_turn(client)
-    model = GatedModel([scripts.answer("ok")])
-    model.gate.set()
-    await TurnJob(store, model).run(turn_id)
-    metrics = await client.get("/metrics")
-    assert metrics.headers["content-type"].startswith("text/plain")
-    assert 'turnkeeper_turns_total{outcome="finished"} 1' in metrics.text
-    assert 'turnkeeper_turns_total{outcome="failed"} 0' in metrics.text
-    index = await client.get("/")
-    assert index.status_code == 200
-    assert "turnkeeper" in index.text
+async def test_openapi_metrics_and_index_need_no_token(store: Store, held: HeldQueue) -> None:
+    app = create_app(store, held)
+    async with client_for(app) as client:
+        document = (await client.get("/openapi.json")).json()
+        assert "/api/turns/{turn_id}" in document["paths"]
+        turn_id, _ = await start_turn(client)
+        model = GatedModel([scripts.answer("ok")])
+        model.gate.set()
+        await TurnJob(store, model, watcher=app.state.metrics).run(turn_id)
+        metrics = await client.get("/metrics")
+        assert metrics.headers["content-type"].startswith("text/plain")
+        assert 'turnkeeper_turns_total{outcome="finished"} 1.0' in metrics.text
+        assert 'turnkeeper_turns_total{outcome="failed"} 0.0' in metrics.text
+        index = await client.get("/")
+        assert index.status_code == 200
+        assert "turnkeeper" in index.text

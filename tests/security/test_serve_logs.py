@@ -1,5 +1,5 @@
 """`turnkeeper serve` with a key and a base URL that carries credentials: its log (uvicorn's,
-the SDK's, httpx's and turnkeeper's records, at INFO) holds neither.
+the SDK's, httpx's and turnkeeper's records, at INFO), in text or JSON lines, holds neither.
 
 The model is a `WireServer` answering with a CONSTRUCTED Messages API body,
 then a CONSTRUCTED 502 whose text echoes the URL the way a proxy's page does.
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.providers.wire_server import Canned, serving
 from tests.scripts import answer
@@ -38,7 +39,8 @@ async def one_turn(base: str) -> dict[str, Any]:
         return states[-1]
 
 
-async def test_serve_logs_no_key_and_no_url_credentials(tmp_path: Path) -> None:
+@pytest.mark.parametrize("log_format", ["text", "json"])
+async def test_serve_logs_no_key_and_no_url_credentials(tmp_path: Path, log_format: str) -> None:
     port = free_port()
     log = tmp_path / "serve.log"
     with serving() as model:
@@ -50,7 +52,10 @@ async def test_serve_logs_no_key_and_no_url_credentials(tmp_path: Path) -> None:
         )
         env = {**os.environ, "ANTHROPIC_API_KEY": API_KEY, "ANTHROPIC_BASE_URL": url}
         database = f"sqlite:///{tmp_path / 'tk.db'}"
-        args = ("serve", "--provider", "anthropic", "--database", database, "--port", str(port))
+        args = (
+            "serve", "--provider", "anthropic", "--database", database, "--port", str(port),
+            "--log-format", log_format,
+        )  # fmt: skip
         with turnkeeper(*args, log=log, env=env) as server:
             base = f"http://127.0.0.1:{port}"
             await until_up(base, server, log)
@@ -61,3 +66,9 @@ async def test_serve_logs_no_key_and_no_url_credentials(tmp_path: Path) -> None:
     assert "HTTP Request: POST http://user:***@127.0.0.1" in written, written
     assert "Bad gateway" in written, "the failure is logged, redacted"
     assert_no_secret("the serve log", written)
+    if log_format == "json":
+        records = [json.loads(line) for line in written.splitlines() if line.strip()]
+        assert any(r["logger"] == "turnkeeper.report" for r in records), "the failure's report"
+        report = next(r for r in records if r["logger"] == "turnkeeper.report")
+        assert report["outcome"] == "failed"
+        assert "127.0.0.1" in report["message"], "the report's text is kept, redacted"

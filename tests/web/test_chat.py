@@ -142,7 +142,6 @@ def test_the_keyboard_alone_asks_breaks_lines_and_stops(browser: Browser, served
         expect(chat.input).to_be_focused()
 
 
-@pytest.mark.skip(reason="needs the in-flight cancel (prompt Stop), landing next")
 def test_stop_during_a_slow_model_call_shows_the_stopped_notice_within_two_seconds(
     browser: Browser, served: Served
 ) -> None:

@@ -12,9 +12,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ..metrics import Metrics
 from ..queue import Queue
 from ..store import Store
-from . import metrics, widget
+from . import widget
 from .errors import (
     ApiError,
     api_error,
@@ -24,6 +25,7 @@ from .errors import (
     store_unavailable_errors,
 )
 from .limits import MAX_BODY, BodyLimit
+from .metrics import endpoint as exposition
 from .openapi import DOCUMENT
 from .routes import Routes
 
@@ -33,15 +35,22 @@ async def openapi(request: Request) -> Response:
 
 
 def create_app(
-    store: Store, queue: Queue, *, max_body: int = MAX_BODY, cors_origins: Sequence[str] = ()
+    store: Store,
+    queue: Queue,
+    *,
+    max_body: int = MAX_BODY,
+    cors_origins: Sequence[str] = (),
+    metrics: Metrics | None = None,
 ) -> Starlette:
-    """The API and the widget's files; pages of `cors_origins` may call it (none by default)."""
+    """The API and the widget's files; pages of `cors_origins` may call it (none by default);
+    `metrics` are the instruments its turns count into (`app.state.metrics`)."""
     routes = Routes(store, queue)
-    return Starlette(
+    metrics = metrics or Metrics()
+    app = Starlette(
         routes=[
             *widget.routes(),
             Route("/openapi.json", openapi),
-            Route("/metrics", metrics.endpoint(store)),
+            Route("/metrics", exposition(store, metrics)),
             Route("/api/conversations", routes.create_conversation, methods=["POST"]),
             Route("/api/conversations/{conversation_id}", routes.conversation),
             Route(
@@ -58,6 +67,8 @@ def create_app(
             Exception: server_error,
         },
     )
+    app.state.metrics = metrics
+    return app
 
 
 def _cors(origins: Sequence[str]) -> list[Middleware]:

@@ -1,34 +1,19 @@
-"""`/metrics`: Prometheus text, counted from the store so every process sees the same totals."""
+"""`/metrics`: the process's Prometheus instruments, and the store's open turns by status."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import Response
 
-from ..outcomes import Outcome, Status
+from ..metrics import CONTENT_TYPE, Metrics
 from ..store import Store
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
+def endpoint(store: Store, metrics: Metrics) -> Callable[[Request], Awaitable[Response]]:
+    async def exposition(request: Request) -> Response:
+        metrics.store_counts(await store.counts())
+        return Response(metrics.exposition(), media_type=CONTENT_TYPE)
 
-def render(counts: dict[str, int]) -> str:
-    lines = [
-        "# HELP turnkeeper_turns_total Turns that ended, by outcome.",
-        "# TYPE turnkeeper_turns_total counter",
-    ]
-    lines += [f'turnkeeper_turns_total{{outcome="{o}"}} {counts.get(o, 0)}' for o in Outcome]
-    lines += [
-        "# HELP turnkeeper_turns_open Turns not done yet, by status.",
-        "# TYPE turnkeeper_turns_open gauge",
-    ]
-    lines += [f'turnkeeper_turns_open{{status="{s}"}} {counts.get(s, 0)}' for s in Status]
-    return "\n".join(lines) + "\n"
-
-
-def endpoint(store: Store) -> Callable[[Request], Awaitable[Response]]:
-    async def metrics(request: Request) -> Response:
-        return PlainTextResponse(render(await store.counts()), media_type=CONTENT_TYPE)
-
-    return metrics
+    return exposition

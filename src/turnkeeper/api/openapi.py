@@ -58,11 +58,20 @@ class Bubble(BaseModel):
 
 
 class Usage(BaseModel):
-    """Sums over the turn's model calls."""
+    """Sums over the turn's model calls (`turnkeeper.usage.Usage.as_dict()`)."""
 
-    iterations: int
-    input_tokens: int
-    output_tokens: int
+    model_config = ConfigDict(extra="forbid")
+
+    iterations: int = Field(ge=0, description="Model calls that returned.")
+    input_tokens: int = Field(ge=0)
+    output_tokens: int = Field(ge=0)
+    cache_creation_input_tokens: int = Field(ge=0)
+    cache_read_input_tokens: int = Field(ge=0)
+    web_search_requests: int = Field(ge=0)
+    web_fetch_requests: int = Field(ge=0)
+    cost_usd: float | None = Field(
+        default=None, ge=0, description="US dollars, present when every model's price is known."
+    )
 
 
 class State(BaseModel):
@@ -85,6 +94,7 @@ class State(BaseModel):
 class Transcript(BaseModel):
     conversation_id: str
     messages: list[Bubble]
+    usage: Usage = Field(description="Summed over the conversation's turns.")
 
 
 MODELS: tuple[type[BaseModel], ...] = (Error, Created, TurnRequest, Queued, State, Transcript)
@@ -133,7 +143,7 @@ PATHS: dict[str, Any] = {
     },
     "/api/conversations/{conversation_id}": {
         "get": {
-            "summary": "The display transcript of every turn, oldest first.",
+            "summary": "Every turn's messages, oldest first, and their summed usage.",
             "security": BEARER,
             "parameters": [_id("conversation_id")],
             "responses": {"200": _answer("transcript", Transcript), **_errors(404)},

@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from ..job import failed
 from ..queue import Queue
 from ..store import UNCLAIMED, Busy, Store, hash_token, new_token
+from ..usage import Usage
 from .errors import ApiError
 from .owners import Owners
 
@@ -68,7 +69,12 @@ class Routes:
     async def conversation(self, request: Request) -> Response:
         conversation_id = await self._conversation(request)
         messages = await self.store.transcript(conversation_id)
-        return JSONResponse({"conversation_id": conversation_id, "messages": messages})
+        usage = Usage()
+        for turn in await self.store.usages(conversation_id):
+            usage.add(turn)
+        return JSONResponse(
+            {"conversation_id": conversation_id, "messages": messages, "usage": usage.as_dict()}
+        )
 
     # ---- auth ---------------------------------------------------------------
 

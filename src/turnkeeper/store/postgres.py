@@ -20,6 +20,7 @@ from ..usage import Usage
 from ..wire import Message
 from . import base
 from .base import Busy, Holder, Recovery, Turn, new_id, recovered_state, refused
+from .cancellations import Cancellations
 
 try:
     import psycopg
@@ -30,6 +31,7 @@ except ImportError as e:  # pragma: no cover - depends on the installed extras
     raise MissingExtra("PostgreSQL", "postgres") from e
 
 from .. import state as published
+from .listener import CHANNEL, Listener
 
 NOW = "extract(epoch from clock_timestamp())"
 MIGRATION_LOCK = 7_301_880_451  # pg_advisory_xact_lock key: one migrator at a time
@@ -132,8 +134,10 @@ async def probe(url: str) -> None:
 
 
 class PostgresStore:
-    def __init__(self, pool: AsyncConnectionPool[Connection]) -> None:
+    def __init__(self, pool: AsyncConnectionPool[Connection], url: str) -> None:
         self.pool = pool
+        self.cancellations = Cancellations()
+        self.listener = Listener(url, self.cancellations)
 
     @classmethod
     async def connect(cls, url: str, *, max_size: int = 4) -> PostgresStore:
@@ -153,9 +157,10 @@ class PostgresStore:
         except psycopg.Error as e:  # PoolTimeout is one
             await pool.close()
             raise ConfigError(f"cannot connect to PostgreSQL: {e}") from e
-        return cls(pool)
+        return cls(pool, url)
 
     async def close(self) -> None:
+        await self.listener.close()
         await self.pool.close()
 
     async def _one(self, sql: Any, params: Any = None) -> Any:
@@ -258,11 +263,19 @@ class PostgresStore:
         )
         return [b for (b,) in rows]
 
+    async def usages(self, conversation_id: str) -> list[Usage]:
+        rows = await self._all(
+            "SELECT usage FROM turns WHERE conversation_id = %s ORDER BY seq", (conversation_id,)
+        )
+        return [Usage.from_dict(u) for (u,) in rows]
+
     async def request_cancel(self, turn_id: str) -> None:
-        async with self.pool.connection() as db:
-            await db.execute(
-                "UPDATE turns SET cancel = true WHERE turn_id = %s AND NOT done", (turn_id,)
-            )
+        await self._all(
+            "WITH cancelled AS (UPDATE turns SET cancel = true WHERE turn_id = %s AND NOT done"
+            " RETURNING turn_id) SELECT pg_notify(%s, turn_id) FROM cancelled",
+            (turn_id, CHANNEL),
+        )
+        self.cancellations.wake(turn_id)
 
     async def counts(self) -> dict[str, int]:
         rows = await self._all("SELECT status, COUNT(*) FROM turns GROUP BY status")
@@ -300,6 +313,10 @@ class PostgresStore:
     async def cancel_requested(self, turn_id: str) -> bool:
         row = await self._one("SELECT cancel FROM turns WHERE turn_id = %s", (turn_id,))
         return row is not None and bool(row[0])
+
+    async def wait_cancel(self, turn_id: str) -> None:
+        self.listener.start()
+        await self.cancellations.wait(turn_id, lambda: self.cancel_requested(turn_id))
 
     async def record_usage(self, turn_id: str, fence: int, usage: Usage) -> None:
         row = await self._one(

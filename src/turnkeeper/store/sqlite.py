@@ -25,6 +25,7 @@ from ..usage import Usage
 from ..wire import Message
 from . import base
 from .base import Busy, Holder, Recovery, Turn, new_id, recovered_state, refused
+from .cancellations import Cancellations
 from .commits import GroupCommit, transaction
 
 NOW = "((julianday('now') - 2440587.5) * 86400.0)"
@@ -93,6 +94,7 @@ class SqliteStore:
         self.busy_timeout = busy_timeout
         self.commits = GroupCommit(self._connect)
         """The connection, its thread, and the batching of calls into transactions."""
+        self.cancellations = Cancellations()
 
     def _connect(self) -> sqlite3.Connection:
         try:
@@ -204,11 +206,22 @@ class SqliteStore:
 
         return await self.commits.read(read)
 
+    async def usages(self, conversation_id: str) -> list[Usage]:
+        def read(db: sqlite3.Connection) -> list[Usage]:
+            rows = db.execute(
+                "SELECT usage FROM turns WHERE conversation_id = ? ORDER BY seq",
+                (conversation_id,),
+            ).fetchall()
+            return [Usage.from_dict(_load(u)) for (u,) in rows]
+
+        return await self.commits.read(read)
+
     async def request_cancel(self, turn_id: str) -> None:
         def update(db: sqlite3.Connection) -> None:
             db.execute("UPDATE turns SET cancel = 1 WHERE turn_id = ? AND done = 0", (turn_id,))
 
         await self.commits.write(update)
+        self.cancellations.wake(turn_id)
 
     async def counts(self) -> dict[str, int]:
         def read(db: sqlite3.Connection) -> dict[str, int]:
@@ -265,6 +278,9 @@ class SqliteStore:
             return row is not None and bool(row[0])
 
         return await self.commits.read(read)
+
+    async def wait_cancel(self, turn_id: str) -> None:
+        await self.cancellations.wait(turn_id, lambda: self.cancel_requested(turn_id))
 
     async def record_usage(self, turn_id: str, fence: int, usage: Usage) -> None:
         def update(db: sqlite3.Connection) -> None:

@@ -1,0 +1,187 @@
+"""Instruments: what a turn tells whoever watches it (spans, metrics).
+
+A turn's `TurnWatch` is told, synchronously and cheaply: `call_started` /
+`call_ended` around every model call (by the turn's `Recorder`),
+`tool_started` / `tool_ended` around every tool call (by the toolset
+`watched_tools` wraps), and `turn_ended` once, in the loop's finalisation. A
+`Watcher` makes one `TurnWatch` per turn; `telemetry.Telemetry` (OpenTelemetry
+spans) and `metrics.Metrics` (Prometheus) are the two shipped, and `Watchers`
+fans out to several. A watcher that raises is logged and the turn goes on:
+watching never changes what a turn does.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .errors import ConfigError
+from .outcomes import Outcome
+from .usage import Usage
+from .wire import ToolResult, ToolSpec, ToolUse
+
+if TYPE_CHECKING:
+    from .providers import Provider
+    from .state import PublishedState
+    from .tools import Toolset
+
+logger = logging.getLogger("turnkeeper.instruments")
+
+
+@dataclass(frozen=True, slots=True)
+class TurnInfo:
+    turn_id: str
+    conversation_id: str
+    provider: str
+    """`anthropic`, `openai`, … (the provider's own name, else its wire format)."""
+    model: str | None
+    """The model requested."""
+    question: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CallEnd:
+    """One model call that ended: with a response (`usage`) or an `error`."""
+
+    iteration: int
+    seconds: float
+    model: str | None
+    """The model that answered (the response's `model`), else the one requested."""
+    usage: Usage | None = None
+    """This call's usage, priced when the model's price is known; None for an error."""
+    finish_reason: str | None = None
+    error: str | None = None
+    tools: Sequence[str] = ()
+    text: str = ""
+    stopped: bool = False
+    """A stop (the turn's cancel) aborted the call: no response, no error."""
+
+
+class TurnWatch(Protocol):
+    def call_started(self, iteration: int) -> None: ...
+
+    def call_ended(self, call: CallEnd) -> None: ...
+
+    def tool_started(self, use: ToolUse) -> None: ...
+
+    def tool_ended(self, use: ToolUse, is_error: bool) -> None: ...
+
+    def turn_ended(self, outcome: Outcome, usage: Usage) -> None: ...
+
+
+class Watcher(Protocol):
+    def turn(self, info: TurnInfo) -> TurnWatch: ...
+
+
+class _Unwatched:
+    """The watch of a turn nobody watches."""
+
+    def call_started(self, iteration: int) -> None:
+        pass
+
+    def call_ended(self, call: CallEnd) -> None:
+        pass
+
+    def tool_started(self, use: ToolUse) -> None:
+        pass
+
+    def tool_ended(self, use: ToolUse, is_error: bool) -> None:
+        pass
+
+    def turn_ended(self, outcome: Outcome, usage: Usage) -> None:
+        pass
+
+
+UNWATCHED = _Unwatched()
+
+
+@dataclass
+class Watchers:
+    """Several watchers as one; each is shielded from the others' failures."""
+
+    watchers: list[Watcher] = field(default_factory=list)
+
+    def turn(self, info: TurnInfo) -> TurnWatch:
+        watches = [w.turn(info) for w in self.watchers]
+        if not watches:
+            return UNWATCHED
+        return _Fanout(watches)
+
+
+class _Fanout:
+    def __init__(self, watches: list[TurnWatch]) -> None:
+        self.watches = watches
+
+    def _each(self, method: str, *args: Any) -> None:
+        for watch in self.watches:
+            try:
+                getattr(watch, method)(*args)
+            except Exception:
+                logger.exception("a turn watcher failed in %s; the turn goes on", method)
+
+    def call_started(self, iteration: int) -> None:
+        self._each("call_started", iteration)
+
+    def call_ended(self, call: CallEnd) -> None:
+        self._each("call_ended", call)
+
+    def tool_started(self, use: ToolUse) -> None:
+        self._each("tool_started", use)
+
+    def tool_ended(self, use: ToolUse, is_error: bool) -> None:
+        self._each("tool_ended", use, is_error)
+
+    def turn_ended(self, outcome: Outcome, usage: Usage) -> None:
+        self._each("turn_ended", outcome, usage)
+
+
+def default_watchers() -> Watchers:
+    """What watches a turn when the caller names no watcher: OpenTelemetry spans when the
+    application has configured a tracer provider, else nothing."""
+    try:
+        from .telemetry import configured
+    except ConfigError:  # the otel extra is not installed: nothing to trace to
+        return Watchers()
+    telemetry = configured()
+    return Watchers([telemetry] if telemetry is not None else [])
+
+
+def watch_turn(
+    watcher: Watcher | None, provider: Provider, state: PublishedState, question: str
+) -> TurnWatch:
+    """The watch of one turn: `watcher`'s, else the default watchers'."""
+    info = TurnInfo(
+        turn_id=state.turn_id,
+        conversation_id=state.conversation_id,
+        provider=str(provider.describe().get("provider") or provider.wire.name),
+        model=provider.describe().get("model"),
+        question=question,
+    )
+    return (watcher or default_watchers()).turn(info)
+
+
+def watched_tools(toolset: Toolset, watch: TurnWatch) -> Toolset:
+    """`toolset`, with `watch` told of every tool call (itself when nobody watches)."""
+    return toolset if watch is UNWATCHED else _WatchedTools(toolset, watch)
+
+
+class _WatchedTools:
+    def __init__(self, toolset: Toolset, watch: TurnWatch) -> None:
+        self.toolset = toolset
+        self.watch = watch
+
+    async def list_tools(self) -> Sequence[ToolSpec]:
+        return await self.toolset.list_tools()
+
+    async def call(self, use: ToolUse, timeout: float) -> ToolResult:
+        """The tool call; one that raises or is cancelled (its time ran out) is an error."""
+        self.watch.tool_started(use)
+        try:
+            result = await self.toolset.call(use, timeout)
+        except BaseException:
+            self.watch.tool_ended(use, True)
+            raise
+        self.watch.tool_ended(use, result.is_error)
+        return result

@@ -1,0 +1,140 @@
+"""Metrics: Prometheus counters, gauges and histograms of the turns a process runs.
+
+Each `Metrics` has its own `CollectorRegistry` (never the global default), so
+an application, a worker and every test hold their own. It is a `Watcher`:
+give it to `TurnJob` (or `run_turn`) and it counts what the turns do; the
+sweeper counts the turns it finalises. `serve` exposes it at `/metrics`,
+`worker --metrics-port PORT` on a port of its own.
+"""
+
+from __future__ import annotations
+
+import threading
+from wsgiref.simple_server import WSGIServer
+
+from .errors import ConfigError
+from .instruments import CallEnd, TurnInfo
+from .outcomes import Outcome, Status
+from .usage import Usage
+from .wire import ToolUse
+
+try:
+    import prometheus_client as prometheus
+except ImportError as e:  # pragma: no cover - depends on the installed extras
+    raise ConfigError("metrics need the server extra: pip install 'turnkeeper[server]'") from e
+
+CONTENT_TYPE = prometheus.CONTENT_TYPE_LATEST
+
+TOKEN_KINDS = {
+    "input": "input_tokens",
+    "output": "output_tokens",
+    "cache_write": "cache_creation_input_tokens",
+    "cache_read": "cache_read_input_tokens",
+}
+
+DURATION_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 180)
+
+
+class Metrics:
+    """The process's instruments, on a registry of their own."""
+
+    def __init__(self) -> None:
+        self.registry = prometheus.CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.turns = prometheus.Counter(
+            "turnkeeper_turns", "Turns that ended, by outcome.", ["outcome"], registry=r
+        )
+        for outcome in Outcome:
+            self.turns.labels(outcome.value)
+        self.model_calls = prometheus.Counter(
+            "turnkeeper_model_calls", "Model calls, answered or failed.", ["outcome"], registry=r
+        )
+        self.call_duration = prometheus.Histogram(
+            "turnkeeper_model_call_duration_seconds",
+            "How long model calls took.",
+            buckets=DURATION_BUCKETS,
+            registry=r,
+        )
+        self.tokens = prometheus.Counter(
+            "turnkeeper_tokens", "Tokens the model calls used, by kind.", ["kind"], registry=r
+        )
+        for kind in TOKEN_KINDS:
+            self.tokens.labels(kind)
+        self.cost = prometheus.Counter(
+            "turnkeeper_cost_usd", "What priced model calls cost, in US dollars.", registry=r
+        )
+        self.tool_calls = prometheus.Counter(
+            "turnkeeper_tool_calls", "Tool calls, by tool and outcome.", ["tool", "outcome"],
+            registry=r,
+        )  # fmt: skip
+        self.in_flight = prometheus.Gauge(
+            "turnkeeper_turns_in_flight", "Turns running in this process now.", registry=r
+        )
+        self.swept = prometheus.Counter(
+            "turnkeeper_sweeper_finalised",
+            "Turns the sweeper finalised after their worker's lease expired.",
+            registry=r,
+        )
+        self.open = prometheus.Gauge(
+            "turnkeeper_turns_open",
+            "Turns not done yet, by status, as the store holds them (all processes).",
+            ["status"],
+            registry=r,
+        )
+
+    def turn(self, info: TurnInfo) -> TurnCounts:
+        self.in_flight.inc()
+        return TurnCounts(self)
+
+    def store_counts(self, counts: dict[str, int]) -> None:
+        """Set the `turnkeeper_turns_open` gauge from the store's counts by status."""
+        for status in Status:
+            self.open.labels(status.value).set(counts.get(status.value, 0))
+
+    def exposition(self) -> bytes:
+        """The Prometheus text of every instrument."""
+        return bytes(prometheus.generate_latest(self.registry))
+
+
+class TurnCounts:
+    """What one turn adds to the process's metrics."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+        self.ended = False
+
+    def call_started(self, iteration: int) -> None:
+        pass
+
+    def call_ended(self, call: CallEnd) -> None:
+        m = self.metrics
+        outcome = "error" if call.error is not None else "stopped" if call.stopped else "ok"
+        m.model_calls.labels(outcome).inc()
+        m.call_duration.observe(max(0.0, call.seconds))
+        if call.usage is None:
+            return
+        for kind, name in TOKEN_KINDS.items():
+            m.tokens.labels(kind).inc(getattr(call.usage, name))
+        if call.usage.cost_usd:
+            m.cost.inc(call.usage.cost_usd)
+
+    def tool_started(self, use: ToolUse) -> None:
+        pass
+
+    def tool_ended(self, use: ToolUse, is_error: bool) -> None:
+        self.metrics.tool_calls.labels(use.name, "error" if is_error else "ok").inc()
+
+    def turn_ended(self, outcome: Outcome, usage: Usage) -> None:
+        if self.ended:
+            return
+        self.ended = True
+        self.metrics.turns.labels(outcome.value).inc()
+        self.metrics.in_flight.dec()
+
+
+def serve_metrics(
+    metrics: Metrics, port: int, host: str = "127.0.0.1"
+) -> tuple[WSGIServer, threading.Thread]:
+    """Serve `/metrics` on `host:port` from a daemon thread (prometheus_client's own server).
+    The server and its thread; `server.shutdown()` stops it."""
+    return prometheus.start_http_server(port, addr=host, registry=metrics.registry)

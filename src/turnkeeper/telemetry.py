@@ -1,0 +1,139 @@
+"""OpenTelemetry: one trace per turn, with the GenAI semantic conventions.
+
+    invoke_agent                      the turn; its status follows the outcome
+    ├── chat {model}                  one per model call
+    └── execute_tool {name}           one per tool call
+
+Spans go through `opentelemetry-api` (the `otel` extra) to whatever tracer
+provider the application configured; with none configured, turns are not
+traced at all. Spans carry no content (questions, answers, tool arguments)
+unless `content=True`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .errors import ConfigError
+from .instruments import CallEnd, TurnInfo
+from .outcomes import ERROR_OUTCOMES, Outcome
+from .usage import Usage
+from .wire import ToolUse
+
+try:
+    from opentelemetry import trace
+    from opentelemetry.trace import Span, SpanKind, StatusCode
+except ImportError as e:  # pragma: no cover - depends on the installed extras
+    raise ConfigError("tracing needs the otel extra: pip install 'turnkeeper[otel]'") from e
+
+TRACER = "turnkeeper"
+
+
+def configured() -> Telemetry | None:
+    """Telemetry on the global tracer provider, if the application has set one."""
+    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        return None
+    return Telemetry()
+
+
+class Telemetry:
+    """A `Watcher` that writes spans; `tracer_provider` defaults to the global one."""
+
+    def __init__(self, tracer_provider: Any = None, *, content: bool = False) -> None:
+        self.tracer = trace.get_tracer(TRACER, tracer_provider=tracer_provider)
+        self.content = content
+
+    def turn(self, info: TurnInfo) -> TurnSpans:
+        return TurnSpans(self.tracer, info, self.content)
+
+
+class TurnSpans:
+    """The spans of one turn."""
+
+    def __init__(self, tracer: trace.Tracer, info: TurnInfo, content: bool) -> None:
+        self.tracer = tracer
+        self.info = info
+        self.content = content
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.provider.name": info.provider,
+            "gen_ai.conversation.id": info.conversation_id,
+            "turnkeeper.turn_id": info.turn_id,
+        }
+        if info.model:
+            attributes["gen_ai.request.model"] = info.model
+        if content:
+            attributes["turnkeeper.question"] = info.question
+        self.span = tracer.start_span("invoke_agent", kind=SpanKind.INTERNAL, attributes=attributes)
+        self.context = trace.set_span_in_context(self.span)
+        self.calls: dict[int, Span] = {}
+        self.tools: dict[str, Span] = {}
+
+    def call_started(self, iteration: int) -> None:
+        model = self.info.model or "unknown"
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": self.info.provider,
+        }
+        if self.info.model:
+            attributes["gen_ai.request.model"] = self.info.model
+        self.calls[iteration] = self.tracer.start_span(
+            f"chat {model}", context=self.context, kind=SpanKind.CLIENT, attributes=attributes
+        )
+
+    def call_ended(self, call: CallEnd) -> None:
+        span = self.calls.pop(call.iteration, None)
+        if span is None:
+            return
+        if call.model:
+            span.set_attribute("gen_ai.response.model", call.model)
+        if call.usage is not None:
+            span.set_attribute("gen_ai.usage.input_tokens", call.usage.input_tokens)
+            span.set_attribute("gen_ai.usage.output_tokens", call.usage.output_tokens)
+        if call.finish_reason is not None:
+            span.set_attribute("gen_ai.response.finish_reasons", [call.finish_reason])
+        if self.content and call.text:
+            span.set_attribute("turnkeeper.answer", call.text)
+        if call.error is not None:
+            span.set_attribute("error.type", call.error.split(":", 1)[0])
+            span.set_status(StatusCode.ERROR, call.error)
+        span.end()
+
+    def tool_started(self, use: ToolUse) -> None:
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": use.name,
+            "gen_ai.tool.call.id": use.id,
+        }
+        if self.content:
+            attributes["gen_ai.tool.call.arguments"] = _text(use.input)
+        self.tools[use.id] = self.tracer.start_span(
+            f"execute_tool {use.name}", context=self.context, attributes=attributes
+        )
+
+    def tool_ended(self, use: ToolUse, is_error: bool) -> None:
+        span = self.tools.pop(use.id, None)
+        if span is None:
+            return
+        if is_error:
+            span.set_status(StatusCode.ERROR, "the tool answered with an error")
+        span.end()
+
+    def turn_ended(self, outcome: Outcome, usage: Usage) -> None:
+        for span in [*self.calls.values(), *self.tools.values()]:
+            span.end()
+        self.span.set_attribute("turnkeeper.outcome", outcome.value)
+        self.span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
+        self.span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+        if usage.cost_usd is not None:
+            self.span.set_attribute("turnkeeper.cost_usd", usage.cost_usd)
+        if outcome in ERROR_OUTCOMES:
+            self.span.set_status(StatusCode.ERROR, outcome.value)
+        else:
+            self.span.set_status(StatusCode.OK)
+        self.span.end()
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)

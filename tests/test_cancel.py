@@ -1,0 +1,297 @@
+"""Stop is prompt: a cancel aborts the model call in flight, lets running tools finish,
+starts nothing new, and ends the turn `stopped`: in the loop, on both stores, and in a
+`turnkeeper worker` process that hears of the cancel from another process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from tests import scripts
+from tests.fake_model import HOLD, FakeModelServer
+from tests.models import LOOKUP, GatedModel
+from tests.scripts import assert_valid_history
+from tests.test_server import output, turnkeeper
+from tests.waiting import eventually
+from turnkeeper import LocalHooks, Outcome, ScriptedProvider, run_turn
+from turnkeeper.job import TurnJob
+from turnkeeper.loop import TurnResult
+from turnkeeper.replay import replay
+from turnkeeper.store import Store, new_token, open_store
+from turnkeeper.tools.functions import FunctionToolset, Tool
+from turnkeeper.trace import first_difference
+from turnkeeper.wire import ToolSpec
+
+QUESTION = "take your time"
+BOUND = 10.0
+"""A generous bound on how long a stopped turn may take to end (the tests assert no timing)."""
+
+
+def quiet_hooks() -> LocalHooks:
+    return LocalHooks(reporter=lambda report: None)
+
+
+async def ended(running: asyncio.Task[Any]) -> Any:
+    async with asyncio.timeout(BOUND):
+        return await running
+
+
+async def calls_made(model: GatedModel, n: int) -> None:
+    async def made() -> bool:
+        return model.calls >= n
+
+    await eventually(made, f"model call {n} starting")
+
+
+async def replays_identically(result: TurnResult) -> None:
+    replayed = (await replay(result.trace)).trace
+    assert first_difference(result.trace, replayed) is None
+    assert replayed["outcome"] == "stopped"
+    assert replayed["calls"][-1].get("stopped") is True
+
+
+# ---- the loop -------------------------------------------------------------------
+
+
+async def test_a_stop_during_a_call_aborts_it_and_appends_nothing() -> None:
+    hooks = quiet_hooks()
+    model = GatedModel([scripts.answer("the answer the reader tried to stop")])
+    running = asyncio.create_task(run_turn(QUESTION, provider=model, hooks=hooks))
+    await model.started.wait()
+    hooks.stop()
+    result: TurnResult = await ended(running)
+    assert result.outcome is Outcome.STOPPED
+    assert result.history == [{"role": "user", "content": QUESTION}]
+    assert (result.usage.iterations, result.usage.output_tokens) == (0, 0)
+    state = result.state.to_json()
+    assert (state["status"], state["has_error"], state["done"]) == ("stopped", False, True)
+    assert state["messages"][-1]["key"] == "notices.stopped"
+    assert not [m for m in state["messages"] if m["role"] == "bot" and "text" in m]
+    assert result.trace["calls"][0]["stopped"] is True
+    assert hooks.reports == [], "a stop is not an error"
+    await replays_identically(result)
+
+
+async def test_a_stop_during_the_last_call_ends_stopped_not_finished() -> None:
+    hooks = quiet_hooks()
+    model = GatedModel([scripts.asks(scripts.tool_use("lookup")), scripts.answer("never shown")])
+    running = asyncio.create_task(run_turn(QUESTION, provider=model, toolset=LOOKUP, hooks=hooks))
+    await model.started.wait()
+    model.gate.set()  # the first call answers; its tool runs; the second call starts
+    await calls_made(model, 2)
+    hooks.stop()
+    result: TurnResult = await ended(running)
+    assert result.outcome is Outcome.STOPPED
+    assert [m["role"] for m in result.history] == ["user", "assistant", "user"]
+    assert_valid_history(result.history)
+    assert result.usage.iterations == 1, "the aborted call's usage is not counted"
+    assert "never shown" not in str(result.state.to_json())
+    await replays_identically(result)
+
+
+async def test_a_stop_during_tools_lets_them_finish_and_starts_no_call() -> None:
+    hooks = quiet_hooks()
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def slow(args: dict[str, Any]) -> str:
+        started.set()
+        await release.wait()
+        return "slow and done"
+
+    tools = FunctionToolset([Tool(ToolSpec("slow", "Take a while."), slow)])
+    provider = ScriptedProvider([scripts.asks(scripts.tool_use("slow")), scripts.answer("never")])
+    running = asyncio.create_task(run_turn(QUESTION, provider=provider, toolset=tools, hooks=hooks))
+    await started.wait()
+    hooks.stop()
+    release.set()
+    result: TurnResult = await ended(running)
+    assert result.outcome is Outcome.STOPPED
+    assert len(provider.requests) == 1, "no model call starts after the stop"
+    assert_valid_history(result.history)
+    assert "slow and done" in str(result.history[-1]), "the running tool finished"
+
+
+async def test_a_failing_wait_for_a_stop_stops_nothing() -> None:
+    """A hook that breaks its promise never to raise: the call goes on and answers."""
+    failed = asyncio.Event()
+
+    class Broken(LocalHooks):
+        async def wait_stop(self) -> None:
+            failed.set()
+            raise RuntimeError("the store is away")
+
+    model = GatedModel([scripts.answer("hi")])
+    hooks = Broken(reporter=lambda report: None)
+    running = asyncio.create_task(run_turn(QUESTION, provider=model, hooks=hooks))
+    await failed.wait()
+    model.gate.set()
+    result: TurnResult = await ended(running)
+    assert result.outcome is Outcome.FINISHED
+    assert result.history[-1]["content"][0]["text"] == "hi"
+
+
+# ---- both stores ----------------------------------------------------------------
+
+
+async def queued(store: Store, question: str = QUESTION) -> tuple[str, str]:
+    conversation_id = await store.create_conversation(new_token()[1])
+    return conversation_id, (await store.create_turn(conversation_id, question)).turn_id
+
+
+async def test_a_cancel_during_a_held_call_ends_the_turn_stopped(store: Store) -> None:
+    conversation_id, turn_id = await queued(store)
+    model = GatedModel([scripts.answer("the answer the reader tried to stop")])
+    running = asyncio.create_task(TurnJob(store, model).run(turn_id))
+    await model.started.wait()
+    await store.request_cancel(turn_id)
+    assert await ended(running) is Outcome.STOPPED
+    state = await store.state_after(turn_id, 0)
+    assert state is not None
+    assert (state["status"], state["stopped"], state["has_error"]) == ("stopped", True, False)
+    assert state["usage"]["iterations"] == 0
+    assert await store.history(conversation_id) == [{"role": "user", "content": QUESTION}]
+    assert [c["decision"] for c in await store.iterations(turn_id)] == ["stopped"]
+    assert not await store.cancel_requested(turn_id), "the final write clears the flag"
+
+    second = (await store.create_turn(conversation_id, "and now?")).turn_id
+    provider = ScriptedProvider([scripts.answer("now")])
+    assert await TurnJob(store, provider).run(second) is Outcome.FINISHED
+    assert_valid_history(provider.requests[0])
+    assert_valid_history(await store.history(conversation_id))
+
+
+async def test_a_cancel_during_the_last_call_ends_the_turn_stopped(store: Store) -> None:
+    conversation_id, turn_id = await queued(store)
+    model = GatedModel([scripts.asks(scripts.tool_use("lookup")), scripts.answer("never shown")])
+    running = asyncio.create_task(TurnJob(store, model, LOOKUP).run(turn_id))
+    await model.started.wait()
+    model.gate.set()
+    await calls_made(model, 2)
+    await store.request_cancel(turn_id)
+    assert await ended(running) is Outcome.STOPPED
+    state = await store.state_after(turn_id, 0)
+    assert state is not None
+    assert state["status"] == "stopped"
+    assert "never shown" not in str(state["messages"])
+    history = await store.history(conversation_id)
+    assert [m["role"] for m in history] == ["user", "assistant", "user"]
+    assert_valid_history(history)
+
+
+async def test_a_cancel_during_tools_lets_them_finish_and_starts_no_call(store: Store) -> None:
+    conversation_id, turn_id = await queued(store)
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def slow(args: dict[str, Any]) -> str:
+        started.set()
+        await release.wait()
+        return "slow and done"
+
+    tools = FunctionToolset([Tool(ToolSpec("slow", "Take a while."), slow)])
+    provider = ScriptedProvider([scripts.asks(scripts.tool_use("slow")), scripts.answer("never")])
+    running = asyncio.create_task(TurnJob(store, provider, tools).run(turn_id))
+    await started.wait()
+    await store.request_cancel(turn_id)
+    release.set()
+    assert await ended(running) is Outcome.STOPPED
+    assert len(provider.requests) == 1
+    history = await store.history(conversation_id)
+    assert_valid_history(history)
+    assert "slow and done" in str(history[-1])
+
+
+# ---- PostgreSQL: a cancel from another process ------------------------------------
+
+
+async def test_a_cancel_through_another_connection_is_heard_by_notify(store_url: str) -> None:
+    """Two stores on one database, as the API and a worker on two machines: the worker's
+    store learns of the API's cancel by NOTIFY (PostgreSQL) and the turn stops."""
+    if not store_url.startswith("postgresql"):
+        return  # SQLite serves and runs turns in one process; the other test covers it
+    api, worker = await open_store(store_url), await open_store(store_url)
+    try:
+        _, turn_id = await queued(api)
+        model = GatedModel([scripts.answer("never")])
+        running = asyncio.create_task(TurnJob(worker, model).run(turn_id))
+        await model.started.wait()
+        await api.request_cancel(turn_id)
+        assert await ended(running) is Outcome.STOPPED
+    finally:
+        await api.close()
+        await worker.close()
+
+
+async def test_a_worker_process_aborts_a_held_call_on_cancel(
+    postgres_database: str, tmp_path: Path
+) -> None:
+    from tests.databases import fresh_schema
+    from turnkeeper.worker import ProcrastinateQueue
+
+    log = tmp_path / "worker.log"
+    answer = scripts.answer("the answer the reader tried to stop")
+    with fresh_schema(postgres_database) as url, FakeModelServer([HOLD, answer]) as model:
+        store = await open_store(url)
+        try:
+            _, turn_id = await queued(store)
+            async with ProcrastinateQueue(url) as queue:
+                await queue.enqueue(turn_id)
+            env = {**os.environ, "ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": model.url}
+            args = ("worker", "--provider", "anthropic", "--database", url)
+            with turnkeeper(*args, log=log, env=env):
+
+                async def held() -> bool:
+                    return len(model.requests) == 1
+
+                await eventually(held, "the worker's model call", bound=30)
+                await store.request_cancel(turn_id)
+
+                async def done() -> bool:
+                    state = await store.state_after(turn_id, 0)
+                    return state is not None and bool(state["done"])
+
+                await eventually(done, "the turn ending while its call is held", bound=BOUND)
+            state = await store.state_after(turn_id, 0)
+            assert state is not None
+            assert state["status"] == "stopped", output(log)
+            assert state["usage"]["iterations"] == 0
+            assert len(model.requests) == 1
+        finally:
+            model.release()
+            await store.close()
+
+
+async def test_a_cancel_sent_while_the_listener_was_down_is_heard_after_it_reconnects(
+    postgres_database: str,
+) -> None:
+    """The listening connection is killed (a restart, a failover): it reconnects, and
+    every waiter reads its flag again, so a notification lost meanwhile loses no cancel."""
+    import psycopg
+
+    from tests.databases import fresh_schema
+    from turnkeeper.store.listener import CHANNEL
+
+    listening = (
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+        f" AND query = 'LISTEN {CHANNEL}' AND pid <> pg_backend_pid()"
+    )
+    with fresh_schema(postgres_database) as url:
+        api, worker = await open_store(url), await open_store(url)
+        try:
+            _, turn_id = await queued(api)
+            model = GatedModel([scripts.answer("never")])
+            running = asyncio.create_task(TurnJob(worker, model).run(turn_id))
+            await model.started.wait()
+            async with await psycopg.AsyncConnection.connect(url, autocommit=True) as admin:
+
+                async def listener_up() -> bool:
+                    return bool(await (await admin.execute(listening)).fetchall())
+
+                await eventually(listener_up, "the worker's store listening for cancels")
+                await admin.execute(f"SELECT pg_terminate_backend(pid) FROM ({listening}) l")
+            await api.request_cancel(turn_id)
+            assert await ended(running) is Outcome.STOPPED
+        finally:
+            await api.close()
+            await worker.close()

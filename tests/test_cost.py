@@ -1,0 +1,123 @@
+"""A turn's usage and cost as the store keeps them: known tokens times known prices."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import httpx
+import pytest
+
+from tests.scripts import answer, asks, tool_use, usage
+from tests.waiting import eventually
+from turnkeeper import ScriptedProvider, timeline
+from turnkeeper.api import create_app
+from turnkeeper.job import TurnJob, failed
+from turnkeeper.store import Store, held_by, new_token
+from turnkeeper.tools.functions import FunctionToolset, Tool
+from turnkeeper.usage import Usage
+from turnkeeper.wire import Message, Reply, ToolSpec
+
+SONNET = "claude-sonnet-4-5-20250929"
+"""$3 in, $15 out, $3.75 cache write, $0.30 cache read per million tokens."""
+
+
+def lookup() -> FunctionToolset:
+    return FunctionToolset([Tool(ToolSpec("lookup", "Look it up."), lambda args: "found")])
+
+
+class NoQueue:
+    async def enqueue(self, turn_id: str) -> None:
+        pass
+
+
+async def test_a_scripted_turns_cost_is_stored_with_it_and_summed_per_conversation(
+    store: Store,
+) -> None:
+    token, token_hash = new_token()
+    conversation_id = await store.create_conversation(token_hash)
+    first = asks(tool_use("lookup"))
+    first["model"] = SONNET
+    first["usage"] = usage(1_000, 200, cache_creation_input_tokens=2_000)
+    last = answer("done", model=SONNET, usage=usage(1_500, 100, cache_read_input_tokens=2_000))
+    costs = []
+    for question in ("one", "two"):
+        turn = await store.create_turn(conversation_id, question)
+        job = TurnJob(store, ScriptedProvider([first, last]), lookup(), reporter=lambda r: None)
+        await job.run(turn.turn_id)
+        state = await store.state_after(turn.turn_id, 0)
+        assert state is not None
+        costs.append(state["usage"]["cost_usd"])
+    # first call: 1000*3 + 200*15 + 2000*3.75 = 13500; second: 1500*3 + 100*15 + 2000*0.3 = 6600
+    assert costs == [pytest.approx(0.0201), pytest.approx(0.0201)]
+    stored = await store.usages(conversation_id)
+    assert [u.cost_usd for u in stored] == [pytest.approx(0.0201)] * 2
+    app = create_app(store, NoQueue())
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t.test") as client:
+        response = await client.get(
+            f"/api/conversations/{conversation_id}",
+            headers={"Authorization": f"Bearer {token}"},
+        )
+    summed = response.json()["usage"]
+    assert summed["iterations"] == 4
+    assert summed["input_tokens"] == 5_000
+    assert summed["cost_usd"] == pytest.approx(0.0402)
+
+
+async def test_a_turn_finalised_by_failed_keeps_the_cost_recorded_so_far(store: Store) -> None:
+    conversation_id = await store.create_conversation(new_token()[1])
+    turn = await store.create_turn(conversation_id, "q")
+    fence = await store.claim(turn.turn_id, 30.0, "anthropic")
+    assert fence is not None
+    await store.record_usage(turn.turn_id, fence, Usage(1, 1_000, 10, cost_usd=0.00315))
+    assert await failed(store, turn.turn_id, held_by(fence), reporter=lambda r: None)
+    state = await store.state_after(turn.turn_id, 0)
+    assert state is not None
+    assert state["status"] == "failed"
+    assert state["usage"]["cost_usd"] == pytest.approx(0.00315)
+    [kept] = await store.usages(conversation_id)
+    assert kept.cost_usd == pytest.approx(0.00315)
+
+
+class HangsOnSecondCall(ScriptedProvider):
+    """Answers its first call from the script; the second never returns."""
+
+    async def complete(
+        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+    ) -> Reply:
+        if self.unused == 0:
+            await asyncio.Event().wait()
+        return await super().complete(history, tools, timeout)
+
+
+async def test_a_turn_stopped_mid_call_keeps_its_priced_call_records(store: Store) -> None:
+    """The job is cancelled during the second model call: `failed()` finalises the turn,
+    and the first call's stored record still carries its model and cost."""
+    conversation_id = await store.create_conversation(new_token()[1])
+    turn = await store.create_turn(conversation_id, "q")
+    first = asks(tool_use("lookup"))
+    first["model"] = SONNET
+    first["usage"] = usage(1_000, 200, cache_creation_input_tokens=2_000)
+    job = TurnJob(store, HangsOnSecondCall([first]), lookup(), reporter=lambda r: None)
+    running = asyncio.create_task(job.run(turn.turn_id))
+
+    async def checkpointed() -> bool:
+        return len(await store.iterations(turn.turn_id)) == 1
+
+    await eventually(checkpointed, "the first iteration's write")
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    state = await store.state_after(turn.turn_id, 0)
+    assert state is not None
+    assert state["status"] == "failed"
+    assert state["usage"]["cost_usd"] == pytest.approx(0.0135)
+    record, unanswered = await store.iterations(turn.turn_id)
+    assert record["model"] == SONNET
+    assert record["cost_usd"] == pytest.approx(0.0135)
+    assert (record["input_tokens"], record["output_tokens"]) == (1_000, 200)
+    assert unanswered["stop_reason"] is None, "the call in flight is kept, unanswered"
+    assert "cost_usd" not in unanswered
+    totals = timeline.totals(timeline.rows([record, unanswered]))
+    assert totals["cost_usd"] == pytest.approx(0.0135), "an unanswered call costs nothing known"

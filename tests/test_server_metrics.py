@@ -1,0 +1,71 @@
+"""`/metrics` of a `turnkeeper worker` process (`--metrics-port`) and of `serve`, over real HTTP."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.test_server import demo_turn, free_port, output, turnkeeper, until_up
+from tests.waiting import eventually
+
+
+def sample(text: str, name: str, **labels: str) -> float | None:
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name == name and s.labels == labels:
+                return float(s.value)
+    return None
+
+
+async def test_a_worker_serves_its_metrics_and_logs_json(
+    postgres_database: str, tmp_path: Path
+) -> None:
+    from tests.databases import fresh_schema
+
+    port, metrics_port = free_port(), free_port()
+    base = f"http://127.0.0.1:{port}"
+    with fresh_schema(postgres_database) as url:
+        serve_log, worker_log = tmp_path / "serve.log", tmp_path / "worker.log"
+        serve = ("serve", "--no-worker", "--database", url, "--port", str(port))
+        worker = (
+            "worker", "--database", url, "--metrics-port", str(metrics_port),
+            "--log-format", "json", "--provider", "demo",
+        )  # fmt: skip
+        with turnkeeper(*serve, log=serve_log) as server:
+            await until_up(base, server, serve_log)
+            with turnkeeper(*worker, log=worker_log):
+                state = await demo_turn(base)
+                finished = 'turnkeeper_turns_total{outcome="finished"} 1.0'
+                text = await scrape(f"http://127.0.0.1:{metrics_port}/metrics", finished)
+                served = await scrape(f"{base}/metrics", "turnkeeper_turns_open")
+    assert state["status"] == "finished", output(worker_log)
+    assert sample(text, "turnkeeper_turns_total", outcome="finished") == 1
+    assert sample(text, "turnkeeper_model_calls_total", outcome="ok") == 2
+    assert sample(text, "turnkeeper_model_call_duration_seconds_count") == 2
+    assert sample(text, "turnkeeper_tool_calls_total", tool="read_file", outcome="ok") == 1
+    assert sample(text, "turnkeeper_turns_in_flight") == 0
+    assert sample(text, "turnkeeper_sweeper_finalised_total") == 0
+    assert sample(served, "turnkeeper_turns_open", status="running") == 0
+    lines = [line for line in output(worker_log).splitlines() if line.strip()]
+    assert lines, "the worker logged something"
+    assert all(json.loads(line)["level"] for line in lines), "every log line is JSON"
+
+
+async def scrape(url: str, until: str = "") -> str:
+    """The metrics text at `url` once it holds `until` (the final write comes before the count)."""
+    seen: list[str] = []
+
+    async def holds() -> bool:
+        try:
+            async with httpx.AsyncClient() as client:
+                response = await client.get(url)
+        except httpx.TransportError:
+            return False
+        seen.append(response.text)
+        return response.status_code == 200 and until in response.text
+
+    await eventually(holds, f"{until!r} at {url}", bound=30)
+    return seen[-1]

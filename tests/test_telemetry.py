@@ -1,0 +1,146 @@
+"""OpenTelemetry spans of a turn, read back from the SDK's in-memory exporter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+
+from tests.scripts import answer, asks, body, tool_use, usage
+from turnkeeper import LocalHooks, Outcome, ScriptedProvider, run_turn
+from turnkeeper.telemetry import Telemetry
+from turnkeeper.tools.functions import FunctionToolset, Tool
+from turnkeeper.usage import Usage
+from turnkeeper.wire import ToolSpec
+
+QUESTION = "what is my secret plan?"
+
+
+@pytest.fixture
+def exporter() -> InMemorySpanExporter:
+    return InMemorySpanExporter()
+
+
+def telemetry(exporter: InMemorySpanExporter, *, content: bool = False) -> Telemetry:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return Telemetry(provider, content=content)
+
+
+def lookup() -> FunctionToolset:
+    return FunctionToolset(
+        [Tool(ToolSpec("lookup", "Look it up."), lambda args: "the plan is in the drawer")]
+    )
+
+
+async def traced(
+    responses: list[dict[str, Any]], exporter: InMemorySpanExporter, *, content: bool = False
+) -> dict[str, ReadableSpan]:
+    await run_turn(
+        QUESTION,
+        provider=ScriptedProvider(responses),
+        toolset=lookup(),
+        hooks=LocalHooks(reporter=lambda r: None),
+        watcher=telemetry(exporter, content=content),
+        turn_id="t_otel",
+        conversation_id="c_otel",
+    )
+    return {span.name: span for span in exporter.get_finished_spans()}
+
+
+async def test_a_turn_is_one_trace_of_a_turn_span_model_calls_and_tool_calls(
+    exporter: InMemorySpanExporter,
+) -> None:
+    first = asks(tool_use("lookup", {"where": "desk"}))
+    first["usage"] = usage(120, 30)
+    last = answer("in the drawer", usage=usage(200, 12), model="claude-sonnet-4-5-20250929")
+    spans = await traced([first, last], exporter)
+    every = exporter.get_finished_spans()
+    assert sorted(s.name for s in every) == [
+        "chat unknown",  # the scripted model names no model until it answers
+        "chat unknown",
+        "execute_tool lookup",
+        "invoke_agent",
+    ]
+    turn = spans["invoke_agent"]
+    assert turn.status.status_code is StatusCode.OK
+    assert turn.attributes is not None
+    assert turn.attributes["gen_ai.conversation.id"] == "c_otel"
+    assert turn.attributes["gen_ai.usage.input_tokens"] == 320
+    assert {s.context.trace_id for s in every} == {turn.context.trace_id}
+    children = [s for s in every if s is not turn]
+    assert all(s.parent is not None and s.parent.span_id == turn.context.span_id for s in children)
+    calls = [s for s in every if s.name.startswith("chat ")]
+    attributes = [dict(s.attributes or {}) for s in calls]
+    assert attributes[0]["gen_ai.operation.name"] == "chat"
+    assert attributes[0]["gen_ai.provider.name"] == "scripted"
+    assert attributes[0]["gen_ai.usage.input_tokens"] == 120
+    assert attributes[0]["gen_ai.usage.output_tokens"] == 30
+    assert attributes[0]["gen_ai.response.finish_reasons"] == ("tool_use",)
+    assert attributes[1]["gen_ai.response.model"] == "claude-sonnet-4-5-20250929"
+    assert attributes[1]["gen_ai.response.finish_reasons"] == ("end_turn",)
+    tool = dict(spans["execute_tool lookup"].attributes or {})
+    assert tool["gen_ai.operation.name"] == "execute_tool"
+    assert tool["gen_ai.tool.name"] == "lookup"
+
+
+async def test_a_requested_model_names_the_call_span() -> None:
+    from turnkeeper.instruments import TurnInfo
+
+    exporter = InMemorySpanExporter()
+    watch = telemetry(exporter).turn(TurnInfo("t", "c", "anthropic", "claude-haiku-4-5"))
+    watch.call_started(1)
+    watch.turn_ended(Outcome.FAILED, Usage())
+    names = {s.name: s for s in exporter.get_finished_spans()}
+    assert set(names) == {"chat claude-haiku-4-5", "invoke_agent"}
+    assert names["chat claude-haiku-4-5"].attributes is not None
+    assert names["chat claude-haiku-4-5"].attributes["gen_ai.request.model"] == "claude-haiku-4-5"
+    assert names["invoke_agent"].status.status_code is StatusCode.ERROR
+
+
+@pytest.mark.parametrize(
+    ("last", "status"),
+    [
+        (body([], "max_tokens"), StatusCode.ERROR),
+        (body([], "refusal"), StatusCode.OK),
+    ],
+)
+async def test_the_turn_spans_status_follows_the_outcome(
+    exporter: InMemorySpanExporter, last: dict[str, Any], status: StatusCode
+) -> None:
+    spans = await traced([last], exporter)
+    assert spans["invoke_agent"].status.status_code is status
+    assert spans["invoke_agent"].attributes is not None
+    assert spans["invoke_agent"].attributes["turnkeeper.outcome"] in ("truncated", "refused")
+
+
+def _all_text(spans: dict[str, ReadableSpan]) -> str:
+    return " ".join(
+        f"{s.name} {dict(s.attributes or {})} {s.status.description} "
+        + " ".join(str(e.attributes) for e in s.events)
+        for s in spans.values()
+    )
+
+
+async def test_spans_carry_no_content_unless_the_user_opts_in(
+    exporter: InMemorySpanExporter,
+) -> None:
+    script = [asks(tool_use("lookup", {"where": "desk"})), answer("in the drawer")]
+    quiet = _all_text(await traced(script, exporter))
+    for content in (QUESTION, "desk", "in the drawer"):
+        assert content not in quiet
+    exporter.clear()
+    script = [asks(tool_use("lookup", {"where": "desk"})), answer("in the drawer")]
+    told = _all_text(await traced(script, exporter, content=True))
+    for content in (QUESTION, "desk", "in the drawer"):
+        assert content in told
+
+
+async def test_without_a_configured_tracer_provider_turns_are_not_traced() -> None:
+    from turnkeeper.telemetry import configured
+
+    assert configured() is None
