@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PEERS = ("pydantic_ai", "agents", "langgraph", "langchain_core", "anthropic")
 HEADLINES = (
     "| A, N = 2 | CPU µs per model call |",
+    "| A, N = 2 | sync tool ÷ async tool |",
     "| A, N = 2 | pydantic-ai ÷ turnkeeper |",
     "| A, N = 2 | openai-agents ÷ turnkeeper |",
     "| A, N = 2 | langgraph ÷ turnkeeper |",
@@ -21,14 +22,20 @@ HEADLINES = (
     "| B, K = 5 | wall ÷ ideal (0.30 s) |",
     "| B, K = 5 | RSS per in-flight turn |",
     "| B-store, K = 5 | iterations per second, one process |",
+    "| B, K = 5, as `serve` runs it | wall ÷ ideal (0.30 s) |",
+    "| B-store, K = 5, `serve`'s GC policy | iterations per second, one process |",
     "| C, no store |",
     "| C, SQLite | µs / iteration at 11–20 ÷ at 1–10 |",
     "| C, PostgreSQL |",
     "| D | requests / s ÷ bare Starlette |",
+    "| Scale-out, K = 5 | turns/s, two workers ÷ one |",
+    "| Scale-out, K = 5 | turns not run exactly once | 0 | 0 | met |",
 )
 CONTENDERS = (
     "bare loop (baseline)",
     "turnkeeper `run_turn`",
+    "turnkeeper `run_turn`, sync tool",
+    "turnkeeper `run_turn`, hooks that keep nothing, `serve`'s GC policy",
     "pydantic-ai `Agent.run`",
     "openai-agents `Runner.run`",
     "langgraph `create_react_agent`",
@@ -51,7 +58,7 @@ def test_smoke_run_writes_every_row(tmp_path: Path) -> None:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=900,  # every workload's worker processes start; slow on a busy machine
     )
     assert run.returncode == 0, run.stderr[-3000:]
     text = out.read_text(encoding="utf-8")

@@ -477,8 +477,10 @@ async def test_finalisation_runs_exactly_once_when_a_tool_raises() -> None:
     assert result.outcome is Outcome.FINISHED
     assert hooks.finishes == 1
     assert [s.done for s in hooks.published].count(True) == 1
-    assert hooks.order == ["started", "usage", "checkpoint", "usage", "finish"]
+    # The answer asks for no tools: its usage rides with the final write, made at once.
+    assert hooks.order == ["started", "usage", "checkpoint", "finish"]
     assert hooks.final is not None
+    assert hooks.final.usage.iterations == 2
     assert [c.decision for c in hooks.checkpoints[0].calls] == ["continue"]
     assert [c.decision for c in hooks.final.calls] == ["finished"]
     assert hooks.final.state.done
@@ -769,3 +771,23 @@ async def test_a_cancelled_turn_is_finalised_once_and_left_to_its_canceller_to_r
     assert hooks.published[-1].to_json()["status"] == "failed"
     assert hooks.published[-1].to_json()["done"] is True
     assert hooks.reports == []
+
+
+async def test_usage_is_recorded_before_the_tools_run_and_rides_with_a_tool_less_answer() -> None:
+    hooks = OrderHooks()
+    seen: list[int] = []
+
+    def probe(args: dict[str, Any]) -> str:
+        seen.append(hooks.usage.iterations)  # a crash in the tool loses no billed tokens
+        return "ok"
+
+    result, _, _ = await turn(
+        [asks(tool_use("probe")), answer("done")],
+        tools=[Tool(ToolSpec("probe", ""), probe)],
+        hooks=hooks,
+    )
+    assert result.outcome is Outcome.FINISHED
+    assert seen == [1]
+    assert hooks.order == ["started", "usage", "checkpoint", "finish"]
+    assert hooks.final is not None
+    assert hooks.final.usage.iterations == 2

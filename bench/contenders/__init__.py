@@ -16,6 +16,11 @@ CONTENDERS = {
     "bare": ("bare", "bare loop (baseline)"),
     "turnkeeper": ("turnkeeper_loop", "turnkeeper `run_turn`"),
     "turnkeeper-null": ("turnkeeper_null", "turnkeeper `run_turn`, hooks that keep nothing"),
+    "turnkeeper-served": (
+        "turnkeeper_served",
+        "turnkeeper `run_turn`, hooks that keep nothing, `serve`'s GC policy",
+    ),
+    "turnkeeper-sync": ("turnkeeper_sync", "turnkeeper `run_turn`, sync tool"),
     "turnkeeper-scripted": ("turnkeeper_scripted", "turnkeeper `run_turn`, `ScriptedProvider`"),
     "pydantic-ai": ("pydanticai", "pydantic-ai `Agent.run`"),
     "openai-agents": ("openai_agents", "openai-agents `Runner.run`"),

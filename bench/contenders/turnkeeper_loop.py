@@ -44,14 +44,19 @@ class FakeProvider:
         return {"provider": "bench-fake"}
 
 
-def toolset(spec: fake.Spec) -> FunctionToolset:
+def toolset(spec: fake.Spec, *, sync: bool = False) -> FunctionToolset:
+    """The trivial tool as an async function, or (`sync=True`) as a plain one run in a thread."""
     lookup = fake.tool(spec)
+    result = "x" * spec.payload
 
     async def call(arguments: dict[str, Any]) -> str:
         return await lookup(**arguments)
 
+    def call_sync(arguments: dict[str, Any]) -> str:
+        return result
+
     spec_ = ToolSpec(fake.TOOL_NAME, fake.TOOL_DESCRIPTION, fake.TOOL_SCHEMA)
-    return FunctionToolset([Tool(spec_, call)])
+    return FunctionToolset([Tool(spec_, call_sync if sync else call)])
 
 
 def quiet(report: Any) -> None:
@@ -83,9 +88,9 @@ class NullHooks:
         pass
 
 
-def make(spec: fake.Spec, *, hooks: type[Hooks] | None = None) -> fake.Turn:
+def make(spec: fake.Spec, *, hooks: type[Hooks] | None = None, sync: bool = False) -> fake.Turn:
     provider = FakeProvider(spec)
-    tools = toolset(spec)
+    tools = toolset(spec, sync=sync)
     budget = Budget(max_iterations=spec.calls, deadline=3600.0, call_timeout=600.0)
 
     async def turn() -> Outcome:

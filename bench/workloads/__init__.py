@@ -10,7 +10,16 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-ALL = ["a_loop", "a_wire", "b_concurrency", "b_store", "c_history", "c_store", "d_polling"]
+ALL = [
+    "a_loop",
+    "a_wire",
+    "b_concurrency",
+    "b_store",
+    "c_history",
+    "c_store",
+    "d_polling",
+    "e_scale_out",
+]
 
 
 def load(name: str) -> ModuleType:

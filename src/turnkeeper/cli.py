@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__, i18n, logs, prices, timeline
+from . import __version__, gc_policy, i18n, logs, prices, timeline
 from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_ITERATIONS, Budget
 from .credentials import redact_logs
 from .errors import ConfigError
@@ -428,6 +428,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     logs.configure(args.log_format)
     redact_logs()
     use_prices(args)
+    gc_policy.apply()
     asyncio.run(serve(_settings(args), _provider(args), _toolset(args)))
     return 0
 
@@ -438,6 +439,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     logs.configure(args.log_format)
     redact_logs()
     use_prices(args)
+    gc_policy.apply()
     asyncio.run(work(_settings(args), _provider(args), _toolset(args)))
     return 0
 

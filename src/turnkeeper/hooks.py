@@ -4,8 +4,10 @@ The loop knows nothing about storage, HTTP or queues; it calls these hooks in a
 fixed order:
 
 - `started` once, with the `running` state;
-- per model call that returns, `record_usage` at once (a crash never loses
-  billed tokens);
+- per model call that returns and asks for tools, `record_usage` at once,
+  before the tools run (a crash never loses billed tokens); a call that asks
+  for none is followed at once, with nothing awaited in between, by the
+  `checkpoint` or `finish` that carries its usage;
 - per iteration, **one** `checkpoint`: the history appended since the last
   write, the state that follows it, the usage and the model calls, written
   together;
@@ -109,6 +111,7 @@ class LocalHooks:
 
     async def checkpoint(self, checkpoint: Checkpoint) -> None:
         self.checkpoints.append(checkpoint)
+        self.usage = checkpoint.usage.copy()
         self.published.append(checkpoint.state)
 
     async def finish(self, final: Checkpoint) -> None:

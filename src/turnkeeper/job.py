@@ -15,9 +15,8 @@ that wakes up after being taken over writes nothing.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from . import state as published
@@ -25,6 +24,7 @@ from .activity import ACTIVITIES
 from .budget import Budget
 from .hooks import Checkpoint
 from .instruments import Watcher
+from .leases import Leases
 from .loop import run_turn
 from .outcomes import Outcome
 from .providers import Provider, wire_format
@@ -102,6 +102,10 @@ class TurnJob:
     """Spans and metrics of the turns (default: spans if a tracer provider is configured)."""
     tries: int = field(default=1, init=False)
     """A turn is tried once; never retried by a queue."""
+    _leases: Leases = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._leases = Leases(self.store, self.lease)
 
     @property
     def timeout(self) -> float:
@@ -119,7 +123,7 @@ class TurnJob:
             logger.info("turn %s is not queued any more; not running it again", turn_id)
             return None
         try:
-            async with self._leased(turn_id, fence) as lost:
+            async with self._leases.held(turn_id, fence) as lost:
                 return await self._run(turn_id, fence, lost)
         except FenceLost as e:
             logger.warning("%s; the turn is left as its new holder wrote it", e)
@@ -172,41 +176,6 @@ class TurnJob:
             watcher=self.watcher,
         )
         return result.outcome
-
-    @contextlib.asynccontextmanager
-    async def _leased(self, turn_id: str, fence: int) -> AsyncIterator[asyncio.Event]:
-        """Renew the lease while the body runs; cancel the body if the lease is lost."""
-        lost = asyncio.Event()
-        body = asyncio.current_task()
-        assert body is not None
-
-        async def renew() -> None:
-            while True:
-                await asyncio.sleep(self.lease / 3)
-                try:
-                    renewed = await self.store.renew(turn_id, fence, self.lease)
-                except Exception as e:  # a passing store error: try again next tick
-                    logger.warning("turn %s: lease renewal failed, will retry: %s", turn_id, e)
-                    continue
-                if not renewed:
-                    logger.warning(
-                        "turn %s: lease renewal with fence %d refused: the turn was taken over",
-                        turn_id,
-                        fence,
-                    )
-                    lost.set()
-                    body.cancel()
-                    return
-
-        renewer = asyncio.create_task(renew(), name=f"lease {turn_id}")
-        try:
-            yield lost
-        finally:
-            renewer.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await renewer
-            if lost.is_set():
-                body.uncancel()
 
 
 def _job_failed(turn_id: str, e: Exception | str) -> Report:

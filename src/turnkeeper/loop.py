@@ -213,7 +213,8 @@ class _Turn:
             self.exit(Outcome.STOPPED)
             return None
         self.usage.add(self.recorder.usage(reply))
-        await self.hooks.record_usage(self.usage)
+        if reply.tool_uses:  # else the next write, made at once, carries the usage
+            await self.hooks.record_usage(self.usage)
         return reply
 
     def append(self, reply: Reply, step: Exit | None) -> None:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -52,12 +52,14 @@ class GroupCommit:
         self.writes = 0
         """Write calls committed so far."""
 
-    async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        return cast(T, await self._submit(work, write=False))
+    def read(self, work: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
+        """`work` on the database thread; await the answer. (Plain functions returning the
+        call's future: no coroutine frames of their own on the hottest path.)"""
+        return self._submit(work, write=False)
 
-    async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """`work` inside a write transaction (it must not open one itself)."""
-        return cast(T, await self._submit(work, write=True))
+    def write(self, work: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
+        """`work` inside a write transaction (it must not open one itself); await the answer."""
+        return self._submit(work, write=True)
 
     async def alone(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """`work` on the database thread outside any batch (it manages its own transaction)."""
@@ -74,13 +76,13 @@ class GroupCommit:
 
     # ---- the event loop's side ---------------------------------------------
 
-    async def _submit(self, work: Work, *, write: bool) -> Any:
+    def _submit(self, work: Work, *, write: bool) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
         call = _Call(work, write, loop.create_future())
         self._queued.append(call)
         if self._flusher is None or self._flusher.done():
             self._flusher = loop.create_task(self._flush(), name="turnkeeper-sqlite-commits")
-        return await call.future
+        return call.future
 
     async def _flush(self) -> None:
         loop = asyncio.get_running_loop()

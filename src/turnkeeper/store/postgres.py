@@ -10,7 +10,6 @@ and a take-over never interleave.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from typing import Any
 
 from ..credentials import redact_url
@@ -340,21 +339,14 @@ class PostgresStore:
         state = checkpoint.state
         row = (turn_id, checkpoint.iteration, Json(state.bare()), len(state.messages))
         async with self.pool.connection() as db, db.transaction():
-            await _append(db, turn_id, fence, checkpoint.appended)
-            await db.execute(base.SAVE_CHECKPOINT.format(p="%s"), row)
-            await _publish(db, turn_id, fence, state)
-            await _wrote(db, turn_id, checkpoint)
+            await _write(db, turn_id, fence, checkpoint)
+            await db.execute(SAVE_CHECKPOINT, row)
+            await db.execute(UPDATE_STATE, _updated(turn_id, checkpoint))
 
     async def finish(self, turn_id: str, fence: int, final: Checkpoint) -> None:
         async with self.pool.connection() as db, db.transaction():
-            await _append(db, turn_id, fence, final.appended)
-            await _publish(db, turn_id, fence, final.state)
-            await _wrote(db, turn_id, final)
-            await db.execute(
-                "UPDATE turns SET done = true, lease_expires = NULL, cancel = false"
-                " WHERE turn_id = %s",
-                (turn_id,),
-            )
+            await _write(db, turn_id, fence, final)
+            await db.execute(UPDATE_FINAL, _updated(turn_id, final))
             await db.execute("DELETE FROM checkpoints WHERE turn_id = %s", (turn_id,))
 
     async def iterations(self, turn_id: str) -> list[dict[str, Any]]:
@@ -375,21 +367,45 @@ class PostgresStore:
             return await _take_over(db, turn_id, holder, lease)
 
 
-async def _append(db: Connection, turn_id: str, fence: int, appended: Sequence[Message]) -> None:
-    cursor = await db.execute(
-        "SELECT conversation_id FROM turns WHERE turn_id = %s AND fence = %s AND NOT done"
-        " FOR UPDATE",
-        (turn_id, fence),
-    )
+SAVE_CHECKPOINT = base.SAVE_CHECKPOINT.format(p="%s")
+SAVE_CALL = base.SAVE_CALL.format(p="%s")
+FENCED = (
+    "SELECT conversation_id, n_messages FROM turns"
+    " WHERE turn_id = %s AND fence = %s AND NOT done AND version < %s FOR UPDATE"
+)
+_SET_STATE = "UPDATE turns SET state = %s, version = %s, status = %s, n_messages = %s, usage = %s"
+UPDATE_STATE = _SET_STATE + " WHERE turn_id = %s"
+UPDATE_FINAL = _SET_STATE + ", done = true, lease_expires = NULL, cancel = false WHERE turn_id = %s"
+
+
+async def _write(db: Connection, turn_id: str, fence: int, checkpoint: Checkpoint) -> None:
+    """A write's history, bubbles and model calls, after one check of its fence and
+    version (the row stays locked); the caller then updates the turn's row once."""
+    state = checkpoint.state
+    cursor = await db.execute(FENCED, (turn_id, fence, state.version))
     row = await cursor.fetchone()
     if row is None:
         raise refused(turn_id, fence)
-    if appended:
-        async with db.cursor() as c:
+    conversation_id, stored = row
+    async with db.cursor() as c:
+        if checkpoint.appended:
             await c.executemany(
                 "INSERT INTO messages (conversation_id, turn_id, body) VALUES (%s, %s, %s)",
-                [(row[0], turn_id, Json(m)) for m in appended],
+                [(conversation_id, turn_id, Json(m)) for m in checkpoint.appended],
             )
+        await _bubbles_from(db, turn_id, state, stored)
+        if checkpoint.calls:
+            await c.executemany(
+                SAVE_CALL,
+                [(turn_id, call.iteration, Jsonb(call.summary())) for call in checkpoint.calls],
+            )
+
+
+def _updated(turn_id: str, checkpoint: Checkpoint) -> tuple[Any, ...]:
+    """The turn's row after a write: its state and its usage."""
+    state = checkpoint.state
+    usage = Jsonb(checkpoint.usage.as_dict())
+    return (Json(state.bare()), state.version, state.status, len(state.messages), usage, turn_id)
 
 
 async def _publish(db: Connection, turn_id: str, fence: int, state: PublishedState) -> None:
@@ -402,33 +418,27 @@ async def _publish(db: Connection, turn_id: str, fence: int, state: PublishedSta
     row = await cursor.fetchone()
     if row is None:
         raise refused(turn_id, fence)
+    await _bubbles_from(db, turn_id, state, row[0])
+    await db.execute(
+        "UPDATE turns SET state = %s, version = %s, status = %s, n_messages = %s"
+        " WHERE turn_id = %s",
+        (Json(state.bare()), state.version, state.status, len(state.messages), turn_id),
+    )
+
+
+async def _bubbles_from(db: Connection, turn_id: str, state: PublishedState, stored: int) -> None:
+    """Store the state's bubbles past the first `stored` (messages only grow; a state
+    with fewer messages than stored drops the rest)."""
     messages = state.messages
-    stored = min(row[0], len(messages))
-    await db.execute("DELETE FROM bubbles WHERE turn_id = %s AND n >= %s", (turn_id, stored))
+    if len(messages) < stored:
+        await db.execute(
+            "DELETE FROM bubbles WHERE turn_id = %s AND n >= %s", (turn_id, len(messages))
+        )
     if stored < len(messages):
         async with db.cursor() as c:
             await c.executemany(
                 "INSERT INTO bubbles VALUES (%s, %s, %s)",
                 [(turn_id, n, Json(messages[n].to_json())) for n in range(stored, len(messages))],
-            )
-    await db.execute(
-        "UPDATE turns SET state = %s, version = %s, status = %s, n_messages = %s"
-        " WHERE turn_id = %s",
-        (Json(state.bare()), state.version, state.status, len(messages), turn_id),
-    )
-
-
-async def _wrote(db: Connection, turn_id: str, checkpoint: Checkpoint) -> None:
-    """A write's usage and model calls (its fence was checked by the statements before)."""
-    await db.execute(
-        "UPDATE turns SET usage = %s WHERE turn_id = %s",
-        (Jsonb(checkpoint.usage.as_dict()), turn_id),
-    )
-    if checkpoint.calls:
-        async with db.cursor() as c:
-            await c.executemany(
-                base.SAVE_CALL.format(p="%s"),
-                [(turn_id, call.iteration, Jsonb(call.summary())) for call in checkpoint.calls],
             )
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from dataclasses import dataclass
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
 
@@ -302,32 +303,24 @@ class SqliteStore:
         await self.commits.write(update)
 
     async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> None:
-        bodies = [_dump(m) for m in checkpoint.appended]
-        state = checkpoint.state
-        row = (turn_id, checkpoint.iteration, _dump(state.bare()), len(state.messages))
+        write = _Write.of(turn_id, fence, checkpoint)
 
-        def write(db: sqlite3.Connection) -> None:
-            _append(db, turn_id, fence, bodies)
-            db.execute(base.SAVE_CHECKPOINT.format(p="?"), row)
-            _publish(db, turn_id, fence, state)
-            _wrote(db, turn_id, checkpoint)
+        def run(db: sqlite3.Connection) -> None:
+            _write(db, write)
+            db.execute(SAVE_CHECKPOINT, (turn_id, checkpoint.iteration, write.bare, write.count))
+            db.execute(UPDATE_STATE, write.update())
 
-        await self.commits.write(write)
+        await self.commits.write(run)
 
     async def finish(self, turn_id: str, fence: int, final: Checkpoint) -> None:
-        bodies = [_dump(m) for m in final.appended]
+        write = _Write.of(turn_id, fence, final)
 
-        def write(db: sqlite3.Connection) -> None:
-            _append(db, turn_id, fence, bodies)
-            _publish(db, turn_id, fence, final.state)
-            _wrote(db, turn_id, final)
-            db.execute(
-                "UPDATE turns SET done = 1, lease_expires = NULL, cancel = 0 WHERE turn_id = ?",
-                (turn_id,),
-            )
+        def run(db: sqlite3.Connection) -> None:
+            _write(db, write)
+            db.execute(UPDATE_FINAL, write.update())
             db.execute("DELETE FROM checkpoints WHERE turn_id = ?", (turn_id,))
 
-        await self.commits.write(write)
+        await self.commits.write(run)
 
     async def iterations(self, turn_id: str) -> list[dict[str, Any]]:
         def read(db: sqlite3.Connection) -> list[dict[str, Any]]:
@@ -363,19 +356,6 @@ def _check(rowcount: int, turn_id: str, fence: int) -> None:
         raise refused(turn_id, fence)
 
 
-def _append(db: sqlite3.Connection, turn_id: str, fence: int, bodies: Sequence[str]) -> None:
-    row = db.execute(
-        "SELECT conversation_id FROM turns WHERE turn_id = ? AND fence = ? AND done = 0",
-        (turn_id, fence),
-    ).fetchone()
-    if row is None:
-        raise refused(turn_id, fence)
-    db.executemany(
-        "INSERT INTO messages (conversation_id, turn_id, body) VALUES (?, ?, ?)",
-        [(row[0], turn_id, b) for b in bodies],
-    )
-
-
 def _publish(db: sqlite3.Connection, turn_id: str, fence: int, state: PublishedState) -> None:
     """Write the state; of its messages (which only grow) only those not stored yet."""
     row = db.execute(
@@ -384,29 +364,87 @@ def _publish(db: sqlite3.Connection, turn_id: str, fence: int, state: PublishedS
     ).fetchone()
     if row is None:
         raise refused(turn_id, fence)
-    messages, stored = state.messages, min(row[0], len(state.messages))
-    if stored < row[0]:  # fewer messages than stored: none are kept past n_messages
-        db.execute("DELETE FROM bubbles WHERE turn_id = ? AND n >= ?", (turn_id, stored))
-    db.executemany(
-        "INSERT INTO bubbles VALUES (?, ?, ?)",
-        [(turn_id, n, _dump(messages[n].to_json())) for n in range(stored, len(messages))],
-    )
+    _bubbles_from(db, turn_id, state, row[0])
     db.execute(
         "UPDATE turns SET state = ?, version = ?, status = ?, n_messages = ? WHERE turn_id = ?",
-        (_dump(state.bare()), state.version, state.status, len(messages), turn_id),
+        (_dump(state.bare()), state.version, state.status, len(state.messages), turn_id),
     )
 
 
-def _wrote(db: sqlite3.Connection, turn_id: str, checkpoint: Checkpoint) -> None:
-    """A write's usage and model calls (its fence was checked by the statements before)."""
-    db.execute(
-        "UPDATE turns SET usage = ? WHERE turn_id = ?",
-        (_dump(checkpoint.usage.as_dict()), turn_id),
-    )
-    db.executemany(
-        base.SAVE_CALL.format(p="?"),
-        [(turn_id, c.iteration, _dump(c.summary())) for c in checkpoint.calls],
-    )
+SAVE_CHECKPOINT = base.SAVE_CHECKPOINT.format(p="?")
+SAVE_CALL = base.SAVE_CALL.format(p="?")
+FENCED = (
+    "SELECT conversation_id, n_messages FROM turns"
+    " WHERE turn_id = ? AND fence = ? AND done = 0 AND version < ?"
+)
+_SET_STATE = "UPDATE turns SET state = ?, version = ?, status = ?, n_messages = ?, usage = ?"
+UPDATE_STATE = _SET_STATE + " WHERE turn_id = ?"
+UPDATE_FINAL = _SET_STATE + ", done = 1, lease_expires = NULL, cancel = 0 WHERE turn_id = ?"
+
+
+@dataclass(frozen=True, slots=True)
+class _Write:
+    """A checkpoint or the final write, encoded once on the event loop: the database
+    thread then runs one fence check and one update of the turn's row."""
+
+    turn_id: str
+    fence: int
+    state: PublishedState
+    bare: str
+    usage: str
+    bodies: list[str]
+    calls: list[tuple[str, int, str]]
+
+    @classmethod
+    def of(cls, turn_id: str, fence: int, checkpoint: Checkpoint) -> _Write:
+        return cls(
+            turn_id,
+            fence,
+            checkpoint.state,
+            _dump(checkpoint.state.bare()),
+            _dump(checkpoint.usage.as_dict()),
+            [_dump(m) for m in checkpoint.appended],
+            [(turn_id, c.iteration, _dump(c.summary())) for c in checkpoint.calls],
+        )
+
+    @property
+    def count(self) -> int:
+        return len(self.state.messages)
+
+    def update(self) -> tuple[Any, ...]:
+        state = self.state
+        return (self.bare, state.version, state.status, self.count, self.usage, self.turn_id)
+
+
+def _write(db: sqlite3.Connection, write: _Write) -> None:
+    """A write's history, bubbles and model calls, after one check of its fence and
+    version; the caller then updates the turn's row."""
+    turn_id = write.turn_id
+    row = db.execute(FENCED, (turn_id, write.fence, write.state.version)).fetchone()
+    if row is None:
+        raise refused(turn_id, write.fence)
+    conversation_id, stored = row
+    if write.bodies:
+        db.executemany(
+            "INSERT INTO messages (conversation_id, turn_id, body) VALUES (?, ?, ?)",
+            [(conversation_id, turn_id, b) for b in write.bodies],
+        )
+    _bubbles_from(db, turn_id, write.state, stored)
+    if write.calls:
+        db.executemany(SAVE_CALL, write.calls)
+
+
+def _bubbles_from(db: sqlite3.Connection, turn_id: str, state: PublishedState, stored: int) -> None:
+    """Store the state's bubbles past the first `stored` (messages only grow; a state
+    with fewer messages than stored drops the rest)."""
+    messages = state.messages
+    if len(messages) < stored:
+        db.execute("DELETE FROM bubbles WHERE turn_id = ? AND n >= ?", (turn_id, len(messages)))
+    if stored < len(messages):
+        db.executemany(
+            "INSERT INTO bubbles VALUES (?, ?, ?)",
+            [(turn_id, n, _dump(messages[n].to_json())) for n in range(stored, len(messages))],
+        )
 
 
 def _bubbles(db: sqlite3.Connection, turn_id: str, count: int) -> list[dict[str, Any]]:
@@ -460,10 +498,21 @@ def _migrate(db: sqlite3.Connection) -> None:
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 """One encoder for every write (`json.dumps` with options builds a new one per call)."""
+_ENCODE = (
+    None
+    if c_make_encoder is None
+    else c_make_encoder(
+        None, _ENCODER.default, encode_basestring, None, ":", ",", False, False, True
+    )
+)
+"""Its C encoder, built once: `encode()` builds a new one per call (no circular-reference
+check: what the store writes is parsed JSON or built by the runtime, never cyclic)."""
 
 
 def _dump(value: Any) -> str:
-    return _ENCODER.encode(value)
+    if _ENCODE is None:
+        return _ENCODER.encode(value)
+    return "".join(_ENCODE(value, 0))
 
 
 def _load(text: str) -> Any:
