@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from playwright.sync_api import Locator, Page, Request
+from playwright.sync_api import Locator, Page, Request, expect
 
 from tests import scripts
 
@@ -27,8 +27,12 @@ class Chat:
         self.notices = root.locator(".bubble.notice .text")
 
     def ask(self, question: str) -> None:
+        """Ask as a reader would: once the widget shows it can send, type and press Enter;
+        the question's bubble shows the widget took it."""
+        expect(self.send).to_be_visible()
         self.input.fill(question)
         self.input.press("Enter")
+        expect(self.bubbles.locator(".text").last).to_have_text(question)
 
     def bubble_texts(self) -> list[str]:
         return [text for text in self.bubbles.locator(".text").all_inner_texts()]
