@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests import scripts
 from tests.fake_model import HOLD, FakeModelServer
 from tests.models import LOOKUP, GatedModel
@@ -111,6 +113,37 @@ async def test_a_stop_during_tools_lets_them_finish_and_starts_no_call() -> None
     assert len(provider.requests) == 1, "no model call starts after the stop"
     assert_valid_history(result.history)
     assert "slow and done" in str(result.history[-1]), "the running tool finished"
+
+
+async def test_a_stop_and_a_cancel_of_the_task_together_still_cancel_the_task() -> None:
+    """The stop aborts the call by cancelling the turn's own task and takes that cancel
+    back; a cancel from outside in the same instant must still come out as one."""
+
+    class CancelledToo(LocalHooks):
+        async def wait_stop(self) -> None:
+            await super().wait_stop()
+            asyncio.get_running_loop().call_soon(running.cancel)  # just before the abort
+
+    hooks = CancelledToo(reporter=lambda report: None)
+    model = GatedModel([scripts.answer("never shown")])
+    running = asyncio.create_task(run_turn(QUESTION, provider=model, hooks=hooks))
+    await model.started.wait()
+    hooks.stop()
+    with pytest.raises(asyncio.CancelledError):
+        await ended(running)
+    assert hooks.finishes == 1
+    assert hooks.published[-1].to_json()["done"] is True
+
+
+async def test_the_wait_for_a_stop_ends_with_the_turn() -> None:
+    """One wait per turn, from its first call: nothing of it outlives the turn."""
+    hooks = quiet_hooks()
+    before = len(asyncio.all_tasks())
+    model = ScriptedProvider([scripts.asks(scripts.tool_use("nothing")), scripts.answer("done")])
+    result = await run_turn(QUESTION, provider=model, hooks=hooks)
+    await asyncio.sleep(0)
+    assert result.outcome is Outcome.FINISHED
+    assert len(asyncio.all_tasks()) == before
 
 
 async def test_a_failing_wait_for_a_stop_stops_nothing() -> None:

@@ -368,6 +368,7 @@ class _Turn:
 
     async def finalise(self) -> None:
         """Runs once per turn on every path: answer dangling tools, then the one final write."""
+        self.recorder.close()
         outcome = self.outcome or Outcome.FAILED
         why = f"not run: the turn ended ({outcome.value})"
         if self.pending:

@@ -62,6 +62,9 @@ SHIPPED: dict[str, Price] = {
     "o4-mini": Price(1.10, 4.40, 1.10, 0.275),
 }
 
+MEMO_LIMIT = 1024
+"""Model names a table remembers its lookup for."""
+
 CACHED_INCLUDED = {"openai"}
 """Wire formats whose input token count includes the cached tokens."""
 
@@ -72,15 +75,23 @@ class PriceTable:
     def __init__(self, prices: Mapping[str, Price]) -> None:
         self.prices = dict(prices)
         self._by_length = sorted(self.prices, key=len, reverse=True)
+        self._found: dict[str, Price | None] = {}
+        """Model names already looked up (a turn asks for the same one on every call)."""
 
     def price(self, model: str | None) -> Price | None:
         if not model:
             return None
+        try:
+            return self._found[model]
+        except KeyError:
+            pass
         found = self.prices.get(model)
-        if found is not None:
-            return found
-        name = next((n for n in self._by_length if model.startswith(n + "-")), None)
-        return None if name is None else self.prices[name]
+        if found is None:
+            name = next((n for n in self._by_length if model.startswith(n + "-")), None)
+            found = None if name is None else self.prices[name]
+        if len(self._found) < MEMO_LIMIT:  # model names come from responses: keep it bounded
+            self._found[model] = found
+        return found
 
     def cost(self, usage: Usage, model: str | None, wire: str = "anthropic") -> float | None:
         """What `usage` cost with `model`'s price, or None if it has none."""

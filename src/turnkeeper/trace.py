@@ -14,9 +14,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +121,12 @@ class Recorder:
         self.stop_checks = 0
         self.stopped_at_check: int | None = None
         self._clock = clock
+        self._stop: asyncio.Future[None] | None = None
+        """The one wait for a stop, started at the first call."""
+        self._calling: asyncio.Task[Any] | None = None
+        """The turn's task while a model call is in flight."""
+        self._aborted = False
+        """The stop cancelled the call in flight."""
         self.started = self.now()
         self.requested: str | None = provider.describe().get("model")
         """The model requested, as the provider describes itself."""
@@ -151,7 +156,9 @@ class Recorder:
         self.calls.append(call)
         self.watch.call_started(call.iteration)
         try:
-            reply = await _unless_stopped(self.provider.complete(history, tools, timeout), stop)
+            reply = await self._unless_stopped(
+                self.provider.complete(history, tools, timeout), stop
+            )
         except Exception as e:
             call.duration = self.now() - started
             error = _provider_error(e, timeout)
@@ -185,6 +192,47 @@ class Recorder:
         )
         return reply
 
+    async def _unless_stopped(
+        self, call: Coroutine[Any, Any, Reply], stop: Callable[[], Awaitable[None]]
+    ) -> Reply | None:
+        """The call's reply, or None if `stop` returned first and the call was aborted.
+
+        The call runs in the turn's own task (no task per call). One wait for the stop
+        runs beside the turn, from its first call to `close()`; when it returns during
+        a call, it cancels the turn's task there, and that cancel is taken back here."""
+        if self._stop is None:
+            self._stop = asyncio.ensure_future(stop())
+            self._stop.add_done_callback(self._stop_came)
+        elif self._stop.done() and not self._stop.cancelled() and not self._stop.exception():
+            call.close()
+            return None
+        self._calling = asyncio.current_task()
+        try:
+            return await call
+        except asyncio.CancelledError:
+            if self._aborted and self._calling is not None and self._calling.uncancel() == 0:
+                return None  # our own abort, not a cancel of the turn's task
+            raise
+        finally:
+            self._calling, self._aborted = None, False
+
+    def _stop_came(self, waiter: asyncio.Future[None]) -> None:
+        """The stop wait ended: abort the call in flight, if any (the next stop check
+        ends the turn otherwise), unless the wait itself failed."""
+        if waiter.cancelled():
+            return
+        if waiter.exception() is not None:
+            logger.warning("waiting for a stop failed: %r", waiter.exception())
+            return
+        if self._calling is not None and not self._aborted:
+            self._aborted = True
+            self._calling.cancel()
+
+    def close(self) -> None:
+        """The turn is over: stop waiting for a stop."""
+        if self._stop is not None:
+            self._stop.cancel()
+
     def usage(self, reply: Reply) -> Usage:
         """The usage of the last call, `reply`, priced when its model's price is known."""
         return self.calls[-1].usage or reply.usage
@@ -215,39 +263,6 @@ class Recorder:
             "clock": [t - first for t in self.clock_reads],
             "stopped_at_check": self.stopped_at_check,
         }
-
-
-async def _unless_stopped(
-    call: Awaitable[Reply], stop: Callable[[], Awaitable[None]]
-) -> Reply | None:
-    """The call's reply, or None if `stop` returned first: the call is then cancelled,
-    and nothing it would have answered is kept."""
-    calling = asyncio.ensure_future(call)
-    stopping = asyncio.ensure_future(stop())
-    stopping.add_done_callback(partial(_abort, calling))
-    try:
-        return await calling
-    except asyncio.CancelledError:
-        if calling.cancelled() and not _current_task_cancelling():
-            return None  # the stop cancelled the call, not a cancel of the turn's task
-        raise
-    finally:
-        stopping.cancel()
-
-
-def _abort(calling: asyncio.Future[Reply], stopping: asyncio.Future[None]) -> None:
-    """When the stop wait ends: cancel the call, unless the wait itself failed."""
-    if stopping.cancelled():
-        return
-    if stopping.exception() is not None:
-        logger.warning("waiting for a stop failed: %r", stopping.exception())
-        return
-    calling.cancel()
-
-
-def _current_task_cancelling() -> bool:
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
 
 
 def _provider_error(e: Exception, timeout: float) -> ProviderError:
