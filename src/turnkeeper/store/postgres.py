@@ -10,6 +10,7 @@ and a take-over never interleave.
 from __future__ import annotations
 
 import asyncio
+import select
 from typing import Any
 
 from ..credentials import redact_url
@@ -133,6 +134,20 @@ async def probe(url: str) -> None:
     await connection.close()
 
 
+async def _check_if_spoken_to(db: Connection) -> None:
+    """Check a pooled connection as it is handed out, with a round trip only when the
+    server has said something to it while it sat idle: a connection the server ended
+    (restart, failover, `pg_terminate_backend`) has been sent its reason or the end of
+    the stream, so its socket reads; a healthy idle one never does. A round trip per
+    hand-out would double the statements of every store call."""
+    try:
+        readable = bool(select.select([db.fileno()], [], [], 0)[0])
+    except (OSError, ValueError, psycopg.Error):
+        readable = True
+    if readable:
+        await AsyncConnectionPool.check_connection(db)
+
+
 class PostgresStore:
     def __init__(self, pool: AsyncConnectionPool[Connection], url: str) -> None:
         self.pool = pool
@@ -150,7 +165,7 @@ class PostgresStore:
             kwargs={"autocommit": True},
             # A connection the server ended (restart, failover, pg_terminate_backend) is
             # found when it is handed out and replaced, not used for a turn's write.
-            check=AsyncConnectionPool.check_connection,
+            check=_check_if_spoken_to,
         )
         try:
             await pool.open(wait=True, timeout=10.0)
