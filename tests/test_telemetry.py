@@ -144,3 +144,33 @@ async def test_without_a_configured_tracer_provider_turns_are_not_traced() -> No
     from turnkeeper.telemetry import configured
 
     assert configured() is None
+
+
+async def test_without_the_otel_extra_turns_run_unwatched_and_look_for_it_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A failed import is not cached by Python: looking for the extra on every turn
+    would cost more than the turn's loop."""
+    import importlib.abc
+    import sys
+
+    from turnkeeper import instruments
+
+    looked: list[str] = []
+
+    class Counting(importlib.abc.MetaPathFinder):
+        def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+            if name == "turnkeeper.telemetry":
+                looked.append(name)
+
+    for name in [m for m in sys.modules if m == "opentelemetry" or m.startswith("opentelemetry.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)  # import opentelemetry fails
+    monkeypatch.delitem(sys.modules, "turnkeeper.telemetry")
+    monkeypatch.setattr(instruments, "_telemetry_missing", False)
+    monkeypatch.setattr(sys, "meta_path", [Counting(), *sys.meta_path])
+    for _ in range(3):
+        result = await run_turn("hi", provider=ScriptedProvider([answer("hello")]))
+        assert result.outcome is Outcome.FINISHED
+    assert instruments.default_watchers().watchers == []
+    assert looked == ["turnkeeper.telemetry"]

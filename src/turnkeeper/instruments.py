@@ -137,15 +137,25 @@ class _Fanout:
         self._each("turn_ended", outcome, usage)
 
 
+_NOBODY = Watchers()
+_telemetry_missing = False
+"""The otel extra was found missing once: a failed import is not cached by Python, and
+trying it again on every turn would cost more than the turn's loop."""
+
+
 def default_watchers() -> Watchers:
     """What watches a turn when the caller names no watcher: OpenTelemetry spans when the
     application has configured a tracer provider, else nothing."""
+    global _telemetry_missing
+    if _telemetry_missing:
+        return _NOBODY
     try:
         from .telemetry import configured
     except ConfigError:  # the otel extra is not installed: nothing to trace to
-        return Watchers()
+        _telemetry_missing = True
+        return _NOBODY
     telemetry = configured()
-    return Watchers([telemetry] if telemetry is not None else [])
+    return Watchers([telemetry]) if telemetry is not None else _NOBODY
 
 
 def watch_turn(

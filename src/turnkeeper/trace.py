@@ -179,17 +179,18 @@ class Recorder:
         usage = prices.current().priced(reply.usage, call.model, self.provider.wire.name)
         call.response, call.stop_reason, call.usage = reply.raw, reply.raw_stop, usage
         call.tools = [u.name for u in reply.tool_uses]
-        self.watch.call_ended(
-            CallEnd(
-                call.iteration,
-                call.duration,
-                call.model,
-                usage,
-                reply.raw_stop,
-                tools=call.tools,
-                text=reply.text,
+        if self.watch is not UNWATCHED:  # a record per call only for someone who reads it
+            self.watch.call_ended(
+                CallEnd(
+                    call.iteration,
+                    call.duration,
+                    call.model,
+                    usage,
+                    reply.raw_stop,
+                    tools=call.tools,
+                    text=reply.text,
+                )
             )
-        )
         return reply
 
     async def _unless_stopped(
