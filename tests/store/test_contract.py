@@ -217,6 +217,17 @@ async def test_cancel_flag_is_set_and_cleared_by_the_final_write(store: Store) -
     assert not await store.cancel_requested(turn_id)
 
 
+async def test_a_checkpoint_reads_back_the_cancel_flag_with_its_write(store: Store) -> None:
+    _, turn_id = await queued_turn(store)
+    fence = await store.claim(turn_id, 30, "anthropic")
+    assert fence is not None
+    first = [{"role": "user", "content": "hi"}]
+    assert await store.checkpoint(turn_id, fence, write(first, running(2), n=1)) is False
+    await store.request_cancel(turn_id)
+    assert await store.checkpoint(turn_id, fence, write([], running(3), n=2)) is True
+    assert await store.cancel_requested(turn_id), "a checkpoint leaves the flag set"
+
+
 async def test_transcript_and_counts(store: Store) -> None:
     conversation_id, turn_id = await queued_turn(store, "one")
     fence = await store.claim(turn_id, 30, "anthropic")

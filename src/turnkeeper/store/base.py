@@ -166,9 +166,14 @@ class Store(Protocol):
 
     async def publish(self, turn_id: str, fence: int, state: PublishedState) -> None: ...
 
-    async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> None:
+    async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> bool:
         """One iteration's write, in one transaction: append the new history messages,
-        keep the checkpoint, publish its state, record its usage and model calls."""
+        keep the checkpoint, publish its state, record its usage and model calls.
+
+        Returns the turn's cancel flag as that transaction read it. The loop awaits
+        nothing between a checkpoint and its next stop check, so the flag is as fresh as
+        a read of its own would be, and a cancel from any process is heard before the
+        next model call without one."""
         ...
 
     async def finish(self, turn_id: str, fence: int, final: Checkpoint) -> None:

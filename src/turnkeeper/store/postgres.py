@@ -335,13 +335,15 @@ class PostgresStore:
         async with self.pool.connection() as db, db.transaction():
             await _publish(db, turn_id, fence, state)
 
-    async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> None:
+    async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> bool:
         state = checkpoint.state
         row = (turn_id, checkpoint.iteration, Json(state.bare()), len(state.messages))
         async with self.pool.connection() as db, db.transaction():
             await _write(db, turn_id, fence, checkpoint)
             await db.execute(SAVE_CHECKPOINT, row)
-            await db.execute(UPDATE_STATE, _updated(turn_id, checkpoint))
+            cursor = await db.execute(UPDATE_STATE, _updated(turn_id, checkpoint))
+            (cancel,) = await cursor.fetchone() or (False,)
+        return bool(cancel)
 
     async def finish(self, turn_id: str, fence: int, final: Checkpoint) -> None:
         async with self.pool.connection() as db, db.transaction():
@@ -374,7 +376,7 @@ FENCED = (
     " WHERE turn_id = %s AND fence = %s AND NOT done AND version < %s FOR UPDATE"
 )
 _SET_STATE = "UPDATE turns SET state = %s, version = %s, status = %s, n_messages = %s, usage = %s"
-UPDATE_STATE = _SET_STATE + " WHERE turn_id = %s"
+UPDATE_STATE = _SET_STATE + " WHERE turn_id = %s RETURNING cancel"
 UPDATE_FINAL = _SET_STATE + ", done = true, lease_expires = NULL, cancel = false WHERE turn_id = %s"
 
 

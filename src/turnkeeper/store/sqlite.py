@@ -302,15 +302,15 @@ class SqliteStore:
 
         await self.commits.write(update)
 
-    async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> None:
+    async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> bool:
         write = _Write.of(turn_id, fence, checkpoint)
 
-        def run(db: sqlite3.Connection) -> None:
+        def run(db: sqlite3.Connection) -> bool:
             _write(db, write)
             db.execute(SAVE_CHECKPOINT, (turn_id, checkpoint.iteration, write.bare, write.count))
-            db.execute(UPDATE_STATE, write.update())
+            return bool(db.execute(UPDATE_STATE, write.update()).fetchone()[0])
 
-        await self.commits.write(run)
+        return await self.commits.write(run)
 
     async def finish(self, turn_id: str, fence: int, final: Checkpoint) -> None:
         write = _Write.of(turn_id, fence, final)
@@ -378,7 +378,7 @@ FENCED = (
     " WHERE turn_id = ? AND fence = ? AND done = 0 AND version < ?"
 )
 _SET_STATE = "UPDATE turns SET state = ?, version = ?, status = ?, n_messages = ?, usage = ?"
-UPDATE_STATE = _SET_STATE + " WHERE turn_id = ?"
+UPDATE_STATE = _SET_STATE + " WHERE turn_id = ? RETURNING cancel"
 UPDATE_FINAL = _SET_STATE + ", done = 1, lease_expires = NULL, cancel = 0 WHERE turn_id = ?"
 
 
