@@ -169,11 +169,12 @@ SQLite store (a temporary file, WAL, `synchronous=NORMAL`) and run by the
 embedded queue: `LocalQueue(TurnJob(...), concurrency=K)`, each turn claimed
 under a lease (one renewer per job), its usage recorded after every model
 call that asks for tools (before they run), one write per iteration (history,
-checkpoint, published state, usage and model calls together), its final state
-written with the history tail; the loop also asks the store before every call
-whether the turn was cancelled. K turns are queued first, then enqueued at once; the clock runs
-until the queue is empty. One fresh worker process per measurement, after a
-warm batch of min(K, 50) turns. "Writes" are store calls that write;
+published state, usage and model calls together, the turn's cancel flag read
+back with it), its final state written with the history tail; the store is
+asked whether the turn was cancelled only before its first call. K turns are
+queued first, then enqueued at once; the clock runs until the queue is empty.
+One fresh worker process per measurement, after a warm batch of min(K, 50)
+turns. "Writes" are store calls that write;
 "commits" are the SQLite transactions they took (the store commits the
 writes that arrive while a commit runs together, see
 `src/turnkeeper/store/commits.py`); "reads" are store calls that only
