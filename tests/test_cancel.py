@@ -235,6 +235,36 @@ async def test_a_cancel_during_tools_lets_them_finish_and_starts_no_call(store: 
     assert "slow and done" in str(history[-1])
 
 
+async def test_a_cancel_from_another_process_during_tools_is_heard_before_the_next_call(
+    store: Store, store_url: str
+) -> None:
+    """A second store on the same database, as another process sharing the SQLite file:
+    its cancel wakes nothing in this process, so the turn hears of it from the flag the
+    checkpoint after the tools reads back (on PostgreSQL NOTIFY may be first)."""
+    other = await open_store(store_url)
+    try:
+        conversation_id, turn_id = await queued(store)
+
+        async def cancelled_meanwhile(args: dict[str, Any]) -> str:
+            await other.request_cancel(turn_id)
+            return "done while cancelled"
+
+        tools = FunctionToolset([Tool(ToolSpec("slow", "Take a while."), cancelled_meanwhile)])
+        provider = ScriptedProvider(
+            [scripts.asks(scripts.tool_use("slow")), scripts.answer("never")]
+        )
+        assert await TurnJob(store, provider, tools).run(turn_id) is Outcome.STOPPED
+    finally:
+        await other.close()
+    assert len(provider.requests) == 1, "no model call after the cancel"
+    state = await store.state_after(turn_id, 0)
+    assert state is not None
+    assert (state["status"], state["usage"]["iterations"]) == ("stopped", 1)
+    history = await store.history(conversation_id)
+    assert_valid_history(history)
+    assert "done while cancelled" in str(history[-1])
+
+
 # ---- PostgreSQL: a cancel from another process ------------------------------------
 
 

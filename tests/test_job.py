@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from tests import scripts
 from tests.models import LOOKUP, GatedModel, StubbornModel
 from tests.scripts import assert_valid_history
@@ -36,6 +38,33 @@ async def test_a_turn_runs_and_its_history_is_stored_whole(store: Store) -> None
     history = await store.history(conversation_id)
     assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
     assert_valid_history(history)
+
+
+async def test_a_turn_reads_its_cancel_flag_once_not_before_every_call(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each checkpoint reads the flag back with its write: the stop check before the
+    first call reads it, the checks after a checkpoint do not. (The stop wait, which
+    reads it too, once and after each wake-up, is left out here.)"""
+    _, turn_id = await queued(store)
+    reads = 0
+    read = store.cancel_requested
+
+    async def counted(turn_id: str) -> bool:
+        nonlocal reads
+        reads += 1
+        return await read(turn_id)
+
+    async def never(turn_id: str) -> None:
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(store, "cancel_requested", counted)
+    monkeypatch.setattr(store, "wait_cancel", never)
+    steps = [scripts.asks(scripts.tool_use("lookup"))] * 4
+    provider = ScriptedProvider([*steps, scripts.answer("all good")])
+    assert await TurnJob(store, provider, LOOKUP).run(turn_id) is Outcome.FINISHED
+    assert len(provider.requests) == 5
+    assert reads == 1, f"{reads} reads of the cancel flag for 5 model calls"
 
 
 async def test_the_next_turn_sees_the_whole_history(store: Store) -> None:
@@ -137,7 +166,7 @@ async def test_a_store_failure_in_a_hook_is_reported_once(store: Store) -> None:
     reports: list[Report] = []
     real_checkpoint = store.checkpoint
 
-    async def checkpoint(*args: object, **kwargs: object) -> None:
+    async def checkpoint(*args: object, **kwargs: object) -> bool:
         raise ConnectionError("the store went away")
 
     store.checkpoint = checkpoint  # type: ignore[method-assign]

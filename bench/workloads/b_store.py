@@ -59,11 +59,16 @@ async def batch(worker: Worker, k: int, policy: bool = False) -> dict[str, Any]:
             gc.collect()
             if policy:
                 gc_policy.apply()
-            commits, writes = store.commits.commits, store.commits.writes
+            commits, writes, reads = (
+                store.commits.commits,
+                store.commits.writes,
+                store.commits.reads,
+            )
             wall, cpu = time.perf_counter(), time.process_time()
             await run_batch(queue, turn_ids)
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             commits, writes = store.commits.commits - commits, store.commits.writes - writes
+            reads = store.commits.reads - reads
             counts = await store.counts()
         finally:
             await store.close()
@@ -75,6 +80,7 @@ async def batch(worker: Worker, k: int, policy: bool = False) -> dict[str, Any]:
         "cpu_us": cpu / iterations * 1e6,
         "commits": commits / iterations,
         "writes": writes / iterations,
+        "reads": reads / iterations,
     }
 
 
@@ -96,6 +102,7 @@ HEADERS = [
     "CPU µs / iteration",
     "writes / iteration",
     "commits / iteration",
+    "reads / iteration",
 ]
 
 
@@ -115,6 +122,7 @@ def row(k: int, policy: bool, answers: list[dict[str, Any]]) -> list[str]:
         number(median([a["cpu_us"] for a in done])),
         number(median([a["writes"] for a in done])),
         number(median([a["commits"] for a in done])),
+        number(median([a["reads"] for a in done])),
     ]
 
 
@@ -161,14 +169,16 @@ SQLite store (a temporary file, WAL, `synchronous=NORMAL`) and run by the
 embedded queue: `LocalQueue(TurnJob(...), concurrency=K)`, each turn claimed
 under a lease (one renewer per job), its usage recorded after every model
 call that asks for tools (before they run), one write per iteration (history,
-checkpoint, published state, usage and model calls together), its final state
-written with the history tail; the loop also asks the store before every call
-whether the turn was cancelled. K turns are queued first, then enqueued at once; the clock runs
-until the queue is empty. One fresh worker process per measurement, after a
-warm batch of min(K, 50) turns. "Writes" are store calls that write;
+published state, usage and model calls together, the turn's cancel flag read
+back with it), its final state written with the history tail; the store is
+asked whether the turn was cancelled only before its first call. K turns are
+queued first, then enqueued at once; the clock runs until the queue is empty.
+One fresh worker process per measurement, after a warm batch of min(K, 50)
+turns. "Writes" are store calls that write;
 "commits" are the SQLite transactions they took (the store commits the
 writes that arrive while a commit runs together, see
-`src/turnkeeper/store/commits.py`). The ideal is K × 6 iterations in 0.30 s.
+`src/turnkeeper/store/commits.py`); "reads" are store calls that only
+read. The ideal is K × 6 iterations in 0.30 s.
 The rows with `serve`'s GC policy apply `turnkeeper.gc_policy` (what `serve`
 and `worker` apply at start) after the warm batch: start-up's objects frozen
 out of the collector's reach, young collections every 50,000 allocations.

@@ -17,7 +17,10 @@ fixed order:
 
 `should_stop` is asked before every model call, and `wait_stop` is raced against
 each model call: when it returns first, the call is aborted and the turn ends
-`stopped` with nothing appended for it. `report` gets every reported exit.
+`stopped` with nothing appended for it. Nothing is awaited between a
+`checkpoint` and the `should_stop` that follows it, so hooks may answer that
+check from what the checkpoint's write read back (`StoreHooks` does: the cancel
+flag). `report` gets every reported exit.
 """
 
 from __future__ import annotations

@@ -45,7 +45,12 @@ JOB_MARGIN = 15.0
 class StoreHooks:
     """The loop's hooks, written to the store under one fence: one write per
     iteration, and the final write, which holds the history's tail, so whoever
-    sees `done: true` also sees a history that is whole and valid for the next turn."""
+    sees `done: true` also sees a history that is whole and valid for the next turn.
+
+    The cancel flag is read back with each checkpoint, in its transaction; the stop
+    check that follows at once (nothing is awaited in between) answers from it, so
+    the store is read before a model call only when no checkpoint preceded it (the
+    first call), and not at all once the stop wait has heard of a cancel."""
 
     def __init__(self, store: Store, turn_id: str, fence: int, reporter: Reporter) -> None:
         self.store = store
@@ -54,14 +59,25 @@ class StoreHooks:
         self.reporter = reporter
         self.failure_reported = False
         """The loop reported the turn as failed; `failed()` need not report it again."""
+        self._cancel: bool | None = None
+        """The flag the last checkpoint read, for the one stop check after it; else None."""
+        self._stopping = False
+        """The stop wait returned: the turn's cancel was requested."""
 
     async def should_stop(self) -> bool:
-        return await self.store.cancel_requested(self.turn_id)
+        cancel, self._cancel = self._cancel, None
+        if self._stopping or cancel:
+            return True
+        if cancel is None:  # no checkpoint since the last check: ask the store
+            return await self.store.cancel_requested(self.turn_id)
+        return False
 
     async def wait_stop(self) -> None:
         while True:
             try:
-                return await self.store.wait_cancel(self.turn_id)
+                await self.store.wait_cancel(self.turn_id)
+                self._stopping = True
+                return
             except Exception as e:  # a passing store error: the call goes on meanwhile
                 logger.warning(
                     "turn %s: waiting for a cancel failed, will retry: %s", self.turn_id, e
@@ -75,7 +91,7 @@ class StoreHooks:
         await self.store.record_usage(self.turn_id, self.fence, usage)
 
     async def checkpoint(self, checkpoint: Checkpoint) -> None:
-        await self.store.checkpoint(self.turn_id, self.fence, checkpoint)
+        self._cancel = await self.store.checkpoint(self.turn_id, self.fence, checkpoint)
 
     async def finish(self, final: Checkpoint) -> None:
         await self.store.finish(self.turn_id, self.fence, final)

@@ -150,21 +150,37 @@ async def test_take_over_recovers_the_last_checkpoint(store: Store) -> None:
     _, turn_id = await queued_turn(store, "q")
     fence = await store.claim(turn_id, 30, "anthropic")
     assert fence is not None
+    question = {"id": "m1", "role": "user", "text": "q"}
+    await store.publish(turn_id, fence, running(2, question))
     appended: list[dict[str, Any]] = [
         {"role": "user", "content": "q"},
         {"role": "assistant", "content": []},
     ]
-    question = {"id": "m1", "role": "user", "text": "q"}
-    await store.checkpoint(turn_id, fence, write(appended, running(2, question), n=1))
-    await store.publish(turn_id, fence, running(3, question, {"id": "m2"}))
+    checkpointed = running(3, question, {"id": "m2", "text": "looking"})
+    await store.checkpoint(turn_id, fence, write(appended, checkpointed, n=1))
+    await store.record_usage(turn_id, fence, Usage(iterations=2))
     recovery = await store.take_over(turn_id, held_by(fence))
     assert recovery is not None
     assert recovery.fence == fence + 1
     assert recovery.checkpointed
-    assert recovery.state == replace(running(2, question), version=3)
-    assert recovery.version == 3, "past every version already published"
+    assert recovery.state == checkpointed
+    assert recovery.version == 3
+    assert recovery.usage == Usage(iterations=2), "usage as last recorded"
     assert recovery.last_message == appended[-1]
     assert (recovery.question, recovery.wire) == ("q", "anthropic")
+
+
+async def test_take_over_before_any_checkpoint_recovers_the_published_state(store: Store) -> None:
+    _, turn_id = await queued_turn(store, "q")
+    fence = await store.claim(turn_id, 30, "anthropic")
+    assert fence is not None
+    started = running(2, {"id": "m1", "role": "user", "text": "q"})
+    await store.publish(turn_id, fence, started)
+    recovery = await store.take_over(turn_id, held_by(fence))
+    assert recovery is not None
+    assert not recovery.checkpointed, "the question is not in the history yet"
+    assert recovery.state == started
+    assert recovery.last_message is None
 
 
 async def test_a_stale_fence_is_refused_on_every_write(store: Store) -> None:
@@ -215,6 +231,17 @@ async def test_cancel_flag_is_set_and_cleared_by_the_final_write(store: Store) -
     assert fence is not None
     await store.finish(turn_id, fence, write([], running(2, done=True), Usage()))
     assert not await store.cancel_requested(turn_id)
+
+
+async def test_a_checkpoint_reads_back_the_cancel_flag_with_its_write(store: Store) -> None:
+    _, turn_id = await queued_turn(store)
+    fence = await store.claim(turn_id, 30, "anthropic")
+    assert fence is not None
+    first = [{"role": "user", "content": "hi"}]
+    assert await store.checkpoint(turn_id, fence, write(first, running(2), n=1)) is False
+    await store.request_cancel(turn_id)
+    assert await store.checkpoint(turn_id, fence, write([], running(3), n=2)) is True
+    assert await store.cancel_requested(turn_id), "a checkpoint leaves the flag set"
 
 
 async def test_transcript_and_counts(store: Store) -> None:

@@ -78,7 +78,7 @@ def held_by(fence: int) -> Holder:
 
 @dataclass(frozen=True, slots=True)
 class Recovery:
-    """What `take_over` hands to `failed()`: the last checkpoint and what came after it."""
+    """What `take_over` hands to `failed()`: the turn's row as its last checkpoint left it."""
 
     turn_id: str
     conversation_id: str
@@ -90,9 +90,10 @@ class Recovery:
     """The highest version published or checkpointed."""
     message_offset: int
     state: PublishedState
-    """The state of the last checkpoint, or the last published state if there is none,
-    at the highest version published or checkpointed."""
+    """The turn's state as last written: its last checkpoint's, or the state published
+    when it started if it has none; at the highest version published or checkpointed."""
     checkpointed: bool
+    """A checkpoint wrote the turn's row: its history holds the question."""
     last_message: Message | None
     """The last history message this turn stored, if any."""
     usage: Usage = field(default_factory=Usage)
@@ -164,16 +165,27 @@ class Store(Protocol):
 
     async def record_usage(self, turn_id: str, fence: int, usage: Usage) -> None: ...
 
-    async def publish(self, turn_id: str, fence: int, state: PublishedState) -> None: ...
+    async def publish(self, turn_id: str, fence: int, state: PublishedState) -> None:
+        """Publish a state that is no checkpoint: the turn's `running` state, before its
+        first checkpoint. (A turn is recovered from its row as last written, so a state
+        published after a checkpoint would be the one recovered; the runtime never
+        publishes one.)"""
+        ...
 
-    async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> None:
+    async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> bool:
         """One iteration's write, in one transaction: append the new history messages,
-        keep the checkpoint, publish its state, record its usage and model calls."""
+        publish its state, record its usage and model calls, and mark the turn's row
+        as checkpointed (what `take_over` recovers).
+
+        Returns the turn's cancel flag as that transaction read it. The loop awaits
+        nothing between a checkpoint and its next stop check, so the flag is as fresh as
+        a read of its own would be, and a cancel from any process is heard before the
+        next model call without one."""
         ...
 
     async def finish(self, turn_id: str, fence: int, final: Checkpoint) -> None:
         """The one final write: history tail, final state, usage, model calls; clears the
-        turn's checkpoint and cancel flag."""
+        turn's checkpointed mark and cancel flag."""
         ...
 
     async def iterations(self, turn_id: str) -> list[dict[str, Any]]:
@@ -210,12 +222,6 @@ def new_id(prefix: str) -> str:
 
 # ---- SQL both dialects share: `{p}` is the dialect's placeholder -----------------
 
-SAVE_CHECKPOINT = (
-    "INSERT INTO checkpoints VALUES ({p}, {p}, {p}, {p}) ON CONFLICT (turn_id)"
-    " DO UPDATE SET iteration = excluded.iteration, state = excluded.state,"
-    " n_messages = excluded.n_messages"
-)
-LOAD_CHECKPOINT = "SELECT state, n_messages FROM checkpoints WHERE turn_id = {p}"
 LAST_MESSAGE = "SELECT body FROM messages WHERE turn_id = {p} ORDER BY seq DESC LIMIT 1"
 BUBBLES = "SELECT body FROM bubbles WHERE turn_id = {p} AND n < {p} ORDER BY n"
 SAVE_CALL = "INSERT INTO iterations (turn_id, n, record) VALUES ({p}, {p}, {p})"
@@ -232,8 +238,19 @@ TAKE_OVER = (
     "UPDATE turns SET fence = fence + 1, lease_expires = {now} + {p}"
     " WHERE turn_id = {p} AND done = {false} AND {condition}"
     " RETURNING fence, conversation_id, question, wire, version, message_offset, state, usage,"
-    " n_messages"
+    " n_messages, checkpointed"
 )
+CHECKPOINTS_INTO_TURNS = """
+    ALTER TABLE turns ADD COLUMN checkpointed {boolean} NOT NULL DEFAULT {false};
+    UPDATE turns SET checkpointed = {true},
+        state = (SELECT c.state FROM checkpoints c WHERE c.turn_id = turns.turn_id),
+        n_messages = (SELECT c.n_messages FROM checkpoints c WHERE c.turn_id = turns.turn_id)
+        WHERE done = {false} AND turn_id IN (SELECT turn_id FROM checkpoints);
+    DROP TABLE checkpoints
+"""
+"""The turn's row holds what the `checkpoints` row held (the state and its message count,
+written by every checkpoint together): a flag says a checkpoint wrote it. An unfinished
+turn's checkpoint is carried over, so a store upgraded mid-turn recovers it."""
 
 
 def recovered_state(

@@ -51,10 +51,13 @@ class GroupCommit:
         """Write transactions committed so far (batches and single calls)."""
         self.writes = 0
         """Write calls committed so far."""
+        self.reads = 0
+        """Read calls made so far (each one trip to the database thread, batched or not)."""
 
     def read(self, work: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
         """`work` on the database thread; await the answer. (Plain functions returning the
         call's future: no coroutine frames of their own on the hottest path.)"""
+        self.reads += 1
         return self._submit(work, write=False)
 
     def write(self, work: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:

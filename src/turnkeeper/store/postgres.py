@@ -111,6 +111,10 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
         "one record per model call, for `trace show`",
         base.ITERATIONS_TABLE.format(text="text", json="jsonb"),
     ),
+    (
+        "checkpoints kept in the turn's row: a `checkpointed` column, no `checkpoints` table",
+        base.CHECKPOINTS_INTO_TURNS.format(boolean="boolean", true="true", false="false"),
+    ),
 )
 
 
@@ -350,19 +354,17 @@ class PostgresStore:
         async with self.pool.connection() as db, db.transaction():
             await _publish(db, turn_id, fence, state)
 
-    async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> None:
-        state = checkpoint.state
-        row = (turn_id, checkpoint.iteration, Json(state.bare()), len(state.messages))
+    async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> bool:
         async with self.pool.connection() as db, db.transaction():
-            await _write(db, turn_id, fence, checkpoint)
-            await db.execute(SAVE_CHECKPOINT, row)
-            await db.execute(UPDATE_STATE, _updated(turn_id, checkpoint))
+            await _write(db, turn_id, fence, checkpoint)  # locks the row: the flag is current
+            cursor = await db.execute(UPDATE_CHECKPOINT, _updated(turn_id, checkpoint))
+            (cancel,) = await cursor.fetchone() or (False,)
+        return bool(cancel)
 
     async def finish(self, turn_id: str, fence: int, final: Checkpoint) -> None:
         async with self.pool.connection() as db, db.transaction():
             await _write(db, turn_id, fence, final)
             await db.execute(UPDATE_FINAL, _updated(turn_id, final))
-            await db.execute("DELETE FROM checkpoints WHERE turn_id = %s", (turn_id,))
 
     async def iterations(self, turn_id: str) -> list[dict[str, Any]]:
         rows = await self._all(base.LOAD_CALLS.format(p="%s"), (turn_id,))
@@ -382,15 +384,17 @@ class PostgresStore:
             return await _take_over(db, turn_id, holder, lease)
 
 
-SAVE_CHECKPOINT = base.SAVE_CHECKPOINT.format(p="%s")
 SAVE_CALL = base.SAVE_CALL.format(p="%s")
 FENCED = (
     "SELECT conversation_id, n_messages FROM turns"
     " WHERE turn_id = %s AND fence = %s AND NOT done AND version < %s FOR UPDATE"
 )
 _SET_STATE = "UPDATE turns SET state = %s, version = %s, status = %s, n_messages = %s, usage = %s"
-UPDATE_STATE = _SET_STATE + " WHERE turn_id = %s"
-UPDATE_FINAL = _SET_STATE + ", done = true, lease_expires = NULL, cancel = false WHERE turn_id = %s"
+UPDATE_CHECKPOINT = _SET_STATE + ", checkpointed = true WHERE turn_id = %s RETURNING cancel"
+UPDATE_FINAL = (
+    _SET_STATE + ", done = true, lease_expires = NULL, cancel = false, checkpointed = false"
+    " WHERE turn_id = %s"
+)
 
 
 async def _write(db: Connection, turn_id: str, fence: int, checkpoint: Checkpoint) -> None:
@@ -469,14 +473,10 @@ async def _take_over(db: Connection, turn_id: str, holder: Holder, lease: float)
     row = await cursor.fetchone()
     if row is None:
         return None
-    new_fence, conversation_id, question, wire, version, offset, state, usage, count = row
-    cursor = await db.execute(base.LOAD_CHECKPOINT.format(p="%s"), (turn_id,))
-    checkpoint = await cursor.fetchone()
+    new_fence, conversation_id, question, wire, version, offset, state, usage, count, mark = row
     cursor = await db.execute(base.LAST_MESSAGE.format(p="%s"), (turn_id,))
     last = await cursor.fetchone()
-    stored = dict(checkpoint[0]) if checkpoint else dict(state)
-    bubbles = await _bubbles(db, turn_id, checkpoint[1] if checkpoint else count)
-    recovered = recovered_state(stored, bubbles, version)
+    recovered = recovered_state(dict(state), await _bubbles(db, turn_id, count), version)
     return Recovery(
         turn_id=turn_id,
         conversation_id=conversation_id,
@@ -486,7 +486,7 @@ async def _take_over(db: Connection, turn_id: str, holder: Holder, lease: float)
         version=recovered.version,
         message_offset=offset,
         state=recovered,
-        checkpointed=checkpoint is not None,
+        checkpointed=bool(mark),
         last_message=last[0] if last else None,
         usage=Usage.from_dict(usage),
     )

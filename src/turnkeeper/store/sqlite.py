@@ -85,6 +85,10 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         "one record per model call, for `trace show`",
         base.ITERATIONS_TABLE.format(text="TEXT", json="TEXT"),
     ),
+    (
+        "checkpoints kept in the turn's row: a `checkpointed` column, no `checkpoints` table",
+        base.CHECKPOINTS_INTO_TURNS.format(boolean="INTEGER", true="1", false="0"),
+    ),
 )
 
 
@@ -302,15 +306,14 @@ class SqliteStore:
 
         await self.commits.write(update)
 
-    async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> None:
+    async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> bool:
         write = _Write.of(turn_id, fence, checkpoint)
 
-        def run(db: sqlite3.Connection) -> None:
+        def run(db: sqlite3.Connection) -> bool:
             _write(db, write)
-            db.execute(SAVE_CHECKPOINT, (turn_id, checkpoint.iteration, write.bare, write.count))
-            db.execute(UPDATE_STATE, write.update())
+            return bool(db.execute(UPDATE_CHECKPOINT, write.update()).fetchone()[0])
 
-        await self.commits.write(run)
+        return await self.commits.write(run)
 
     async def finish(self, turn_id: str, fence: int, final: Checkpoint) -> None:
         write = _Write.of(turn_id, fence, final)
@@ -318,7 +321,6 @@ class SqliteStore:
         def run(db: sqlite3.Connection) -> None:
             _write(db, write)
             db.execute(UPDATE_FINAL, write.update())
-            db.execute("DELETE FROM checkpoints WHERE turn_id = ?", (turn_id,))
 
         await self.commits.write(run)
 
@@ -371,15 +373,16 @@ def _publish(db: sqlite3.Connection, turn_id: str, fence: int, state: PublishedS
     )
 
 
-SAVE_CHECKPOINT = base.SAVE_CHECKPOINT.format(p="?")
 SAVE_CALL = base.SAVE_CALL.format(p="?")
 FENCED = (
     "SELECT conversation_id, n_messages FROM turns"
     " WHERE turn_id = ? AND fence = ? AND done = 0 AND version < ?"
 )
 _SET_STATE = "UPDATE turns SET state = ?, version = ?, status = ?, n_messages = ?, usage = ?"
-UPDATE_STATE = _SET_STATE + " WHERE turn_id = ?"
-UPDATE_FINAL = _SET_STATE + ", done = 1, lease_expires = NULL, cancel = 0 WHERE turn_id = ?"
+UPDATE_CHECKPOINT = _SET_STATE + ", checkpointed = 1 WHERE turn_id = ? RETURNING cancel"
+UPDATE_FINAL = (
+    _SET_STATE + ", done = 1, lease_expires = NULL, cancel = 0, checkpointed = 0 WHERE turn_id = ?"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,12 +462,9 @@ def _take_over(
     row = db.execute(sql, (lease, turn_id, *holder.params())).fetchone()
     if row is None:
         return None
-    new_fence, conversation_id, question, wire, version, offset, state, usage, count = row
-    checkpoint = db.execute(base.LOAD_CHECKPOINT.format(p="?"), (turn_id,)).fetchone()
+    new_fence, conversation_id, question, wire, version, offset, state, usage, count, mark = row
     last = db.execute(base.LAST_MESSAGE.format(p="?"), (turn_id,)).fetchone()
-    stored = _load(checkpoint[0]) if checkpoint else _load(state)
-    bubbles = _bubbles(db, turn_id, checkpoint[1] if checkpoint else count)
-    recovered = recovered_state(stored, bubbles, version)
+    recovered = recovered_state(_load(state), _bubbles(db, turn_id, count), version)
     return Recovery(
         turn_id=turn_id,
         conversation_id=conversation_id,
@@ -474,7 +474,7 @@ def _take_over(
         version=recovered.version,
         message_offset=offset,
         state=recovered,
-        checkpointed=checkpoint is not None,
+        checkpointed=bool(mark),
         last_message=_load(last[0]) if last else None,
         usage=Usage.from_dict(_load(usage)),
     )

@@ -1,0 +1,143 @@
+"""Upgrading a store: a turn left unfinished under the previous schema is recovered whole."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from dataclasses import dataclass, replace
+from typing import Any
+
+import psycopg
+import pytest
+from tests.scripts import assert_valid_history
+
+from turnkeeper.job import failed
+from turnkeeper.state import PublishedState
+from turnkeeper.store import UNCLAIMED, Store, held_by, new_token, open_store, parse_url
+from turnkeeper.usage import Usage
+from turnkeeper.wire import Message
+
+PREVIOUS = {"sqlite": 2, "postgresql": 4}
+"""How many migrations the schema had while checkpoints were rows of their own."""
+
+TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {}}
+
+
+async def previous_store(store_url: str, monkeypatch: pytest.MonkeyPatch) -> Store:
+    """A store migrated only as far as the previous schema."""
+    parsed = parse_url(store_url)
+    if parsed.scheme == "sqlite":
+        from turnkeeper.store import sqlite as dialect
+    else:
+        from turnkeeper.store import postgres as dialect  # type: ignore[no-redef]
+    with monkeypatch.context() as patched:
+        patched.setattr(dialect, "MIGRATIONS", dialect.MIGRATIONS[: PREVIOUS[parsed.scheme]])
+        return await open_store(store_url)
+
+
+def execute(store_url: str, sql: str, rows: list[tuple[Any, ...]]) -> None:
+    """Statements on a connection of their own, as the previous release ran them."""
+    parsed = parse_url(store_url)
+    if parsed.scheme == "sqlite":
+        with closing(sqlite3.connect(parsed.target)) as db, db:
+            db.executemany(sql, rows)
+        return
+    with psycopg.connect(parsed.target, autocommit=True) as pg:
+        pg.cursor().executemany(sql.replace("?", "%s"), rows)
+
+
+def has_table(store_url: str, name: str) -> bool:
+    parsed = parse_url(store_url)
+    if parsed.scheme == "sqlite":
+        with closing(sqlite3.connect(parsed.target)) as db:
+            sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+            return db.execute(sql, (name,)).fetchone() is not None
+    with psycopg.connect(parsed.target) as pg:
+        sql = "SELECT to_regclass(%s) IS NOT NULL"
+        row = pg.execute(sql, (name,)).fetchone()
+        return bool(row and row[0])
+
+
+@dataclass
+class Before:
+    """A turn the previous release checkpointed once, after a call that asked for a tool."""
+
+    conversation_id: str
+    turn_id: str
+    fence: int
+    started: PublishedState
+    checkpointed: PublishedState
+    appended: list[Message]
+
+
+async def checkpointed_before(old: Store, store_url: str, row: str) -> Before:
+    """The previous release's checkpoint: the history, the `checkpoints` row, and the
+    turn's row holding the same state (`row="behind"`: still the state published before,
+    as a release that published after checkpointing left it when it died in between)."""
+    conversation_id = await old.create_conversation(new_token()[1])
+    turn_id = (await old.create_turn(conversation_id, "what's up?")).turn_id
+    fence = await old.claim(turn_id, 30, "anthropic")
+    queued = await old.state_after(turn_id, 0)
+    assert fence is not None
+    assert queued is not None
+    started = PublishedState.from_json(queued).running()
+    state = started.iterated(activity=None, text="looking it up", usage=Usage(iterations=1))
+    appended: list[Message] = [
+        {"role": "user", "content": "what's up?"},
+        {"role": "assistant", "content": [{"type": "text", "text": "looking it up"}, TOOL_USE]},
+    ]
+    execute(
+        store_url,
+        "INSERT INTO messages (conversation_id, turn_id, body) VALUES (?, ?, ?)",
+        [(conversation_id, turn_id, json.dumps(m)) for m in appended],
+    )
+    execute(
+        store_url,
+        "INSERT INTO checkpoints VALUES (?, 1, ?, ?)",
+        [(turn_id, json.dumps(state.bare()), len(state.messages))],
+    )
+    await old.publish(turn_id, fence, state if row == "as checkpointed" else started)
+    return Before(conversation_id, turn_id, fence, started, state, appended)
+
+
+@pytest.mark.parametrize("row", ["as checkpointed", "behind"])
+async def test_a_turn_checkpointed_under_the_previous_schema_is_recovered_from_it(
+    store_url: str, monkeypatch: pytest.MonkeyPatch, row: str
+) -> None:
+    old = await previous_store(store_url, monkeypatch)
+    try:
+        before = await checkpointed_before(old, store_url, row)
+        _, never_claimed = await queued_elsewhere(old)
+    finally:
+        await old.close()
+
+    store = await open_store(store_url)  # the upgrade: the process applies what is missing
+    try:
+        recovery = await store.take_over(before.turn_id, held_by(before.fence))
+        assert recovery is not None
+        assert recovery.checkpointed, "the checkpoint carried over"
+        # As the previous release recovered it: the checkpoint's state with the bubbles
+        # stored (a turn's row left behind never stored the checkpoint's new bubble).
+        bubbles = before.checkpointed if row == "as checkpointed" else before.started
+        assert recovery.state == replace(before.checkpointed, messages=bubbles.messages)
+        assert recovery.last_message == before.appended[-1]
+        assert await failed(store, before.turn_id, held_by(recovery.fence), reporter=lambda r: None)
+        history = await store.history(before.conversation_id)
+        assert history[:2] == before.appended, "the question is not stored a second time"
+        assert_valid_history(history)
+        final = await store.state_after(before.turn_id, 0)
+        assert final is not None
+        assert (final["status"], final["done"], final["version"]) == ("failed", True, 4)
+
+        unclaimed = await store.take_over(never_claimed, UNCLAIMED)
+        assert unclaimed is not None
+        assert not unclaimed.checkpointed
+    finally:
+        await store.close()
+    assert not has_table(store_url, "checkpoints"), "the checkpoints table is gone"
+
+
+async def queued_elsewhere(store: Store) -> tuple[str, str]:
+    conversation_id = await store.create_conversation(new_token()[1])
+    return conversation_id, (await store.create_turn(conversation_id, "later")).turn_id
