@@ -18,8 +18,10 @@ from tests.scripts import assert_valid_history
 from tests.test_server import output, turnkeeper
 from tests.waiting import eventually
 from turnkeeper import LocalHooks, Outcome, ScriptedProvider, run_turn
+from turnkeeper.errors import ProviderFailed
 from turnkeeper.job import TurnJob
 from turnkeeper.loop import TurnResult
+from turnkeeper.providers import messages_api
 from turnkeeper.replay import replay
 from turnkeeper.store import Store, new_token, open_store
 from turnkeeper.tools.functions import FunctionToolset, Tool
@@ -133,6 +135,85 @@ async def test_a_stop_and_a_cancel_of_the_task_together_still_cancel_the_task() 
         await ended(running)
     assert hooks.finishes == 1
     assert hooks.published[-1].to_json()["done"] is True
+
+
+async def test_a_stop_that_comes_with_the_answer_ends_the_turn_stopped() -> None:
+    """The stop wait returns in the same step of the event loop as the answer, before
+    the turn resumes with it: the answer the reader tried to stop is not kept."""
+    hooks = quiet_hooks()
+    model = GatedModel([scripts.answer("the answer the reader tried to stop")])
+    running = asyncio.create_task(run_turn(QUESTION, provider=model, hooks=hooks))
+    await model.started.wait()
+    for _ in range(3):
+        await asyncio.sleep(0)  # the stop wait is waiting
+    hooks.stop()
+    model.gate.set()
+    result: TurnResult = await ended(running)
+    assert result.outcome is Outcome.STOPPED
+    assert result.history == [{"role": "user", "content": QUESTION}]
+
+
+class Swallowing(GatedModel):
+    """A provider that does not let a cancel through: it answers, or fails, instead."""
+
+    def __init__(self, responses: list[dict[str, Any]], *, fail: bool = False) -> None:
+        super().__init__(responses)
+        self.fail = fail
+
+    async def complete(self, history: Any, tools: Any, timeout: float) -> Any:
+        try:
+            return await super().complete(history, tools, timeout)
+        except asyncio.CancelledError:
+            if self.fail:
+                raise ProviderFailed("the connection was aborted") from None
+            return messages_api.parse_reply(scripts.answer("answered anyway"))
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["answers", "fails"])
+async def test_a_stop_is_a_stop_whatever_the_provider_makes_of_its_cancel(fail: bool) -> None:
+    """The abort's cancel is taken back even if the provider swallowed it: the turn
+    ends stopped, and its task is not left with a cancel pending."""
+    hooks = quiet_hooks()
+    model = Swallowing([scripts.answer("never shown")], fail=fail)
+
+    async def turn() -> tuple[TurnResult, int]:
+        result = await run_turn(QUESTION, provider=model, hooks=hooks)
+        task = asyncio.current_task()
+        assert task is not None
+        return result, task.cancelling()
+
+    running = asyncio.create_task(turn())
+    await model.started.wait()
+    hooks.stop()
+    result, cancelling = await ended(running)
+    assert result.outcome is Outcome.STOPPED
+    assert result.history == [{"role": "user", "content": QUESTION}]
+    assert cancelling == 0
+    assert hooks.reports == []
+
+
+async def test_a_wait_for_a_stop_that_failed_is_started_again_at_the_next_call() -> None:
+    class FailsOnce(LocalHooks):
+        waits = 0
+
+        async def wait_stop(self) -> None:
+            self.waits += 1
+            if self.waits == 1:
+                raise RuntimeError("the store is away for a moment")
+            await super().wait_stop()
+
+    hooks = FailsOnce(reporter=lambda report: None)
+    model = GatedModel([scripts.asks(scripts.tool_use("nothing")), scripts.answer("too late")])
+    running = asyncio.create_task(run_turn(QUESTION, provider=model, hooks=hooks))
+    await model.started.wait()
+    model.gate.set()
+    await calls_made(model, 2)
+    hooks.stop()
+    result: TurnResult = await ended(running)
+    assert result.outcome is Outcome.STOPPED
+    assert hooks.waits == 2
+    assert "too late" not in str(result.history), "the second call was aborted"
+    assert_valid_history(result.history)
 
 
 async def test_the_wait_for_a_stop_ends_with_the_turn() -> None:

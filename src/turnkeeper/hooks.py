@@ -15,8 +15,9 @@ fixed order:
   tail, the final state (`done: true`), usage and calls; it clears the turn's
   checkpoint and cancel flag. Nobody writes after it.
 
-`should_stop` is asked before every model call, and `wait_stop` is raced against
-each model call: when it returns first, the call is aborted and the turn ends
+`should_stop` is asked before every model call, and `wait_stop` is awaited beside
+the turn from its first model call to its end (started again at the next call if
+it raised): when it returns during a call, the call is aborted and the turn ends
 `stopped` with nothing appended for it. Nothing is awaited between a
 `checkpoint` and the `should_stop` that follows it, so hooks may answer that
 check from what the checkpoint's write read back (`StoreHooks` does: the cancel

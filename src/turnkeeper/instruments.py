@@ -137,7 +137,6 @@ class _Fanout:
         self._each("turn_ended", outcome, usage)
 
 
-_NOBODY = Watchers()
 _telemetry_missing = False
 """The otel extra was found missing once: a failed import is not cached by Python, and
 trying it again on every turn would cost more than the turn's loop."""
@@ -148,14 +147,14 @@ def default_watchers() -> Watchers:
     application has configured a tracer provider, else nothing."""
     global _telemetry_missing
     if _telemetry_missing:
-        return _NOBODY
+        return Watchers()
     try:
         from .telemetry import configured
     except ConfigError:  # the otel extra is not installed: nothing to trace to
         _telemetry_missing = True
-        return _NOBODY
+        return Watchers()
     telemetry = configured()
-    return Watchers([telemetry]) if telemetry is not None else _NOBODY
+    return Watchers([telemetry] if telemetry is not None else [])
 
 
 def watch_turn(

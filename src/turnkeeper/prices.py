@@ -18,6 +18,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from .errors import ConfigError
@@ -73,7 +74,8 @@ class PriceTable:
     """Model names to prices."""
 
     def __init__(self, prices: Mapping[str, Price]) -> None:
-        self.prices = dict(prices)
+        self.prices: Mapping[str, Price] = MappingProxyType(dict(prices))
+        """Read-only: lookups are remembered (`extended()` makes a new table)."""
         self._by_length = sorted(self.prices, key=len, reverse=True)
         self._found: dict[str, Price | None] = {}
         """Model names already looked up (a turn asks for the same one on every call)."""

@@ -196,26 +196,57 @@ class Recorder:
     async def _unless_stopped(
         self, call: Coroutine[Any, Any, Reply], stop: Callable[[], Awaitable[None]]
     ) -> Reply | None:
-        """The call's reply, or None if `stop` returned first and the call was aborted.
+        """The call's reply, or None if `stop` returned before it did (the call is then
+        aborted, and whatever it answers is dropped).
 
         The call runs in the turn's own task (no task per call). One wait for the stop
-        runs beside the turn, from its first call to `close()`; when it returns during
-        a call, it cancels the turn's task there, and that cancel is taken back here."""
-        if self._stop is None:
-            self._stop = asyncio.ensure_future(stop())
-            self._stop.add_done_callback(self._stop_came)
-        elif self._stop.done() and not self._stop.cancelled() and not self._stop.exception():
+        runs beside the turn, from its first call to `close()` (started again at the next
+        call if it failed); when it returns during a call, it cancels the turn's task
+        there, and that cancel is taken back here, whatever the provider made of it."""
+        if self._stop_returned():
             call.close()
             return None
-        self._calling = asyncio.current_task()
+        if self._stop is None or self._stop.done():  # the first call, or the wait failed
+            self._stop = asyncio.ensure_future(stop())
+            self._stop.add_done_callback(self._stop_came)
+        task = asyncio.current_task()
+        assert task is not None, "a model call runs in a task"
+        self._calling, entry = task, task.cancelling()
         try:
-            return await call
+            reply = await call
         except asyncio.CancelledError:
-            if self._aborted and self._calling is not None and self._calling.uncancel() == 0:
-                return None  # our own abort, not a cancel of the turn's task
+            if self._taken_back(task, entry):
+                return None
+            raise
+        except Exception:
+            if self._taken_back(task, entry):
+                return None  # the provider made the abort an error of its own
             raise
         finally:
-            self._calling, self._aborted = None, False
+            self._calling = None
+        if self._taken_back(task, entry) or self._stop_returned():
+            return None  # it answered despite the abort, or the stop came with the answer
+        return reply
+
+    def _stop_returned(self) -> bool:
+        waiter = self._stop
+        return (
+            waiter is not None
+            and waiter.done()
+            and not waiter.cancelled()
+            and waiter.exception() is None
+        )
+
+    def _taken_back(self, task: asyncio.Task[Any], entry: int) -> bool:
+        """Whether the stop aborted the call just made; its cancel is then taken back.
+        A cancel of the turn's task from outside, still counted, comes out as one."""
+        if not self._aborted:
+            return False
+        self._aborted = False
+        task.uncancel()
+        if task.cancelling() > entry:
+            raise asyncio.CancelledError
+        return True
 
     def _stop_came(self, waiter: asyncio.Future[None]) -> None:
         """The stop wait ended: abort the call in flight, if any (the next stop check

@@ -145,7 +145,9 @@ async def _check_if_spoken_to(db: Connection) -> None:
     the stream, so its socket reads; a healthy idle one never does. A round trip per
     hand-out would double the statements of every store call."""
     try:
-        readable = bool(select.select([db.fileno()], [], [], 0)[0])
+        idle = select.poll()  # not select.select: it refuses descriptors past 1023
+        idle.register(db.fileno(), select.POLLIN)
+        readable = bool(idle.poll(0))
     except (OSError, ValueError, psycopg.Error):
         readable = True
     if readable:
