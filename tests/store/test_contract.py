@@ -192,17 +192,84 @@ async def test_a_stale_fence_is_refused_on_every_write(store: Store) -> None:
         await store.publish(turn_id, fence, running(5))
     with pytest.raises(FenceLost):
         await store.record_usage(turn_id, fence, Usage(iterations=9))
+    shown = running(5, {"id": "m1", "role": "user", "text": "hi"}, {"id": "m2", "text": "no"})
+    call = ModelCall(1, 0.0, 10.0, duration=0.1, stop_reason="end_turn")
+    step = write([{"role": "user", "content": "x"}], shown, Usage(iterations=1), n=1)
     with pytest.raises(FenceLost):
-        await store.checkpoint(
-            turn_id, fence, write([{"role": "user", "content": "x"}], running(5), n=1)
-        )
+        await store.checkpoint(turn_id, fence, replace(step, calls=[call]))
+    final = write([{"role": "user", "content": "y"}], replace(shown, done=True), Usage())
     with pytest.raises(FenceLost):
-        await store.finish(turn_id, fence, write([], running(5, done=True), Usage()))
+        await store.finish(turn_id, fence, replace(final, calls=[call]))
     assert not await store.renew(turn_id, fence, 30)
     turn = await store.turn(turn_id)
     assert turn is not None
     assert turn.version == 1
     assert await store.history(turn.conversation_id) == []
+    state = await store.state_after(turn_id, 0)
+    assert state is not None
+    assert [m["id"] for m in state["messages"]] == ["m1"], "no bubble written"
+    assert await store.iterations(turn_id) == [], "no model call written"
+
+
+async def test_a_write_not_above_the_stored_version_is_refused_with_nothing_written(
+    store: Store,
+) -> None:
+    conversation_id, turn_id = await queued_turn(store)
+    fence = await store.claim(turn_id, 30, "anthropic")
+    assert fence is not None
+    first = [{"role": "user", "content": "hi"}]
+    await store.checkpoint(turn_id, fence, write(first, running(3), Usage(iterations=1), n=1))
+    again = write([{"role": "user", "content": "x"}], running(3, {"id": "m2"}), Usage(1, 9, 9))
+    call = ModelCall(2, 0.0, 10.0, duration=0.1, stop_reason="end_turn")
+    with pytest.raises(FenceLost):
+        await store.checkpoint(turn_id, fence, replace(again, calls=[call]))
+    with pytest.raises(FenceLost):
+        await store.finish(turn_id, fence, replace(again, state=running(2, done=True)))
+    assert await store.history(conversation_id) == first
+    assert await store.state_after(turn_id, 0) == running(3).to_json()
+    assert await store.iterations(turn_id) == []
+    recovery = await store.take_over(turn_id, held_by(fence))
+    assert recovery is not None
+    assert recovery.usage == Usage(iterations=1)
+
+
+async def test_several_messages_appended_by_one_write_keep_their_order(store: Store) -> None:
+    conversation_id, turn_id = await queued_turn(store)
+    fence = await store.claim(turn_id, 30, "anthropic")
+    assert fence is not None
+    roles = ("user", "assistant")
+    first = [{"role": roles[n % 2], "content": [{"n": n}]} for n in range(12)]
+    await store.checkpoint(turn_id, fence, write(first, running(2), n=1))
+    tail = [{"role": roles[n % 2], "content": [{"n": n}]} for n in range(12, 21)]
+    await store.finish(turn_id, fence, write(tail, running(3, done=True), Usage()))
+    assert await store.history(conversation_id) == first + tail
+
+
+async def test_bubbles_past_those_stored_are_added_and_fewer_drop_the_rest(store: Store) -> None:
+    conversation_id, turn_id = await queued_turn(store, "q")
+    fence = await store.claim(turn_id, 30, "anthropic")
+    assert fence is not None
+    q = {"id": "m1", "role": "user", "text": "q"}
+    a, b, c, d = ({"id": f"m{n}", "text": t} for n, t in enumerate("abcd", start=2))
+
+    async def shown(state: PublishedState) -> None:
+        assert await store.state_after(turn_id, 0) == state.to_json()
+
+    await store.publish(turn_id, fence, running(2, q))
+    await shown(running(2, q))
+    await store.checkpoint(turn_id, fence, write([], running(3, q, a, b), n=1))
+    await shown(running(3, q, a, b))
+    await store.checkpoint(turn_id, fence, write([], running(4, q, a), n=2))
+    await shown(running(4, q, a))
+    await store.checkpoint(turn_id, fence, write([], running(5, q, a, c), n=3))
+    await shown(running(5, q, a, c))
+    recovery = await store.take_over(turn_id, held_by(fence))
+    assert recovery is not None
+    assert recovery.state == running(5, q, a, c)
+    final = running(6, q, a, c, d, done=True)
+    await store.finish(turn_id, recovery.fence, write([], final, Usage()))
+    await shown(final)
+    assert await store.transcript(conversation_id) == final.to_json()["messages"]
 
 
 async def test_leases_expire_unless_renewed(store: Store) -> None:

@@ -97,8 +97,25 @@ async def checkpointed_before(old: Store, store_url: str, row: str) -> Before:
         "INSERT INTO checkpoints VALUES (?, 1, ?, ?)",
         [(turn_id, json.dumps(state.bare()), len(state.messages))],
     )
-    await old.publish(turn_id, fence, state if row == "as checkpointed" else started)
+    published_before(store_url, turn_id, state if row == "as checkpointed" else started)
     return Before(conversation_id, turn_id, fence, started, state, appended)
+
+
+def published_before(store_url: str, turn_id: str, state: PublishedState) -> None:
+    """The previous release's publish: the turn's row, and the bubbles past the question."""
+    execute(
+        store_url,
+        "UPDATE turns SET state = ?, version = ?, status = ?, n_messages = ? WHERE turn_id = ?",
+        [(json.dumps(state.bare()), state.version, state.status, len(state.messages), turn_id)],
+    )
+    execute(
+        store_url,
+        "INSERT INTO bubbles VALUES (?, ?, ?)",
+        [
+            (turn_id, n, json.dumps(state.messages[n].to_json()))
+            for n in range(1, len(state.messages))
+        ],
+    )
 
 
 @pytest.mark.parametrize("row", ["as checkpointed", "behind"])
