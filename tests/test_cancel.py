@@ -137,6 +137,28 @@ async def test_a_stop_and_a_cancel_of_the_task_together_still_cancel_the_task() 
     assert hooks.published[-1].to_json()["done"] is True
 
 
+async def test_a_turn_that_never_gives_the_event_loop_control_starts_no_stop_wait() -> None:
+    """The wait for a stop starts once the event loop has control: a turn on an instant
+    model (nothing to abort) costs no task, and nothing piles up between such turns."""
+    created: list[Any] = []
+    loop = asyncio.get_running_loop()
+
+    def counting(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        created.append(coro)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    loop.set_task_factory(counting)
+    try:
+        for _ in range(3):
+            model = ScriptedProvider([scripts.asks(scripts.tool_use("x")), scripts.answer("hi")])
+            result = await run_turn(QUESTION, provider=model, hooks=quiet_hooks())
+            assert result.outcome is Outcome.FINISHED
+        await asyncio.sleep(0)
+    finally:
+        loop.set_task_factory(None)
+    assert created == []
+
+
 async def test_a_stop_that_comes_with_the_answer_ends_the_turn_stopped() -> None:
     """The stop wait returns in the same step of the event loop as the answer, before
     the turn resumes with it: the answer the reader tried to stop is not kept."""

@@ -127,6 +127,8 @@ class Recorder:
         """The turn's task while a model call is in flight."""
         self._aborted = False
         """The stop cancelled the call in flight."""
+        self._watch_asked = False
+        self._closed = False
         self.started = self.now()
         self.requested: str | None = provider.describe().get("model")
         """The model requested, as the provider describes itself."""
@@ -200,15 +202,16 @@ class Recorder:
         aborted, and whatever it answers is dropped).
 
         The call runs in the turn's own task (no task per call). One wait for the stop
-        runs beside the turn, from its first call to `close()` (started again at the next
-        call if it failed); when it returns during a call, it cancels the turn's task
-        there, and that cancel is taken back here, whatever the provider made of it."""
+        runs beside the turn, from the first call that gives the event loop control to
+        `close()` (started again at the next call if it failed); when it returns during a
+        call, it cancels the turn's task there, and that cancel is taken back here,
+        whatever the provider made of it."""
         if self._stop_returned():
             call.close()
             return None
-        if self._stop is None or self._stop.done():  # the first call, or the wait failed
-            self._stop = asyncio.ensure_future(stop())
-            self._stop.add_done_callback(self._stop_came)
+        if not self._watch_asked and (self._stop is None or self._stop.done()):
+            self._watch_asked = True  # the first call, or the wait failed
+            asyncio.get_running_loop().call_soon(self._watch, stop)
         task = asyncio.current_task()
         assert task is not None, "a model call runs in a task"
         self._calling, entry = task, task.cancelling()
@@ -227,6 +230,15 @@ class Recorder:
         if self._taken_back(task, entry) or self._stop_returned():
             return None  # it answered despite the abort, or the stop came with the answer
         return reply
+
+    def _watch(self, stop: Callable[[], Awaitable[None]]) -> None:
+        """Start the one wait for a stop, once the event loop has control: a turn that never
+        gives it control (an instant model) ends before there is any call to abort."""
+        self._watch_asked = False
+        if self._closed or (self._stop is not None and not self._stop.done()):
+            return
+        self._stop = asyncio.ensure_future(stop())
+        self._stop.add_done_callback(self._stop_came)
 
     def _stop_returned(self) -> bool:
         waiter = self._stop
@@ -262,6 +274,7 @@ class Recorder:
 
     def close(self) -> None:
         """The turn is over: stop waiting for a stop."""
+        self._closed = True
         if self._stop is not None:
             self._stop.cancel()
 
