@@ -120,3 +120,22 @@ async def test_a_store_that_is_down_answers_503_with_the_json_body(
     assert response.status_code == 503
     assert list(response.json()) == ["error"]
     assert "lost" not in response.text
+
+
+async def test_a_write_on_a_connection_ended_before_it_said_so_is_sent_again(
+    pg_store: Store, own_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection ended just before it is handed out may not have said so yet (the
+    server ends the backend after `pg_terminate_backend` returns): the pool's check lets
+    it through, the server answers `AdminShutdown` instead of running the statement, and
+    the store sends it once more on another connection."""
+    conversation_id = await pg_store.create_conversation("hash")
+    turn = await pg_store.create_turn(conversation_id, "still here?")
+
+    async def not_yet(db: object) -> None:
+        """The check, as it is when the server's word has not arrived yet."""
+
+    monkeypatch.setattr(pg_store.pool, "_check", not_yet)  # type: ignore[attr-defined]
+    assert terminate_connections(own_database) >= 1
+    assert await pg_store.claim(turn.turn_id, 30.0, "anthropic") == 1
+    assert await pg_store.cancel_requested(turn.turn_id) is False

@@ -203,6 +203,17 @@ async def probe(url: str) -> None:
     await connection.close()
 
 
+ENDED_UNRUN = (
+    psycopg.errors.AdminShutdown,
+    psycopg.errors.CrashShutdown,
+    psycopg.errors.IdleSessionTimeout,
+)
+"""The server ended the connection (`pg_terminate_backend`, a restart, a crash, an idle
+timeout) and said so instead of answering: the statement did not run, or ran in a
+transaction that ended with the connection, so sending it again writes nothing twice.
+A connection ended just before it is handed out may not have said so yet."""
+
+
 async def _check_if_spoken_to(db: Connection) -> None:
     """Check a pooled connection as it is handed out, with a round trip only when the
     server has said something to it while it sat idle: a connection the server ended
@@ -252,14 +263,22 @@ class PostgresStore:
         await self.pool.close()
 
     async def _one(self, sql: Any, params: Any = None) -> Any:
-        async with self.pool.connection() as db:
-            cursor = await db.execute(sql, params)
-            return await cursor.fetchone()
+        try:
+            return await self._fetch(sql, params, one=True)
+        except ENDED_UNRUN:  # nothing ran: once more, on a connection the pool checks
+            return await self._fetch(sql, params, one=True)
 
     async def _all(self, sql: Any, params: Any = None) -> list[Any]:
+        try:
+            rows: list[Any] = await self._fetch(sql, params, one=False)
+        except ENDED_UNRUN:
+            rows = await self._fetch(sql, params, one=False)
+        return rows
+
+    async def _fetch(self, sql: Any, params: Any, *, one: bool) -> Any:
         async with self.pool.connection() as db:
             cursor = await db.execute(sql, params)
-            return await cursor.fetchall()
+            return await (cursor.fetchone() if one else cursor.fetchall())
 
     # ---- migrations ----------------------------------------------------------
 
