@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,28 @@ BOUND = 10.0
 
 def quiet_hooks() -> LocalHooks:
     return LocalHooks(reporter=lambda report: None)
+
+
+class SlowTool:
+    """The `slow` tool: runs until the test sets `release`; `started` says it runs."""
+
+    def __init__(self) -> None:
+        self.started, self.release = asyncio.Event(), asyncio.Event()
+
+    async def __call__(self, args: dict[str, Any]) -> str:
+        self.started.set()
+        await self.release.wait()
+        return "slow and done"
+
+
+def asks_for_slow(
+    call: Callable[[dict[str, Any]], Awaitable[str]],
+) -> tuple[FunctionToolset, ScriptedProvider]:
+    """A model that asks for the `slow` tool (`call`) once, then would answer "never"."""
+    tools = FunctionToolset([Tool(ToolSpec("slow", "Take a while."), call)])
+    return tools, ScriptedProvider(
+        [scripts.asks(scripts.tool_use("slow")), scripts.answer("never")]
+    )
 
 
 async def ended(running: asyncio.Task[Any]) -> Any:
@@ -97,19 +120,12 @@ async def test_a_stop_during_the_last_call_ends_stopped_not_finished() -> None:
 
 async def test_a_stop_during_tools_lets_them_finish_and_starts_no_call() -> None:
     hooks = quiet_hooks()
-    started, release = asyncio.Event(), asyncio.Event()
-
-    async def slow(args: dict[str, Any]) -> str:
-        started.set()
-        await release.wait()
-        return "slow and done"
-
-    tools = FunctionToolset([Tool(ToolSpec("slow", "Take a while."), slow)])
-    provider = ScriptedProvider([scripts.asks(scripts.tool_use("slow")), scripts.answer("never")])
+    slow = SlowTool()
+    tools, provider = asks_for_slow(slow)
     running = asyncio.create_task(run_turn(QUESTION, provider=provider, toolset=tools, hooks=hooks))
-    await started.wait()
+    await slow.started.wait()
     hooks.stop()
-    release.set()
+    slow.release.set()
     result: TurnResult = await ended(running)
     assert result.outcome is Outcome.STOPPED
     assert len(provider.requests) == 1, "no model call starts after the stop"
@@ -318,19 +334,12 @@ async def test_a_cancel_during_the_last_call_ends_the_turn_stopped(store: Store)
 
 async def test_a_cancel_during_tools_lets_them_finish_and_starts_no_call(store: Store) -> None:
     conversation_id, turn_id = await queued(store)
-    started, release = asyncio.Event(), asyncio.Event()
-
-    async def slow(args: dict[str, Any]) -> str:
-        started.set()
-        await release.wait()
-        return "slow and done"
-
-    tools = FunctionToolset([Tool(ToolSpec("slow", "Take a while."), slow)])
-    provider = ScriptedProvider([scripts.asks(scripts.tool_use("slow")), scripts.answer("never")])
+    slow = SlowTool()
+    tools, provider = asks_for_slow(slow)
     running = asyncio.create_task(TurnJob(store, provider, tools).run(turn_id))
-    await started.wait()
+    await slow.started.wait()
     await store.request_cancel(turn_id)
-    release.set()
+    slow.release.set()
     assert await ended(running) is Outcome.STOPPED
     assert len(provider.requests) == 1
     history = await store.history(conversation_id)
@@ -352,10 +361,7 @@ async def test_a_cancel_from_another_process_during_tools_is_heard_before_the_ne
             await other.request_cancel(turn_id)
             return "done while cancelled"
 
-        tools = FunctionToolset([Tool(ToolSpec("slow", "Take a while."), cancelled_meanwhile)])
-        provider = ScriptedProvider(
-            [scripts.asks(scripts.tool_use("slow")), scripts.answer("never")]
-        )
+        tools, provider = asks_for_slow(cancelled_meanwhile)
         assert await TurnJob(store, provider, tools).run(turn_id) is Outcome.STOPPED
     finally:
         await other.close()
