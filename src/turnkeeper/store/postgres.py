@@ -263,19 +263,19 @@ class PostgresStore:
         await self.pool.close()
 
     async def _one(self, sql: Any, params: Any = None) -> Any:
-        try:
-            return await self._fetch(sql, params, one=True)
-        except ENDED_UNRUN:  # nothing ran: once more, on a connection the pool checks
-            return await self._fetch(sql, params, one=True)
+        return await self._fetch(sql, params, one=True)
 
     async def _all(self, sql: Any, params: Any = None) -> list[Any]:
-        try:
-            rows: list[Any] = await self._fetch(sql, params, one=False)
-        except ENDED_UNRUN:
-            rows = await self._fetch(sql, params, one=False)
+        rows: list[Any] = await self._fetch(sql, params, one=False)
         return rows
 
     async def _fetch(self, sql: Any, params: Any, *, one: bool) -> Any:
+        try:
+            return await self._fetch_once(sql, params, one=one)
+        except ENDED_UNRUN:  # nothing ran: once more, on a connection the pool checks
+            return await self._fetch_once(sql, params, one=one)
+
+    async def _fetch_once(self, sql: Any, params: Any, *, one: bool) -> Any:
         async with self.pool.connection() as db:
             cursor = await db.execute(sql, params)
             return await (cursor.fetchone() if one else cursor.fetchall())
