@@ -178,12 +178,19 @@ async def test_a_turn_that_never_gives_the_event_loop_control_starts_no_stop_wai
 async def test_a_stop_that_comes_with_the_answer_ends_the_turn_stopped() -> None:
     """The stop wait returns in the same step of the event loop as the answer, before
     the turn resumes with it: the answer the reader tried to stop is not kept."""
-    hooks = quiet_hooks()
+
+    class Waiting(LocalHooks):
+        waiting = asyncio.Event()
+
+        async def wait_stop(self) -> None:
+            self.waiting.set()
+            await super().wait_stop()
+
+    hooks = Waiting(reporter=lambda report: None)
     model = GatedModel([scripts.answer("the answer the reader tried to stop")])
     running = asyncio.create_task(run_turn(QUESTION, provider=model, hooks=hooks))
-    await model.started.wait()
-    for _ in range(3):
-        await asyncio.sleep(0)  # the stop wait is waiting
+    async with asyncio.timeout(BOUND):
+        await hooks.waiting.wait()  # the stop wait is waiting
     hooks.stop()
     model.gate.set()
     result: TurnResult = await ended(running)
