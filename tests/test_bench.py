@@ -28,7 +28,7 @@ HEADLINES = (
     "| C, SQLite | µs / iteration at 11–20 ÷ at 1–10 |",
     "| C, PostgreSQL |",
     "| D | requests / s ÷ bare Starlette |",
-    "| Scale-out, K = 5 | turns/s, two workers ÷ one |",
+    "| Scale-out, K = 5, 2 slots per worker | turns/s, two workers ÷ one |",
     "| Scale-out, K = 5 | turns not run exactly once | 0 | 0 | met |",
 )
 CONTENDERS = (
