@@ -48,16 +48,17 @@ def create_app(
     metrics = metrics or Metrics()
     app = Starlette(
         routes=[
-            *widget.routes(),
-            Route("/openapi.json", openapi),
-            Route("/metrics", exposition(store, metrics)),
+            # The poll first: most requests are polls, and routes are matched in order.
+            Route("/api/turns/{turn_id}", routes.turn_state),
+            Route("/api/turns/{turn_id}/cancel", routes.cancel, methods=["POST"]),
             Route("/api/conversations", routes.create_conversation, methods=["POST"]),
             Route("/api/conversations/{conversation_id}", routes.conversation),
             Route(
                 "/api/conversations/{conversation_id}/turns", routes.create_turn, methods=["POST"]
             ),
-            Route("/api/turns/{turn_id}", routes.turn_state),
-            Route("/api/turns/{turn_id}/cancel", routes.cancel, methods=["POST"]),
+            *widget.routes(),
+            Route("/openapi.json", openapi),
+            Route("/metrics", exposition(store, metrics)),
         ],
         middleware=[*_cors(cors_origins), Middleware(BodyLimit, limit=max_body)],
         exception_handlers={

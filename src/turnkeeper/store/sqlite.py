@@ -5,7 +5,10 @@ event loop never waits on the disk. Calls are batched (`commits`): the writes
 that arrive while one transaction commits share the next, and each caller is
 answered once its write is committed. Several processes may share the file (a
 worker beside the server): writes take `BEGIN IMMEDIATE` and wait for each
-other up to the busy timeout. Lease times come from SQLite's own clock.
+other up to the busy timeout. Lease times come from SQLite's own clock. The
+one exception to the thread: a poll of a turn that has not moved since it was
+last read is answered on the event loop, from memory, after a look at the
+database's `data_version` (`seen`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from . import base
 from .base import Busy, Holder, Recovery, Turn, new_id, recovered_state, refused
 from .cancellations import Cancellations
 from .commits import GroupCommit, transaction
+from .seen import SeenVersions
 
 NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 
@@ -99,6 +103,8 @@ class SqliteStore:
         self.commits = GroupCommit(self._connect)
         """The connection, its thread, and the batching of calls into transactions."""
         self.cancellations = Cancellations()
+        self.seen = SeenVersions(self.path)
+        """Polled turns' versions, answered from memory while the database has not moved."""
 
     def _connect(self) -> sqlite3.Connection:
         try:
@@ -112,6 +118,7 @@ class SqliteStore:
 
     async def close(self) -> None:
         await self.commits.close()
+        self.seen.close()
 
     # ---- migrations ----------------------------------------------------------
 
@@ -188,16 +195,24 @@ class SqliteStore:
         return await self.commits.read(read)
 
     async def state_after(self, turn_id: str, after: int) -> dict[str, Any] | None:
-        def read(db: sqlite3.Connection) -> dict[str, Any] | None:
+        as_of = self.seen.as_of()
+        if self.seen.unchanged(turn_id, after, as_of):
+            return None
+
+        def read(db: sqlite3.Connection) -> tuple[int | None, dict[str, Any] | None]:
             row = db.execute(
-                "SELECT state, n_messages FROM turns WHERE turn_id = ? AND version > ?",
-                (turn_id, after),
+                "SELECT version, state, n_messages FROM turns WHERE turn_id = ?", (turn_id,)
             ).fetchone()
             if row is None:
-                return None
-            return {**_load(row[0]), "messages": _bubbles(db, turn_id, row[1])}
+                return None, None
+            if row[0] <= after:
+                return row[0], None
+            return row[0], {**_load(row[1]), "messages": _bubbles(db, turn_id, row[2])}
 
-        return await self.commits.read(read)
+        version, state = await self.commits.read(read)
+        if version is not None:
+            self.seen.saw(turn_id, version, as_of)
+        return state
 
     async def transcript(self, conversation_id: str) -> list[dict[str, Any]]:
         def read(db: sqlite3.Connection) -> list[dict[str, Any]]:

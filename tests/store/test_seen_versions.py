@@ -1,0 +1,81 @@
+"""Idle polls on SQLite answered from memory, and never older than the database."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from turnkeeper.state import PublishedState
+from turnkeeper.store import new_token
+from turnkeeper.store.sqlite import SqliteStore
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
+    opened = SqliteStore(tmp_path / "polls.db")
+    await opened.migrate()
+    yield opened
+    await opened.close()
+
+
+async def claimed_turn(store: SqliteStore) -> tuple[str, int]:
+    conversation_id = await store.create_conversation(new_token()[1])
+    turn = await store.create_turn(conversation_id, "q")
+    fence = await store.claim(turn.turn_id, 30, "anthropic")
+    assert fence is not None
+    return turn.turn_id, fence
+
+
+async def publish_running(store: SqliteStore, turn_id: str, fence: int) -> int:
+    """Publish the turn's next version from what is stored; that version."""
+    stored = await store.state_after(turn_id, 0)
+    assert stored is not None
+    state = PublishedState.from_json(stored).running()
+    await store.publish(turn_id, fence, state)
+    return state.version
+
+
+async def test_idle_polls_do_not_go_to_the_database_thread(store: SqliteStore) -> None:
+    turn_id, _ = await claimed_turn(store)
+    assert await store.state_after(turn_id, 1) is None  # read once, remembered
+    reads = store.commits.reads
+    for _ in range(20):
+        assert await store.state_after(turn_id, 1) is None
+    assert store.commits.reads == reads
+
+
+async def test_a_write_by_this_store_is_seen_by_the_next_poll(store: SqliteStore) -> None:
+    turn_id, fence = await claimed_turn(store)
+    assert await store.state_after(turn_id, 1) is None
+    version = await publish_running(store, turn_id, fence)
+    state = await store.state_after(turn_id, 1)
+    assert state is not None
+    assert state["version"] == version == 2
+
+
+async def test_a_write_by_another_process_is_seen_by_the_next_poll(
+    store: SqliteStore, tmp_path: Path
+) -> None:
+    """Another store on the same file (as another process would be) publishes: the first
+    store's remembered version is dropped, not served."""
+    turn_id, fence = await claimed_turn(store)
+    assert await store.state_after(turn_id, 1) is None
+    assert await store.state_after(turn_id, 1) is None  # answered from memory
+    other = SqliteStore(store.path)
+    try:
+        version = await publish_running(other, turn_id, fence)
+    finally:
+        await other.close()
+    state = await store.state_after(turn_id, 1)
+    assert state is not None
+    assert state["version"] == version == 2
+    assert await store.state_after(turn_id, 2) is None
+
+
+async def test_an_unknown_turn_is_not_remembered(store: SqliteStore) -> None:
+    reads = store.commits.reads
+    assert await store.state_after("t_nobody", 0) is None
+    assert await store.state_after("t_nobody", 0) is None
+    assert store.commits.reads == reads + 2
