@@ -225,6 +225,30 @@ async def test_a_bad_after_gets_400(client: httpx.AsyncClient, after: str) -> No
     assert "after" in response.json()["error"]
 
 
+@pytest.mark.parametrize(
+    ("query", "status"),
+    [
+        ("after=1", 204),
+        ("after=0", 200),
+        ("after=01", 204),
+        ("x=1&after=1", 204),
+        ("after=1&x=1", 204),
+        ("after=0&after=1", 204),
+        ("after=1&after=0", 200),
+        ("after=%31", 204),
+        ("after=" + "9" * 19, 400),
+    ],
+)
+async def test_after_reads_the_same_alone_or_among_other_parameters(
+    client: httpx.AsyncClient, query: str, status: int
+) -> None:
+    """The widget's own `?after=N` is read without parsing the query; any other query is
+    parsed in full (the last `after` counts), with the same answer for the same value."""
+    turn_id, auth = await start_turn(client)  # queued: version 1
+    response = await client.get(f"/api/turns/{turn_id}?{query}", headers=auth)
+    assert response.status_code == status
+
+
 async def test_bodies_over_1_mib_get_413(client: httpx.AsyncClient) -> None:
     conversation_id, auth = await conversation(client)
     path = f"/api/conversations/{conversation_id}/turns"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -79,3 +80,17 @@ async def test_an_unknown_turn_is_not_remembered(store: SqliteStore) -> None:
     assert await store.state_after("t_nobody", 0) is None
     assert await store.state_after("t_nobody", 0) is None
     assert store.commits.reads == reads + 2
+
+
+async def test_one_look_at_the_database_serves_the_polls_of_one_pass(store: SqliteStore) -> None:
+    turn_id, _ = await claimed_turn(store)
+    assert await store.state_after(turn_id, 1) is None
+    await asyncio.sleep(0)  # the next pass: that look is no longer fresh
+    store.seen.as_of()
+    assert store.seen._db is not None
+    looks: list[str] = []
+    store.seen._db.set_trace_callback(looks.append)
+    await asyncio.sleep(0)
+    answers = await asyncio.gather(*(store.state_after(turn_id, 1) for _ in range(50)))
+    assert answers == [None] * 50
+    assert looks == ["PRAGMA data_version"]

@@ -57,7 +57,7 @@ class Routes:
 
     async def turn_state(self, request: Request) -> Response:
         turn_id = await self._turn(request)
-        after = _after(request.query_params.get("after"))
+        after = _after(_after_param(request))
         state = await self.store.state_after(turn_id, after)
         return Response(status_code=204) if state is None else JSONResponse(state)
 
@@ -142,6 +142,15 @@ def _question(body: Any) -> str:
     except UnicodeEncodeError:
         raise ApiError(400, 'The "text" of a turn is not valid Unicode text.') from None
     return text
+
+
+def _after_param(request: Request) -> str | None:
+    """`?after=`; the widget's own poll (`after=` digits and nothing else) without parsing
+    the query string, the hottest request's largest share of the API's own work."""
+    query: bytes = request.scope.get("query_string", b"")
+    if query.startswith(b"after=") and query[6:].isdigit():
+        return query[6:].decode("ascii")
+    return request.query_params.get("after")
 
 
 def _after(value: str | None) -> int:

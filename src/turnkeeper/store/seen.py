@@ -11,10 +11,18 @@ writer, or another process sharing the file). Reading it touches no table
 and takes no lock (~3 µs). Any commit forgets everything remembered, so the
 answer is never older than the database: under load the memory is short, and
 an idle database answers its polls from it.
+
+One reading serves every poll of the same pass of the event loop (until a
+callback it schedules runs, at the next pass). That is still never older than
+what a poller could know: a request handled in this pass arrived before the
+pass began, so before the reading; and a coroutine that saw a write finish
+resumes through the loop's ready queue, in order, so a write that finished
+after the reading wakes its writer only after that callback has dropped it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 
 LIMIT = 10_000
@@ -29,6 +37,8 @@ class SeenVersions:
         self._db: sqlite3.Connection | None = None
         self._as_of: int | None = None
         self._versions: dict[str, int] = {}
+        self._fresh: asyncio.AbstractEventLoop | None = None
+        """The event loop in whose current pass `_as_of` was read."""
         self.enabled = path not in ("", ":memory:")
         """A database in memory is another database on every connection: never remembered."""
 
@@ -37,6 +47,9 @@ class SeenVersions:
         everything remembered is forgotten."""
         if not self.enabled:
             return None
+        loop = asyncio.get_running_loop()
+        if self._fresh is loop:
+            return self._as_of
         try:
             if self._db is None:
                 self._db = sqlite3.connect(
@@ -45,10 +58,15 @@ class SeenVersions:
             (now,) = self._db.execute("PRAGMA data_version").fetchone()
         except sqlite3.Error:
             return None
+        self._fresh = loop
+        loop.call_soon(self._stale)
         if now != self._as_of:
             self._versions.clear()
             self._as_of = now
         return int(now)
+
+    def _stale(self) -> None:
+        self._fresh = None
 
     def unchanged(self, turn_id: str, after: int, as_of: int | None) -> bool:
         """Whether the turn is known to be at version `after` or below as of `as_of`."""
