@@ -36,11 +36,14 @@ async def steps(worker: Worker, spec: dict[str, Any], turns: int) -> dict[str, A
 
 
 def first(answer: dict[str, Any]) -> float:
-    return sum(answer["us"][:WINDOW]) / WINDOW
+    """The typical iteration of the first `WINDOW`: their median, so that one stall that
+    has nothing to do with the history's length (a WAL checkpoint's fsync, a full
+    collection) does not decide which window looks dearer."""
+    return statistics.median(answer["us"][:WINDOW])
 
 
 def last(answer: dict[str, Any]) -> float:
-    return sum(answer["us"][-WINDOW:]) / WINDOW
+    return statistics.median(answer["us"][-WINDOW:])
 
 
 def growth(answer: dict[str, Any]) -> float:
@@ -99,8 +102,10 @@ One turn of {n} tool round trips against the instant fake model; every tool
 result is 2,048 characters, so the history ends near {n} × 2 KB. The fake
 model notes the time at every call; an iteration is the time from one model
 call to the next (the loop's bookkeeping, the tool, the append, the next
-request). The ratio is the mean of the last 10 iterations over the mean of
-the first 10, one turn per contender per round, contenders alternating; it
+request). The ratio is the median of the last 10 iterations over the median
+of the first 10 (a median, so that one stall unrelated to the history, such
+as a WAL checkpoint through a store, does not decide it), one turn per
+contender per round, contenders alternating; it
 does not depend on the machine's speed, only on how the cost of a step grows
 with the history. turnkeeper runs as in A (`LocalHooks`, no store).
 """

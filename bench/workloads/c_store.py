@@ -60,7 +60,7 @@ def measure(ctx: Context, n: int, rounds: int) -> tuple[Any, dict[str, str]]:
 
 def run(ctx: Context) -> Section:
     n = ctx.size(200, 20)
-    rounds = ctx.size(7, 1)
+    rounds = ctx.size(21, 1)  # a round is a fraction of a second; its ratio moves ±30 %
     result, pending = measure(ctx, n, rounds)
     rows, heads = [], []
     for name in [BASE, *STORES]:
