@@ -387,9 +387,13 @@ def origin(text: str) -> str:
     return text
 
 
+SERVED_DEMO_PAUSE = 1.0
+"""Seconds the demo model takes per call when served: the chat shows "Read a file" meanwhile."""
+
+
 def _provider(args: argparse.Namespace) -> Provider:
     """The model `serve` and `worker` use: the rule of ARCHITECTURE §6."""
-    return choose_provider(args.provider, args.model, os.environ)
+    return choose_provider(args.provider, args.model, os.environ, demo_pause=SERVED_DEMO_PAUSE)
 
 
 def _toolset(args: argparse.Namespace) -> CombinedToolset:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from playwright.sync_api import Locator, Page, Request, expect
@@ -35,6 +36,20 @@ class Chat:
         self.input.fill(question)
         self.input.press("Enter")
         expect(self.questions.last).to_have_text(question)
+
+    def captions_shown(self) -> Callable[[], list[str]]:
+        """From now on, every text the caption shows, however briefly; call the result to
+        read them."""
+        self.page.evaluate(
+            """() => {
+                const chat = document.querySelector("turnkeeper-chat");
+                const caption = chat.shadowRoot.querySelector(".caption");
+                window.captionsShown = [];
+                new MutationObserver(() => window.captionsShown.push(caption.textContent))
+                    .observe(caption, {childList: true, characterData: true, subtree: true});
+            }"""
+        )
+        return lambda: list(self.page.evaluate("window.captionsShown"))
 
     def bubble_texts(self) -> list[str]:
         return [text for text in self.bubbles.locator(".text").all_inner_texts()]

@@ -183,8 +183,10 @@ def test_the_demo_model_answers_in_the_browser(browser: Browser, tmp_path: Path)
         chat = Chat(served.page(browser))
         chat.ask("hello")
         expect(chat.answers).to_contain_text(["ANTHROPIC_API_KEY"])
+        captions = chat.captions_shown()
         chat.ask(TODO)
         expect(chat.answers.nth(1)).to_have_text("your todos: write tests")
+        assert "Read a file" in captions(), "the demo answers through read_file, visibly"
 
 
 def test_a_key_missing_in_a_locale_falls_back_to_english_and_an_unknown_key_shows_nothing(

@@ -2,11 +2,14 @@
 
 Asked about the todo list, it calls `read_file("todo.txt")`, then answers from
 the tool result. It speaks the Messages API wire format, so everything after it
-(history, trace, replay) is exactly what a real model would produce.
+(history, trace, replay) is exactly what a real model would produce. Served, it
+takes a moment to answer each call (`pause`), as a model would: long enough
+for the chat to show what the turn just did ("Read a file") before the answer.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,13 +27,17 @@ GREETING = (
 class DemoProvider:
     wire = messages_api.WIRE
 
-    def __init__(self) -> None:
+    def __init__(self, *, pause: float = 0.0) -> None:
         self.calls = 0
+        self.pause = pause
+        """Seconds each call takes (never more than half its timeout)."""
 
     async def complete(
         self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
     ) -> Reply:
         self.calls += 1
+        if self.pause > 0:
+            await asyncio.sleep(min(self.pause, timeout / 2))
         return messages_api.parse_reply(self.respond(history))
 
     def respond(self, history: Sequence[Message]) -> dict[str, Any]:

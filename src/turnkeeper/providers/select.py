@@ -25,8 +25,11 @@ LOCAL_SERVER_KEY = "not-needed"
 """The key sent to a server at OPENAI_BASE_URL when OPENAI_API_KEY is unset."""
 
 
-def choose_provider(name: str | None, model: str | None, environ: Mapping[str, str]) -> Provider:
-    """The provider named (or chosen from `environ`), or `ConfigError` saying what is missing."""
+def choose_provider(
+    name: str | None, model: str | None, environ: Mapping[str, str], *, demo_pause: float = 0.0
+) -> Provider:
+    """The provider named (or chosen from `environ`), or `ConfigError` saying what is missing;
+    the demo model takes `demo_pause` seconds per call."""
     name = name or environ.get("TURNKEEPER_PROVIDER") or _default_name(environ)
     model = model or environ.get("TURNKEEPER_MODEL") or None
     if name == "anthropic":
@@ -34,7 +37,7 @@ def choose_provider(name: str | None, model: str | None, environ: Mapping[str, s
     if name == "openai":
         return _openai(model, environ)
     if name == "demo":
-        return DemoProvider()
+        return DemoProvider(pause=demo_pause)
     raise ConfigError(f"unknown provider {name!r}; choose one of: {', '.join(NAMES)}")
 
 
