@@ -5,6 +5,7 @@ starts nothing new, and ends the turn `stopped`: in the loop, on both stores, an
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -23,7 +24,9 @@ from turnkeeper.errors import ProviderFailed
 from turnkeeper.job import TurnJob
 from turnkeeper.loop import TurnResult
 from turnkeeper.providers import messages_api
+from turnkeeper.queue import LocalQueue
 from turnkeeper.replay import replay
+from turnkeeper.report import Report
 from turnkeeper.store import Store, new_token, open_store
 from turnkeeper.tools.functions import FunctionToolset, Tool
 from turnkeeper.trace import first_difference
@@ -352,6 +355,31 @@ async def test_a_cancel_during_tools_lets_them_finish_and_starts_no_call(store: 
     history = await store.history(conversation_id)
     assert_valid_history(history)
     assert "slow and done" in str(history[-1])
+
+
+async def test_a_turn_whose_cancel_was_accepted_ends_stopped_when_the_process_stops(
+    store: Store,
+) -> None:
+    """SIGINT or SIGTERM after the reader's Stop was accepted (the tool still running):
+    the turn the process cuts short ends `stopped`, as the reader asked, and is not
+    reported as a failure."""
+    conversation_id, turn_id = await queued(store)
+    slow = SlowTool()
+    tools, provider = asks_for_slow(slow)
+    reports: list[Report] = []
+    queue = LocalQueue(TurnJob(store, provider, tools, reporter=reports.append))
+    await queue.enqueue(turn_id)
+    await slow.started.wait()
+    await store.request_cancel(turn_id)
+    async with asyncio.timeout(BOUND):
+        await queue.drain(0.05)  # the grace ends with the tool still running
+    state = await store.state_after(turn_id, 0)
+    assert state is not None
+    assert (state["status"], state["done"], state["stopped"]) == ("stopped", True, True)
+    assert state["has_error"] is False
+    assert state["messages"][-1]["key"] == "notices.stopped"
+    assert [r.event for r in reports if r.level >= logging.WARNING] == []
+    assert_valid_history(await store.history(conversation_id))
 
 
 async def test_a_cancel_from_another_process_during_tools_is_heard_before_the_next_call(

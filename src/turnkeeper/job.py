@@ -63,6 +63,8 @@ class StoreHooks:
         """The flag the last checkpoint read, for the one stop check after it; else None."""
         self._stopping = False
         """The stop wait returned: the turn's cancel was requested."""
+        self.ended: str | None = None
+        """The status the final write gave the turn, once written."""
 
     async def should_stop(self) -> bool:
         cancel, self._cancel = self._cancel, None
@@ -95,6 +97,7 @@ class StoreHooks:
 
     async def finish(self, final: Checkpoint) -> None:
         await self.store.finish(self.turn_id, self.fence, final)
+        self.ended = final.state.status
 
     def report(self, report: Report) -> None:
         self.failure_reported |= report.event == Outcome.FAILED.value
@@ -157,8 +160,10 @@ class TurnJob:
                 raise FenceLost(f"turn {turn_id}: the lease was lost; writes refused") from None
             # The process is stopping (or the queue aborted the job): finalise now, not
             # a lease later, so the conversation takes its next question at once. The
-            # loop's own final write has usually done so; either way, say it once here.
-            if not await failed(self.store, turn_id, held_by(fence), reporter=self.reporter):
+            # loop's own final write has usually done so (`stopped` if the reader had asked
+            # for that: not a failure); either way, say it once here.
+            taken = await failed(self.store, turn_id, held_by(fence), reporter=self.reporter)
+            if not taken and hooks.ended != Outcome.STOPPED.value:
                 self.reporter(_job_failed(turn_id, "the process stopped it before it finished"))
             raise
         except Exception as e:  # TimeoutError included: the job clock fired

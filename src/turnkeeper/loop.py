@@ -11,6 +11,7 @@ state moves only through its own transitions; the trace is the `Recorder`'s.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -308,21 +309,17 @@ class _Turn:
             self.exit(outcome, f"stop_reason {reply.raw_stop!r}", stop_reason=reply.raw_stop)
 
     def exit(
-        self,
-        outcome: Outcome,
-        why: str = "",
-        *,
-        key: str | None = None,
-        stop_reason: str | None = None,
-        details: dict[str, Any] | None = None,
+        self, outcome: Outcome, why: str = "", *, key: str | None = None, **about: Any
     ) -> None:
+        """End with `outcome`, shown as its notice `key` (else the outcome's own); reported
+        if it is one of those, saying `why`, with `about` (the `stop_reason`, `details`)."""
         self.outcome = outcome
         self.error_key = key or OUTCOME_KEYS[outcome]
         if outcome in REPORTED:
             level, message = REPORTED[outcome]
             message += f" after {counted(self.usage.iterations, 'iteration')}"
             message += f": {why}" if why else ""
-            self.report(outcome.value, message, level, stop_reason=stop_reason, details=details)
+            self.report(outcome.value, message, level, **about)
 
     def overran(self) -> None:
         """The real-time backstop fired: a provider or toolset ignored its timeout."""
@@ -332,23 +329,23 @@ class _Turn:
 
     def crashed(self, e: BaseException) -> None:
         """An exception escaped the loop: a hook failed (reported here), or the task was
-        cancelled (not reported here: whoever cancelled it knows why and says so)."""
-        if self.outcome is not None:
-            return
-        if isinstance(e, asyncio.CancelledError):
-            self.outcome, self.error_key = Outcome.FAILED, OUTCOME_KEYS[Outcome.FAILED]
-        else:
+        cancelled (`cut_short`; not reported here: whoever cancelled it says why)."""
+        if self.outcome is None and not isinstance(e, asyncio.CancelledError):
             self.exit(Outcome.FAILED, f"{type(e).__name__}: {e}", details={"exception": repr(e)})
 
-    def report(
-        self,
-        event: str,
-        message: str,
-        level: int,
-        *,
-        stop_reason: str | None = None,
-        details: dict[str, Any] | None = None,
-    ) -> None:
+    async def cut_short(self) -> Outcome:
+        """The task was cancelled (the process stopping): `stopped` if the reader had asked
+        for that meanwhile, else `failed` (also when the hooks cannot say)."""
+        stop = False
+        with contextlib.suppress(Exception):
+            stop = await self.hooks.should_stop()
+        self.outcome = Outcome.STOPPED if stop else Outcome.FAILED
+        self.error_key = OUTCOME_KEYS[self.outcome]
+        return self.outcome
+
+    def report(self, event: str, message: str, level: int, **about: Any) -> None:
+        """Through the hooks, with the turn's ids, usage and elapsed time; `about` holds the
+        report's `stop_reason` and `details`, when it has them."""
         self.hooks.report(
             Report(
                 turn_id=self.state.turn_id,
@@ -356,11 +353,10 @@ class _Turn:
                 event=event,
                 message=message,
                 level=level,
-                stop_reason=stop_reason,
                 usage=self.usage.copy(),
-                details=details or {},
                 conversation_id=self.state.conversation_id,
                 elapsed=self.recorder.clock_reads[-1] - self.recorder.started,
+                **about,
             )
         )
 
@@ -369,7 +365,7 @@ class _Turn:
     async def finalise(self) -> None:
         """Runs once per turn on every path: answer dangling tools, then the one final write."""
         self.recorder.close()
-        outcome = self.outcome or Outcome.FAILED
+        outcome = self.outcome or await self.cut_short()
         why = f"not run: the turn ended ({outcome.value})"
         if self.pending:
             self.answer([ToolResult(u.id, why, True) for u in self.pending])
