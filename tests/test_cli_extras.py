@@ -68,6 +68,7 @@ def cli_without(hidden: list[str], argv: list[str], cwd: Path) -> subprocess.Com
             "postgres",
         ),
         (["uvicorn", "starlette"], ["serve", "--port", "9"], "server"),
+        (["prometheus_client"], ["serve", "--port", "9"], "server"),
     ],
 )
 def test_a_missing_extra_is_one_line_naming_the_install_command(
@@ -79,3 +80,17 @@ def test_a_missing_extra_is_one_line_naming_the_install_command(
     assert done.stderr.count("\n") == 1, done.stderr
     assert f"pip install -e '.[{extra}]'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_tracing_without_the_otel_extra_names_the_install_command(tmp_path: Path) -> None:
+    """Spans are made only when the otel extra is there; asked for without it, the error
+    says how to install it, as every missing extra does."""
+    script = HIDE.replace(
+        "from turnkeeper.cli import main\nsys.exit(main(sys.argv[2:]))",
+        "import turnkeeper.telemetry",
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, "opentelemetry"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1
+    assert "MissingExtra: tracing needs the otel extra: pip install -e '.[otel]'" in done.stderr

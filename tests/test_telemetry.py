@@ -89,7 +89,7 @@ async def test_a_turn_is_one_trace_of_a_turn_span_model_calls_and_tool_calls(
 
 
 async def test_a_requested_model_names_the_call_span() -> None:
-    from turnkeeper.instruments import TurnInfo
+    from turnkeeper.observed import TurnInfo
 
     exporter = InMemorySpanExporter()
     watch = telemetry(exporter).turn(TurnInfo("t", "c", "anthropic", "claude-haiku-4-5"))

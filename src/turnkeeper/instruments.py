@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import ConfigError
+from .observed import CallEnd, TurnInfo
 from .outcomes import Outcome
 from .usage import Usage
 from .wire import ToolResult, ToolSpec, ToolUse
@@ -28,35 +29,6 @@ if TYPE_CHECKING:
     from .tools import Toolset
 
 logger = logging.getLogger("turnkeeper.instruments")
-
-
-@dataclass(frozen=True, slots=True)
-class TurnInfo:
-    turn_id: str
-    conversation_id: str
-    provider: str
-    """`anthropic`, `openai`, … (the provider's own name, else its wire format)."""
-    model: str | None
-    """The model requested."""
-    question: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class CallEnd:
-    """One model call that ended: with a response (`usage`) or an `error`."""
-
-    iteration: int
-    seconds: float
-    model: str | None
-    """The model that answered (the response's `model`), else the one requested."""
-    usage: Usage | None = None
-    """This call's usage, priced when the model's price is known; None for an error."""
-    finish_reason: str | None = None
-    error: str | None = None
-    tools: Sequence[str] = ()
-    text: str = ""
-    stopped: bool = False
-    """A stop (the turn's cancel) aborted the call: no response, no error."""
 
 
 class TurnWatch(Protocol):

@@ -12,8 +12,8 @@ from __future__ import annotations
 import threading
 from wsgiref.simple_server import WSGIServer
 
-from .errors import ConfigError
-from .instruments import CallEnd, TurnInfo
+from .errors import MissingExtra
+from .observed import CallEnd, TurnInfo
 from .outcomes import Outcome, Status
 from .usage import Usage
 from .wire import ToolUse
@@ -21,7 +21,7 @@ from .wire import ToolUse
 try:
     import prometheus_client as prometheus
 except ImportError as e:  # pragma: no cover - depends on the installed extras
-    raise ConfigError("metrics need the server extra: pip install 'turnkeeper[server]'") from e
+    raise MissingExtra("metrics", "server") from e
 
 CONTENT_TYPE = prometheus.CONTENT_TYPE_LATEST
 

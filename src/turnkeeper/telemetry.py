@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .errors import ConfigError
-from .instruments import CallEnd, TurnInfo
+from .errors import MissingExtra
+from .observed import CallEnd, TurnInfo
 from .outcomes import ERROR_OUTCOMES, Outcome
 from .usage import Usage
 from .wire import ToolUse
@@ -25,7 +25,7 @@ try:
     from opentelemetry import trace
     from opentelemetry.trace import Span, SpanKind, StatusCode
 except ImportError as e:  # pragma: no cover - depends on the installed extras
-    raise ConfigError("tracing needs the otel extra: pip install 'turnkeeper[otel]'") from e
+    raise MissingExtra("tracing", "otel") from e
 
 TRACER = "turnkeeper"
 
