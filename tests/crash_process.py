@@ -20,19 +20,26 @@ from turnkeeper.job import StoreHooks
 from turnkeeper.tools.functions import FunctionToolset
 
 POINTS = {
-    "before the first call": (StoreHooks, "started", "after"),
-    "between the call and its checkpoint": (StoreHooks, "checkpoint", "before"),
-    "during a tool call": (FunctionToolset, "call", "before"),
-    "during finalisation": (StoreHooks, "finish", "before"),
+    "before the first call": (StoreHooks, "started", "after", 1),
+    "between the call and its checkpoint": (StoreHooks, "checkpoint", "before", 2),
+    "during a tool call": (FunctionToolset, "call", "before", 2),
+    "during finalisation": (StoreHooks, "finish", "before", 1),
 }
+"""Where to pause: the method, before or after it runs, and at which of its calls (the
+second iteration's checkpoint and tool call, so that one checkpoint lies behind them)."""
 
 
 def pausing(point: str, ready: Path) -> None:
-    """Patch the method at `point` to signal readiness and block."""
-    owner, name, when = POINTS[point]
+    """Patch the method at `point` to signal readiness and block at its nth call."""
+    owner, name, when, nth = POINTS[point]
     original: Callable[..., Awaitable[Any]] = getattr(owner, name)
+    calls = 0
 
     async def paused(self: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls < nth:
+            return await original(self, *args, **kwargs)
         result = await original(self, *args, **kwargs) if when == "after" else None
         await asyncio.to_thread(ready.write_text, point)
         await asyncio.Event().wait()

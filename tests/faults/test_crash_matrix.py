@@ -3,7 +3,8 @@
 SQLite: the embedded `turnkeeper serve` process; PostgreSQL: `turnkeeper worker`
 on procrastinate. The process is paused at the point (`tests/crash_process.py`,
 or the model server holding the call), killed, and the sweeper takes over once
-the one-second lease has expired. For each point: exactly one terminal state,
+the one-second lease has expired. Every point after the first call is in the
+second iteration, so the kill finds a checkpoint to keep. For each point: exactly one terminal state,
 `failed()` once (one report), no model call repeated, no checkpointed message lost.
 """
 
@@ -36,12 +37,23 @@ LEASE = "1"
 MODEL_CALL = "during a model call"
 CALLS_MADE = {
     "before the first call": 0,
-    MODEL_CALL: 1,
-    "between the call and its checkpoint": 1,
-    "during a tool call": 1,
-    "during finalisation": 2,
+    MODEL_CALL: 2,
+    "between the call and its checkpoint": 2,
+    "during a tool call": 2,
+    "during finalisation": 3,
 }
-"""Model calls made when the process is killed at each point: never one more after."""
+"""Model calls made when the process is killed at each point: never one more after. Every
+point after the first call is in the second iteration, with the first one checkpointed."""
+
+CHECKPOINTED = {
+    "before the first call": 0,
+    MODEL_CALL: 3,
+    "between the call and its checkpoint": 3,
+    "during a tool call": 3,
+    "during finalisation": 5,
+}
+"""History messages stored when the process is killed: the question, then each finished
+iteration's call and tool results."""
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -100,7 +112,7 @@ async def paused(point: str, ready: Path, model: FakeModelServer, process: Any, 
     async def there() -> bool:
         assert process.poll() is None, await asyncio.to_thread(log.read_text, errors="replace")
         if point == MODEL_CALL:
-            return len(model.requests) == 1
+            return len(model.requests) == 2
         return await asyncio.to_thread(ready.exists)
 
     await eventually(there, f"the process paused {point}", bound=30)
@@ -127,13 +139,19 @@ async def test_a_process_killed_at_each_point_loses_nothing(
 ) -> None:
     store = crash_store
     conversation_id, turn_id = await queued(store, crash_url)
-    read = scripts.asks(scripts.tool_use("read_file", {"path": "todo.txt"}, id="toolu_read"))
-    script = [read, scripts.answer("milk and eggs")]
+    first, second = (
+        scripts.asks(scripts.tool_use("read_file", {"path": "todo.txt"}, id=f"toolu_{n}"))
+        for n in ("read", "again")
+    )
+    script: list[Any] = [first, second, scripts.answer("milk and eggs")]
+    if point == MODEL_CALL:
+        script.insert(1, HOLD)  # the second call is held
     ready, log = tmp_path / "ready", tmp_path / "process.log"
-    with FakeModelServer([HOLD, *script] if point == MODEL_CALL else script) as model:
+    with FakeModelServer(script) as model:
         with turnkeeper(point, ready, crash_url, model.url, log) as process:
             await paused(point, ready, model, process, log)
             before = await store.history(conversation_id)
+            assert len(before) == CHECKPOINTED[point], before
             process.send_signal(signal.SIGKILL)
             process.wait(15)
         reports: list[Report] = []
