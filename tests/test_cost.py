@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from tests.scripts import answer, asks, tool_use, usage
 from tests.waiting import eventually
-from turnkeeper import ScriptedProvider, timeline
+from turnkeeper import ScriptedProvider, prices, run_turn, timeline
 from turnkeeper.api import create_app
+from turnkeeper.cli import main
 from turnkeeper.job import TurnJob, failed
 from turnkeeper.store import Store, held_by, new_token
 from turnkeeper.tools.functions import FunctionToolset, Tool
@@ -121,3 +125,65 @@ async def test_a_turn_stopped_mid_call_keeps_its_priced_call_records(store: Stor
     assert "cost_usd" not in unanswered
     totals = timeline.totals(timeline.rows([record, unanswered]))
     assert totals["cost_usd"] == pytest.approx(0.0135), "an unanswered call costs nothing known"
+
+
+@pytest.fixture
+def fresh_prices() -> Iterator[None]:
+    """The CLI sets the process's price table; each test starts from, and leaves, none."""
+    prices.use(None)
+    yield
+    prices.use(None)
+
+
+def priced_script(tmp_path: Path) -> Path:
+    """One answer from `my-model`: a million tokens in and half a million out."""
+    script = tmp_path / "s.json"
+    reply = answer("hi")
+    reply["model"], reply["usage"] = "my-model", usage(1_000_000, 500_000)
+    script.write_text(json.dumps([reply]))
+    return script
+
+
+def price_file(tmp_path: Path) -> Path:
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps({"my-model": {"input": 2.0, "output": 10.0}}))
+    return path
+
+
+@pytest.mark.usefixtures("fresh_prices")
+@pytest.mark.parametrize("how", ["flag", "environment"])
+def test_run_prices_a_turn_from_the_file_named(
+    tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """$2 per million in and $10 per million out: 1M in and 0.5M out cost $7."""
+    argv = ["run", "--script", str(priced_script(tmp_path)), "--json", "q"]
+    if how == "flag":
+        argv[1:1] = ["--prices", str(price_file(tmp_path))]
+    else:
+        monkeypatch.setenv(prices.ENV, str(price_file(tmp_path)))
+    assert main(argv) == 0
+    state = json.loads(capsys.readouterr().out)
+    assert state["usage"]["cost_usd"] == pytest.approx(7.0)
+
+
+@pytest.mark.usefixtures("fresh_prices")
+def test_run_without_a_price_for_the_model_says_no_cost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", "--script", str(priced_script(tmp_path)), "--json", "q"]) == 0
+    assert "cost_usd" not in json.loads(capsys.readouterr().out)["usage"]
+
+
+class Requested(ScriptedProvider):
+    """A provider that describes the model it asks for; its responses name none."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"provider": "scripted", "model": SONNET}
+
+
+async def test_a_response_that_names_no_model_is_priced_as_the_model_requested() -> None:
+    reply = answer("hi")
+    del reply["model"]
+    reply["usage"] = usage(1_000_000, 0)
+    result = await run_turn("q", provider=Requested([reply]))
+    assert result.usage.cost_usd == pytest.approx(3.0)  # Sonnet: $3 per million in
