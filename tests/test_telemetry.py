@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -174,3 +178,34 @@ async def test_without_the_otel_extra_turns_run_unwatched_and_look_for_it_once(
         assert result.outcome is Outcome.FINISHED
     assert instruments.default_watchers().watchers == []
     assert looked == ["turnkeeper.telemetry"]
+
+
+GLOBAL_PROVIDER = """
+import asyncio, json
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from turnkeeper import ScriptedProvider, run_turn
+from tests.scripts import answer
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+asyncio.run(run_turn("q", provider=ScriptedProvider([answer("hi")])))
+print(json.dumps(sorted(s.name for s in exporter.get_finished_spans())))
+"""
+
+
+def test_an_application_that_sets_a_tracer_provider_gets_spans_without_asking() -> None:
+    """The global provider can be set once per process: this runs in one of its own."""
+    done = subprocess.run(
+        [sys.executable, "-c", GLOBAL_PROVIDER],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == ["chat unknown", "invoke_agent"]  # no model requested
