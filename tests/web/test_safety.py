@@ -3,6 +3,7 @@ poll forever, spin silently when the server is unreachable, or overflow a 320 px
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Route, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from tests import scripts
+from tests.fake_model import HOLD
 from tests.test_server import free_port
 from tests.web.chat import Chat
 from tests.web.conftest import Served, serving
@@ -90,6 +92,76 @@ def test_failed_polls_say_so_in_the_readers_language_then_recover(
         expect(chat.answers).to_have_text(["made it"])
         expect(chat.trouble).to_be_hidden()
         expect(chat.input).to_be_editable()
+
+
+def poll_times(chat: Chat, until_ms: int, step_ms: int = 50) -> list[int]:
+    """Advance the page's installed clock by `until_ms` in steps; when each poll was sent
+    (ms on that clock, from the first step; real time flows on it too). The requests are
+    real: each step waits a moment for the ones its timers sent to be seen."""
+    seen: list[int] = []
+    count = [0]
+    chat.page.on("request", lambda r: count.__setitem__(0, count[0] + ("/api/turns/" in r.url)))
+    start, sent = chat.page.evaluate("Date.now()"), 0
+    for _ in range(until_ms // step_ms):
+        chat.page.clock.run_for(step_ms)
+        chat.page.wait_for_timeout(15)  # real time, for a request the step started
+        now = chat.page.evaluate("Date.now()") - start
+        seen += [now] * (count[0] - sent)
+        sent = count[0]
+    return seen
+
+
+def test_failed_polls_back_off_doubling_up_to_eight_seconds(
+    browser: Browser, served: Served
+) -> None:
+    with served.answering([scripts.answer("made it")]):
+        chat = Chat(served.page(browser))
+        chat.page.clock.install()
+        chat.page.route("**/api/turns/*", lambda route: route.abort("connectionrefused"))
+        chat.ask("hello")
+        sent = poll_times(chat, 32_000, step_ms=100)
+        gaps = [b - a for a, b in itertools.pairwise(sent)]
+        # 0.5, 1, 2, 4, then 8 s between failed polls (to the clock's step, and the real
+        # time that also flows on an installed clock).
+        assert len(gaps) >= 5, sent
+        expected = [500, 1000, 2000, 4000, 8000, 8000]
+        for gap, wanted in zip(gaps, expected, strict=False):
+            assert wanted - 250 <= gap <= wanted + 250, (gaps, expected)
+
+
+def show_as(page: Page, visibility: str) -> None:
+    """The tab hidden or shown, as the browser says it when the reader switches tabs."""
+    page.evaluate(
+        """visibility => {
+            Object.defineProperty(document, "visibilityState", {
+                configurable: true, get: () => visibility,
+            });
+            document.dispatchEvent(new Event("visibilitychange"));
+        }""",
+        visibility,
+    )
+
+
+def test_a_hidden_tab_polls_every_five_seconds_and_at_once_when_shown_again(
+    browser: Browser, served: Served
+) -> None:
+    with served.answering([HOLD, scripts.answer("made it")]):
+        chat = Chat(served.page(browser))
+        chat.page.clock.install()
+        chat.ask("hello")
+        visible = poll_times(chat, 4_000)
+        assert len(visible) >= 4, visible  # 0.3 s, then up to 1.5 s apart
+        show_as(chat.page, "hidden")
+        hidden = poll_times(chat, 16_000, step_ms=100)
+        assert hidden[0] <= 300, hidden  # the change itself is a reason to look
+        gaps = [b - a for a, b in itertools.pairwise(hidden)]
+        assert len(gaps) >= 2, hidden
+        assert all(4_750 <= gap <= 5_250 for gap in gaps), gaps
+        show_as(chat.page, "visible")
+        shown = poll_times(chat, 2_000)
+        assert shown, "polling resumes when the tab is shown"
+        assert shown[0] <= 300, shown  # not the 5 s a hidden tab waits, nor 1.5 s
+        assert len(shown) >= 2, shown
 
 
 def test_a_320_pixel_screen_fits_without_horizontal_scrolling(
