@@ -4,8 +4,9 @@ SQLite: the embedded `turnkeeper serve` process; PostgreSQL: `turnkeeper worker`
 on procrastinate. The process is paused at the point (`tests/crash_process.py`,
 or the model server holding the call), killed, and the sweeper takes over once
 the one-second lease has expired. Every point after the first call is in the
-second iteration, so the kill finds a checkpoint to keep. For each point: exactly one terminal state,
-`failed()` once (one report), no model call repeated, no checkpointed message lost.
+second iteration, so the kill finds a checkpoint to keep. For each point: exactly
+one terminal state, `failed()` once (one report), no model call repeated, no
+checkpointed message lost.
 """
 
 from __future__ import annotations
