@@ -30,12 +30,19 @@ class Created(BaseModel):
     token: str = Field(description="The bearer token every later call on it needs.")
 
 
+SPACES = (
+    r"\t\n\u000b\f\r\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+"""The characters the API takes as blank (`str.isspace`), written out: `\\s` means other
+sets in JSON Schema's regular expressions (ECMA-262) and in Python's."""
+
+
 class TurnRequest(BaseModel):
     text: Annotated[
         str,
         Field(
             min_length=1,
-            pattern=r"^[^\u0000]*[^\s\u0000][^\u0000]*$",
+            pattern=rf"^[^\u0000]*[^\u0000{SPACES}][^\u0000]*$",
             description="The user's question: not blank, no NUL character.",
         ),
     ]
