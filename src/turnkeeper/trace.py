@@ -14,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import reprlib
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,10 @@ from . import prices
 from .budget import Budget
 from .clock import Clock
 from .errors import ConfigError, ProviderError, ProviderFailed, ProviderUnavailable
-from .instruments import UNWATCHED, CallEnd, TurnWatch
-from .providers import Provider
+from .instruments import UNWATCHED, TurnWatch
+from .observed import CallEnd
+from .providers import WIRES, Provider
+from .providers.scripted import read_json
 from .usage import Usage
 from .wire import Json, Message, Reply, ToolSpec
 
@@ -327,8 +330,8 @@ def write_trace(trace: dict[str, Any], path: str | Path) -> None:
 def read_trace(path: str | Path) -> dict[str, Any]:
     """A trace from a file; `ConfigError` saying why if it cannot be used."""
     try:
-        data = json.loads(Path(path).read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        data = read_json(Path(path).read_text("utf-8"))
+    except (OSError, ValueError) as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise ConfigError(f"cannot read trace {path}: {e}") from e
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ConfigError(f"{path} is not a turnkeeper trace ({FORMAT})")
@@ -347,22 +350,98 @@ def _malformed(data: dict[str, Any]) -> str | None:
     def objects(value: Any) -> bool:
         return isinstance(value, list) and all(isinstance(v, dict) for v in value)
 
-    checks = [
-        (objects(data["calls"]), "calls must be a list of objects"),
-        (objects(data["history"]), "history must be a list of messages"),
+    checks: list[tuple[Callable[[], bool], str]] = [
+        (lambda: objects(data["calls"]), "calls must be a list of objects"),
+        (lambda: objects(data["history"]), "history must be a list of messages"),
         (
-            isinstance(data["clock"], list)
-            and all(isinstance(t, int | float) for t in data["clock"]),
+            lambda: isinstance(data["clock"], list) and all(_number(t) for t in data["clock"]),
             "clock must be a list of numbers",
         ),
-        (isinstance(data["question"], str), "question must be text"),
+        (lambda: isinstance(data["question"], str), "question must be text"),
         (
-            isinstance(data["prior"], int) and 0 <= data["prior"] <= len(data["history"] or []),
+            lambda: isinstance(data["prior"], int) and 0 <= data["prior"] <= len(data["history"]),
             "prior must count messages of the history",
         ),
-        (isinstance(data["budget"], dict), "budget must be an object"),
+        (
+            lambda: isinstance(data["wire"], str) and data["wire"] in WIRES,
+            f"wire must be one of {', '.join(WIRES)}",
+        ),
+        (lambda: isinstance(data.get("request", {}), dict), "request must be an object"),
+        (lambda: isinstance(data.get("turn_id", ""), str), "turn_id must be text"),
+    ]
+    wrong = next((why for ok, why in checks if not ok()), None)
+    if wrong is not None:
+        return wrong
+    for n, call in enumerate(data["calls"], 1):
+        wrong = _call_problem(call)
+        if wrong is not None:
+            return f"call {n}: {wrong}"
+    return _budget_problem(data["budget"])
+
+
+def _call_problem(call: dict[str, Any]) -> str | None:
+    """What is wrong with one recorded model call (as `ModelCall.to_json` writes it), or None."""
+    iteration, error, tools = call.get("iteration"), call.get("error"), call.get("tools", [])
+    checks = [
+        (
+            isinstance(iteration, int) and not isinstance(iteration, bool),
+            "iteration must be a whole number",
+        ),
+        (
+            error is None
+            or (
+                isinstance(error, dict)
+                and isinstance(error.get("kind"), str)
+                and isinstance(error.get("message"), str)
+            ),
+            "error must be an object with a kind and a message",
+        ),
+        (
+            error is not None
+            or call.get("stopped") is True
+            or isinstance(call.get("response"), dict),
+            "response must be an object",
+        ),
+        *(
+            (_number(call.get(n)), f"{n} must be a number")
+            for n in ("started", "timeout", "duration")
+        ),
+        *(
+            (call.get(n) is None or _number(call[n]), f"{n} must be a number")
+            for n in ("tools_duration", "cost_usd")
+        ),
+        *(
+            (isinstance(call.get(n), str | None), f"{n} must be text")
+            for n in ("stop_reason", "decision", "caption", "model")
+        ),
+        (
+            isinstance(tools, list) and all(isinstance(t, str) for t in tools),
+            "tools must be a list of names",
+        ),
     ]
     return next((why for ok, why in checks if not ok), None)
+
+
+def _budget_problem(budget: Any) -> str | None:
+    """Why a trace's budget cannot be a `Budget`, or None."""
+    if not isinstance(budget, dict):
+        return "budget must be an object"
+    settings = {f.name for f in fields(Budget)}
+    for name, value in budget.items():
+        if name not in settings:
+            return f"budget: {name} is not a budget setting"
+        if not _number(value):
+            return f"budget: {name} must be a number, got {reprlib.repr(value)}"
+    try:
+        Budget(**budget)
+    except ConfigError as e:
+        return f"budget: {e}"
+    return None
+
+
+def _number(value: Any) -> bool:
+    """A JSON number (`read_json` refuses those too large for a float, NaN and Infinity)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def first_difference(recorded: dict[str, Any], replayed: dict[str, Any]) -> str | None:

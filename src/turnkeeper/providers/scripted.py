@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,10 @@ class ScriptedProvider:
     wire = messages_api.WIRE
 
     def __init__(self, responses: Sequence[Any], *, delay: float = 0.0) -> None:
-        self._responses = [_checked(i, r) for i, r in enumerate(responses)]
+        problem = _problem(responses)
+        if problem is not None:
+            raise ConfigError(f"the script is unusable: {problem}")
+        self._responses: list[dict[str, Any]] = list(responses)
         self._next = 0
         self.delay = delay
         self.requests: list[list[Message]] = []
@@ -40,13 +44,18 @@ class ScriptedProvider:
         except (OSError, UnicodeDecodeError) as e:
             raise ConfigError(f"cannot read script {path}: {e}") from e
         try:
-            data = json.loads(text)
+            data = read_json(text)
         except json.JSONDecodeError as e:
             raise ConfigError(f"script {path} is not valid JSON: {e}") from e
+        except ValueError as e:
+            raise ConfigError(f"{path} is not a usable script: {e}") from e
         if not isinstance(data, list):
             raise ConfigError(f"script {path} must be a JSON array of response bodies")
         if not data:
             raise ConfigError(f"script {path} holds no responses: the model would have no answer")
+        problem = _problem(data)
+        if problem is not None:
+            raise ConfigError(f"{path} is not a usable script: {problem}")
         return cls(data)
 
     @property
@@ -83,17 +92,79 @@ class ScriptedProvider:
         return {"provider": "scripted", "responses": len(self._responses)}
 
 
-def _checked(index: int, body: Any) -> dict[str, Any]:
-    """A response body as the scripted model needs it, or `ConfigError` saying what is wrong."""
-    where = f"script response {index + 1}"
-    if not isinstance(body, dict):
-        raise ConfigError(f"{where} is not a JSON object")
-    if body.get("type") == "error":
-        return body
-    content = body.get("content")
-    if not isinstance(content, list):
-        raise ConfigError(f"{where} has no 'content' array")
-    for n, block in enumerate(content):
-        if not (isinstance(block, dict) and isinstance(block.get("type"), str)):
-            raise ConfigError(f"{where}: content block {n + 1} has no 'type'")
-    return body
+MAX_DIGITS = 300
+"""The most digits an integer in a script or trace may have: a float holds 308."""
+
+
+def read_json(text: str) -> Any:
+    """JSON as scripts and traces are read: `ValueError` saying why if it is not JSON
+    (`JSONDecodeError`) or holds what turnkeeper cannot compute with or print: nesting
+    too deep to parse, a number too large for a float, NaN or Infinity, half a
+    surrogate pair."""
+    try:
+        data = json.loads(
+            text, parse_int=_integer, parse_float=_finite, parse_constant=_not_a_number
+        )
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except RecursionError:
+        raise ValueError("its JSON is nested too deeply") from None
+    except UnicodeEncodeError as e:
+        half = f"\\u{ord(e.object[e.start]):04x}"
+        raise ValueError(f"it holds {half}, half of a surrogate pair, which is not text") from None
+    return data
+
+
+def _integer(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_DIGITS:
+        raise ValueError(f"it holds a number of more than {MAX_DIGITS} digits")
+    return int(digits)
+
+
+def _finite(digits: str) -> float:
+    value = float(digits)
+    if not math.isfinite(value):
+        raise ValueError(f"it holds a number too large for a float: {digits[:40]}")
+    return value
+
+
+def _not_a_number(name: str) -> Any:
+    raise ValueError(f"it holds {name}, which is not a JSON number")
+
+
+def _problem(responses: Sequence[Any]) -> str | None:
+    """What makes these response bodies unusable to the scripted model, or None."""
+    for i, body in enumerate(responses):
+        where = f"response {i + 1}"
+        if not isinstance(body, dict):
+            return f"{where} is not an object"
+        if body.get("type") == "error":
+            continue
+        content = body.get("content")
+        if not isinstance(content, list):
+            return f"{where} has no 'content' array"
+        for n, block in enumerate(content):
+            wrong = _block_problem(block)
+            if wrong is not None:
+                return f"{where}, content block {n + 1}: {wrong}"
+    return None
+
+
+def _block_problem(block: Any) -> str | None:
+    """What is wrong with one content block, as the Messages API shapes it, or None.
+
+    Text needs its text; a tool use (client, server or MCP) a string id and name and an
+    object input. Other block types pass through untouched, as the API adds them."""
+    if not isinstance(block, dict):
+        return "it is not an object"
+    kind = block.get("type")
+    if not isinstance(kind, str):
+        return "it has no 'type'"
+    if kind == "text" and not isinstance(block.get("text"), str):
+        return "'text' must be a string"
+    if kind in messages_api.TOOL_USE_TYPES:
+        for field in ("id", "name"):
+            if not isinstance(block.get(field), str):
+                return f"'{field}' must be a string"
+        if not isinstance(block.get("input"), dict):
+            return "'input' must be an object"
+    return None
