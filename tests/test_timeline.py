@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,12 +32,18 @@ def script() -> list[dict[str, object]]:
     return calls
 
 
+def slow_read(arguments: dict[str, Any]) -> str:
+    """The tool, taking a measurable moment (the timeline shows the tools' time)."""
+    time.sleep(0.01)
+    return "write tests"
+
+
 async def stored_turn(url: str) -> str:
     store = await open_store(url)
     try:
         conversation_id = await store.create_conversation(new_token()[1])
         turn = await store.create_turn(conversation_id, "todo?")
-        tools = FunctionToolset([Tool(ToolSpec("read_file", "Read."), lambda a: "write tests")])
+        tools = FunctionToolset([Tool(ToolSpec("read_file", "Read."), slow_read)])
         job = TurnJob(store, ScriptedProvider(script()), tools, reporter=lambda r: None)
         await job.run(turn.turn_id)
         return turn.turn_id
@@ -54,6 +62,7 @@ def test_trace_show_reads_a_stored_multi_iteration_turn(
     assert [r["stop_reason"] for r in rows] == ["tool_use", "tool_use", "end_turn"]
     assert [r["tools"] for r in rows] == [["read_file"], ["read_file"], []]
     assert [r["activity"] for r in rows] == ["activity.read_file"] * 3
+    assert [r["tool_seconds"] > 0 for r in rows] == [True, True, False], "tool rounds timed"
     # 5000 in * $3 + 300 out * $15 per million
     assert shown["totals"]["cost_usd"] == pytest.approx(0.0195)
     assert main(["trace", "show", turn_id, "--database", store_url]) == 0
@@ -110,3 +119,15 @@ def test_a_summarised_record_gives_the_same_row() -> None:
     assert row["activity"] == "activity.read_file"
     assert (row["input_tokens"], row["cost_usd"], row["seconds"]) == (1_600, 0.0063, 0.25)
     assert timeline.totals([row, {**row, "cost_usd": None}])["cost_usd"] is None
+    assert row["tool_seconds"] == 0.0, "a record from before tool times were kept"
+
+
+def test_the_totals_hold_the_model_calls_time_and_the_tools_time() -> None:
+    """The turn's wall time, in its two parts: as a trace records it and as the store
+    keeps it."""
+    from turnkeeper import timeline
+
+    recorded = {"iteration": 1, "duration": 1.5, "tools_duration": 0.75, "response": {}}
+    stored = {"iteration": 2, "seconds": 2.0, "tools_seconds": 0.25, "input_tokens": 0}
+    totals = timeline.totals(timeline.rows([recorded, stored]))
+    assert (totals["seconds"], totals["tool_seconds"]) == (3.5, 1.0)

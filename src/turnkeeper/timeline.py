@@ -2,8 +2,10 @@
 
 Rows come from a trace file's call records or from the per-iteration records
 the store keeps; either way a row holds the stop reason (or the error), the
-input and output tokens, the seconds the call took, the tools it called, the
-activity caption key it left, and its cost when the model's price is known.
+input and output tokens, the seconds the call took, the tools it called and the
+seconds they took, the activity caption key it left, and its cost when the
+model's price is known. The totals' two times add up to the turn's wall time,
+but for the loop's own microseconds.
 The input column's growth (`+in`) shows the history getting longer, the one
 cost that compounds with every iteration.
 """
@@ -37,6 +39,7 @@ def row(call: Mapping[str, Any], wire: str = "anthropic") -> Row:
         "input_tokens": _tokens(usage, "input_tokens", "prompt_tokens"),
         "output_tokens": _tokens(usage, "output_tokens", "completion_tokens"),
         "seconds": round(float(call.get("duration", 0.0)), 3),
+        "tool_seconds": round(float(call.get("tools_duration") or 0.0), 3),
         "tools": list(call.get("tools", [])),
         "activity": call.get("caption", call.get("activity")),
         "model": model if isinstance(model, str) else None,
@@ -53,6 +56,7 @@ def _summarised(call: Mapping[str, Any]) -> Row:
         "input_tokens": count(call.get("input_tokens")),
         "output_tokens": count(call.get("output_tokens")),
         "seconds": round(float(call.get("seconds", 0.0)), 3),
+        "tool_seconds": round(float(call.get("tools_seconds") or 0.0), 3),
         "tools": list(call.get("tools", [])),
         "activity": call.get("caption", call.get("activity")),
         "model": call.get("model"),
@@ -75,6 +79,7 @@ def totals(timeline: Sequence[Row]) -> Row:
         "input_tokens": sum(r["input_tokens"] for r in timeline),
         "output_tokens": sum(r["output_tokens"] for r in timeline),
         "seconds": round(sum(r["seconds"] for r in timeline), 3),
+        "tool_seconds": round(sum(r["tool_seconds"] for r in timeline), 3),
         "cost_usd": None if None in costs else round(sum(costs), 10),
     }
 
@@ -83,7 +88,7 @@ def render(timeline: Sequence[Row], outcome: str | None) -> str:
     """The timeline as a table: a header, one line per call, and a totals line."""
     lines = [
         f"{'#':>3}  {'stop reason or error':<28} {'in':>7} {'+in':>7} {'out':>6} "
-        f"{'seconds':>8} {'cost $':>9}  {'activity':<22} tools"
+        f"{'seconds':>8} {'tools s':>8} {'cost $':>9}  {'activity':<22} tools"
     ]
     previous: int | None = None
     for r in timeline:
@@ -92,13 +97,15 @@ def render(timeline: Sequence[Row], outcome: str | None) -> str:
         previous = r["input_tokens"] if r["error"] is None else previous
         lines.append(
             f"{r['iteration']!s:>3}  {str(stop)[:28]:<28} {r['input_tokens']:>7} {growth:>7} "
-            f"{r['output_tokens']:>6} {r['seconds']:>8.3f} {_dollars(r['cost_usd']):>9}  "
+            f"{r['output_tokens']:>6} {r['seconds']:>8.3f} {r['tool_seconds']:>8.3f} "
+            f"{_dollars(r['cost_usd']):>9}  "
             f"{r['activity'] or '':<22} {', '.join(r['tools'])}"
         )
     t = totals(timeline)
     lines.append(
         f"{'all':>3}  {'outcome: ' + str(outcome):<28} {t['input_tokens']:>7} {'':>7} "
-        f"{t['output_tokens']:>6} {t['seconds']:>8.3f} {_dollars(t['cost_usd']):>9}"
+        f"{t['output_tokens']:>6} {t['seconds']:>8.3f} {t['tool_seconds']:>8.3f} "
+        f"{_dollars(t['cost_usd']):>9}"
     )
     return "\n".join(lines)
 

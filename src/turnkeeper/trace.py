@@ -102,6 +102,8 @@ class ModelCall:
             "caption": self.caption,
             "decision": self.decision,
         }
+        if self.tools_duration is not None:
+            summary["tools_seconds"] = round(self.tools_duration, 3)
         if self.model is not None:
             summary["model"] = self.model
         if usage.cost_usd is not None:
