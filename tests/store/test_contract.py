@@ -34,6 +34,14 @@ async def queued_turn(store: Store, question: str = "hi") -> tuple[str, str]:
     return conversation_id, turn.turn_id
 
 
+async def claimed_turn(store: Store, question: str = "hi") -> tuple[str, str, int]:
+    """A new conversation's turn, claimed: its conversation, its id and its fence."""
+    conversation_id, turn_id = await queued_turn(store, question)
+    fence = await store.claim(turn_id, 30, "anthropic")
+    assert fence is not None
+    return conversation_id, turn_id, fence
+
+
 def running(state_version: int, *messages: dict[str, Any], done: bool = False) -> PublishedState:
     return PublishedState(
         turn_id="t",
@@ -106,9 +114,7 @@ async def test_a_turn_is_claimed_once(store: Store) -> None:
 
 
 async def test_versions_strictly_increase(store: Store) -> None:
-    _, turn_id = await queued_turn(store)
-    fence = await store.claim(turn_id, 30, "anthropic")
-    assert fence is not None
+    _, turn_id, fence = await claimed_turn(store)
     await store.publish(turn_id, fence, running(2))
     with pytest.raises(FenceLost):
         await store.publish(turn_id, fence, running(2))
@@ -117,9 +123,7 @@ async def test_versions_strictly_increase(store: Store) -> None:
 
 
 async def test_checkpoints_append_history_and_finish_writes_the_tail(store: Store) -> None:
-    conversation_id, turn_id = await queued_turn(store)
-    fence = await store.claim(turn_id, 30, "anthropic")
-    assert fence is not None
+    conversation_id, turn_id, fence = await claimed_turn(store)
     first: list[dict[str, Any]] = [
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": [{"n": 1}]},
@@ -137,9 +141,7 @@ async def test_checkpoints_append_history_and_finish_writes_the_tail(store: Stor
 
 
 async def test_usage_is_kept_as_recorded(store: Store) -> None:
-    _, turn_id = await queued_turn(store)
-    fence = await store.claim(turn_id, 30, "anthropic")
-    assert fence is not None
+    _, turn_id, fence = await claimed_turn(store)
     await store.record_usage(turn_id, fence, Usage(iterations=1, input_tokens=7, output_tokens=3))
     recovery = await store.take_over(turn_id, held_by(fence))
     assert recovery is not None
@@ -147,9 +149,7 @@ async def test_usage_is_kept_as_recorded(store: Store) -> None:
 
 
 async def test_take_over_recovers_the_last_checkpoint(store: Store) -> None:
-    _, turn_id = await queued_turn(store, "q")
-    fence = await store.claim(turn_id, 30, "anthropic")
-    assert fence is not None
+    _, turn_id, fence = await claimed_turn(store, "q")
     question = {"id": "m1", "role": "user", "text": "q"}
     await store.publish(turn_id, fence, running(2, question))
     appended: list[dict[str, Any]] = [
@@ -171,9 +171,7 @@ async def test_take_over_recovers_the_last_checkpoint(store: Store) -> None:
 
 
 async def test_take_over_before_any_checkpoint_recovers_the_published_state(store: Store) -> None:
-    _, turn_id = await queued_turn(store, "q")
-    fence = await store.claim(turn_id, 30, "anthropic")
-    assert fence is not None
+    _, turn_id, fence = await claimed_turn(store, "q")
     started = running(2, {"id": "m1", "role": "user", "text": "q"})
     await store.publish(turn_id, fence, started)
     recovery = await store.take_over(turn_id, held_by(fence))
@@ -184,9 +182,7 @@ async def test_take_over_before_any_checkpoint_recovers_the_published_state(stor
 
 
 async def test_a_stale_fence_is_refused_on_every_write(store: Store) -> None:
-    _, turn_id = await queued_turn(store)
-    fence = await store.claim(turn_id, 30, "anthropic")
-    assert fence is not None
+    _, turn_id, fence = await claimed_turn(store)
     assert await store.take_over(turn_id, held_by(fence)) is not None
     with pytest.raises(FenceLost):
         await store.publish(turn_id, fence, running(5))
@@ -214,9 +210,7 @@ async def test_a_stale_fence_is_refused_on_every_write(store: Store) -> None:
 async def test_a_write_not_above_the_stored_version_is_refused_with_nothing_written(
     store: Store,
 ) -> None:
-    conversation_id, turn_id = await queued_turn(store)
-    fence = await store.claim(turn_id, 30, "anthropic")
-    assert fence is not None
+    conversation_id, turn_id, fence = await claimed_turn(store)
     first = [{"role": "user", "content": "hi"}]
     await store.checkpoint(turn_id, fence, write(first, running(3), Usage(iterations=1), n=1))
     again = write([{"role": "user", "content": "x"}], running(3, {"id": "m2"}), Usage(1, 9, 9))
@@ -234,9 +228,7 @@ async def test_a_write_not_above_the_stored_version_is_refused_with_nothing_writ
 
 
 async def test_several_messages_appended_by_one_write_keep_their_order(store: Store) -> None:
-    conversation_id, turn_id = await queued_turn(store)
-    fence = await store.claim(turn_id, 30, "anthropic")
-    assert fence is not None
+    conversation_id, turn_id, fence = await claimed_turn(store)
     roles = ("user", "assistant")
     first = [{"role": roles[n % 2], "content": [{"n": n}]} for n in range(12)]
     await store.checkpoint(turn_id, fence, write(first, running(2), n=1))
@@ -246,9 +238,7 @@ async def test_several_messages_appended_by_one_write_keep_their_order(store: St
 
 
 async def test_bubbles_past_those_stored_are_added_and_fewer_drop_the_rest(store: Store) -> None:
-    conversation_id, turn_id = await queued_turn(store, "q")
-    fence = await store.claim(turn_id, 30, "anthropic")
-    assert fence is not None
+    conversation_id, turn_id, fence = await claimed_turn(store, "q")
     q = {"id": "m1", "role": "user", "text": "q"}
     a, b, c, d = ({"id": f"m{n}", "text": t} for n, t in enumerate("abcd", start=2))
 
@@ -301,9 +291,7 @@ async def test_cancel_flag_is_set_and_cleared_by_the_final_write(store: Store) -
 
 
 async def test_a_checkpoint_reads_back_the_cancel_flag_with_its_write(store: Store) -> None:
-    _, turn_id = await queued_turn(store)
-    fence = await store.claim(turn_id, 30, "anthropic")
-    assert fence is not None
+    _, turn_id, fence = await claimed_turn(store)
     first = [{"role": "user", "content": "hi"}]
     assert await store.checkpoint(turn_id, fence, write(first, running(2), n=1)) is False
     await store.request_cancel(turn_id)
@@ -312,9 +300,7 @@ async def test_a_checkpoint_reads_back_the_cancel_flag_with_its_write(store: Sto
 
 
 async def test_transcript_and_counts(store: Store) -> None:
-    conversation_id, turn_id = await queued_turn(store, "one")
-    fence = await store.claim(turn_id, 30, "anthropic")
-    assert fence is not None
+    conversation_id, turn_id, fence = await claimed_turn(store, "one")
     done = running(2, {"id": "m1", "text": "one"}, {"id": "m2", "text": "answer"}, done=True)
     await store.finish(turn_id, fence, write([], done, Usage()))
     await store.create_turn(conversation_id, "two")
@@ -325,9 +311,7 @@ async def test_transcript_and_counts(store: Store) -> None:
 async def test_wire_data_is_kept_as_it_came_nul_characters_and_key_order_included(
     store: Store,
 ) -> None:
-    conversation_id, turn_id = await queued_turn(store)
-    fence = await store.claim(turn_id, 30, "anthropic")
-    assert fence is not None
+    conversation_id, turn_id, fence = await claimed_turn(store)
     odd: list[dict[str, Any]] = [
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": [{"type": "text", "text": "a\x00b", "z": 1, "a": 2}]},
@@ -349,9 +333,7 @@ async def test_wire_data_is_kept_as_it_came_nul_characters_and_key_order_include
 async def test_one_write_per_iteration_publishes_its_state_and_keeps_its_model_calls(
     store: Store,
 ) -> None:
-    _, turn_id = await queued_turn(store, "q")
-    fence = await store.claim(turn_id, 30, "anthropic")
-    assert fence is not None
+    _, turn_id, fence = await claimed_turn(store, "q")
     first = ModelCall(1, 0.0, 10.0, duration=0.25, stop_reason="tool_use", tools=["read_file"])
     first.usage, first.decision, first.caption = Usage(1, 12, 5), "continue", "activity.read_file"
     question = {"id": "m1", "role": "user", "text": "q"}

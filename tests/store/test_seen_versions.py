@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from tests.store.test_contract import claimed_turn
 
 from turnkeeper.state import PublishedState
-from turnkeeper.store import new_token
 from turnkeeper.store.sqlite import SqliteStore
 
 
@@ -19,14 +19,6 @@ async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
     await opened.migrate()
     yield opened
     await opened.close()
-
-
-async def claimed_turn(store: SqliteStore) -> tuple[str, int]:
-    conversation_id = await store.create_conversation(new_token()[1])
-    turn = await store.create_turn(conversation_id, "q")
-    fence = await store.claim(turn.turn_id, 30, "anthropic")
-    assert fence is not None
-    return turn.turn_id, fence
 
 
 async def publish_running(store: SqliteStore, turn_id: str, fence: int) -> int:
@@ -39,7 +31,7 @@ async def publish_running(store: SqliteStore, turn_id: str, fence: int) -> int:
 
 
 async def test_idle_polls_do_not_go_to_the_database_thread(store: SqliteStore) -> None:
-    turn_id, _ = await claimed_turn(store)
+    _, turn_id, _ = await claimed_turn(store)
     assert await store.state_after(turn_id, 1) is None  # read once, remembered
     reads = store.commits.reads
     for _ in range(20):
@@ -48,7 +40,7 @@ async def test_idle_polls_do_not_go_to_the_database_thread(store: SqliteStore) -
 
 
 async def test_a_write_by_this_store_is_seen_by_the_next_poll(store: SqliteStore) -> None:
-    turn_id, fence = await claimed_turn(store)
+    _, turn_id, fence = await claimed_turn(store)
     assert await store.state_after(turn_id, 1) is None
     version = await publish_running(store, turn_id, fence)
     state = await store.state_after(turn_id, 1)
@@ -61,7 +53,7 @@ async def test_a_write_by_another_process_is_seen_by_the_next_poll(
 ) -> None:
     """Another store on the same file (as another process would be) publishes: the first
     store's remembered version is dropped, not served."""
-    turn_id, fence = await claimed_turn(store)
+    _, turn_id, fence = await claimed_turn(store)
     assert await store.state_after(turn_id, 1) is None
     assert await store.state_after(turn_id, 1) is None  # answered from memory
     other = SqliteStore(store.path)
@@ -83,7 +75,7 @@ async def test_an_unknown_turn_is_not_remembered(store: SqliteStore) -> None:
 
 
 async def test_one_look_at_the_database_serves_the_polls_of_one_pass(store: SqliteStore) -> None:
-    turn_id, _ = await claimed_turn(store)
+    _, turn_id, _ = await claimed_turn(store)
     assert await store.state_after(turn_id, 1) is None
     await asyncio.sleep(0)  # the next pass: that look is no longer fresh
     store.seen.as_of()
