@@ -5,11 +5,17 @@ scripted Messages API body. It counts requests, so a test can tell that a turn
 was never sent to the model twice, and `HOLD` makes it keep a request open
 until the test releases it: "the worker is in the middle of a model call".
 Tools in a worker process report to `/tool-started` before they block.
+
+A request whose client hung up before the server read it (a call a Stop
+aborted, read late on a busy machine) is kept apart in `abandoned` and takes
+nothing from the script: the next test's script is not the stopped turn's.
 """
 
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,6 +35,7 @@ class FakeModelServer:
         self.script = list(script)
         self.requests: list[Any] = []
         self.tool_starts: list[str] = []
+        self.abandoned: list[Any] = []
         self.released = threading.Event()
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -81,6 +88,10 @@ class FakeModelServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", "0"))
                 payload = json.loads(self.rfile.read(length) or b"{}")
+                if hung_up(self.connection):
+                    with fake._lock:
+                        fake.abandoned.append(payload)
+                    return
                 body = json.dumps(fake._answer(self.path, payload)).encode()
                 try:
                     self.send_response(200)
@@ -95,6 +106,17 @@ class FakeModelServer:
                 pass
 
         return Handler
+
+
+def hung_up(connection: socket.socket) -> bool:
+    """Whether the client has closed its side of `connection` (its request all read)."""
+    readable, _, _ = select.select([connection], [], [], 0)
+    if not readable:
+        return False
+    try:
+        return connection.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
 
 
 class HttpModel:

@@ -77,6 +77,22 @@ class Served:
         return page
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failed browser test shows what `serve` logged and what the fake model was asked:
+    the page's view alone cannot tell a turn that ended from a request that failed."""
+    report = yield
+    served = getattr(item, "funcargs", {}).get("served")
+    if report.when == "call" and report.failed and isinstance(served, Served):
+        lines = output(served.log).splitlines()[-60:]
+        report.sections.append(("serve log, its last 60 lines", "\n".join(lines)))
+        asked = [str(r.get("messages"))[:100] for r in served.model.requests]
+        hung_up = [str(r.get("messages"))[:100] for r in served.model.abandoned]
+        seen = f"answered: {asked}\nhung up before read: {hung_up}"
+        report.sections.append(("the fake model's requests this test", seen))
+    return report
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """One `turnkeeper serve` per test module (starting one takes seconds on a busy machine);
