@@ -1,15 +1,20 @@
-"""The fake model tells a client that hung up from one still waiting for its answer."""
+"""The fake model tells a client that hung up from one still waiting for its answer, and a
+hung-up request takes nothing from the script."""
 
 from __future__ import annotations
 
+import json
 import select
 import socket
 import struct
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
-from tests.fake_model import hung_up
+from tests import scripts
+from tests.fake_model import FakeModelServer, hung_up
+from tests.waiting import eventually
 
 
 @pytest.fixture
@@ -55,3 +60,27 @@ def test_a_client_that_reset_the_connection_has_hung_up(
     client.close()  # a linger of 0 sends RST, as an aborted request may
     select.select([server], [], [], 5)  # the reset has arrived (bounded)
     assert hung_up(server)
+
+
+async def test_a_request_whose_client_hung_up_takes_nothing_from_the_script() -> None:
+    """As a call a Stop aborted, read late: sent whole, then closed, before the server read it."""
+    answer = scripts.answer("for the call still waiting")
+    model = FakeModelServer([answer])
+    gone = {"messages": [{"role": "user", "content": "stopped"}]}
+    body = json.dumps(gone).encode()
+    head = f"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
+    address = httpx.URL(model.url)
+    with socket.create_connection((address.host, address.port)) as hung:
+        hung.sendall(head.encode() + body)  # queued until the server starts accepting
+    with model:
+
+        async def read() -> bool:
+            return bool(model.abandoned or model.requests)
+
+        await eventually(read, "the fake model reading the hung-up request")
+        async with httpx.AsyncClient() as waiting:
+            live = {"messages": [{"role": "user", "content": "waiting"}]}
+            answered = await waiting.post(f"{model.url}/v1/messages", json=live)
+    assert answered.json() == answer
+    assert model.abandoned == [gone]
+    assert model.requests == [live]
