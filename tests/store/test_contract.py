@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -16,6 +17,7 @@ from turnkeeper.store import (
     EXPIRED,
     Busy,
     FenceLost,
+    Guard,
     Store,
     hash_token,
     held_by,
@@ -84,6 +86,58 @@ async def test_a_new_turn_is_queued_at_version_1_with_its_question(store: Store)
     assert turn is not None
     assert turn.conversation_id == conversation_id
     assert await store.turn("t_missing") is None
+
+
+async def test_the_guard_holds_the_token_hash_and_the_owner(store: Store) -> None:
+    owner = "auth0|ünïcode-" + "x" * 300
+    owned = await store.create_conversation(hash_token("a"), owner=owner)
+    token_only = await store.create_conversation(hash_token("b"))
+    assert await store.guard(owned) == Guard(hash_token("a"), owner)
+    assert await store.guard(token_only) == Guard(hash_token("b"), None)
+    assert await store.guard("c_missing") is None
+    assert await store.token_hash(owned) == hash_token("a")
+
+
+async def test_a_turn_keeps_who_asked_it_and_in_which_locale(store: Store) -> None:
+    conversation_id = await store.create_conversation(hash_token("a"), owner="u_1")
+    asked = await store.create_turn(conversation_id, "olá?", user="u_1", locale="pt-BR")
+    assert (asked.user, asked.locale) == ("u_1", "pt-BR")
+    assert await store.turn(asked.turn_id) == asked
+    _, turn_id = await queued_turn(store)
+    plain = await store.turn(turn_id)
+    assert plain is not None
+    assert (plain.user, plain.locale) == (None, "en"), "asked with the token alone, in English"
+
+
+async def finished_turn(store: Store, conversation_id: str, question: str) -> None:
+    """A turn asked and finished, so the conversation takes the next one."""
+    turn = await store.create_turn(conversation_id, question)
+    fence = await store.claim(turn.turn_id, 30, "anthropic")
+    assert fence is not None
+    await store.finish(turn.turn_id, fence, write([], running(2, done=True), Usage()))
+
+
+async def test_an_owners_conversations_newest_first_titled_by_their_first_question(
+    store: Store,
+) -> None:
+    first = await store.create_conversation(hash_token("a"), owner="ann")
+    await store.create_conversation(hash_token("b"), owner="bob")
+    await store.create_conversation(hash_token("c"))
+    second = await store.create_conversation(hash_token("d"), owner="ann")
+    third = await store.create_conversation(hash_token("e"), owner="ann")
+    await finished_turn(store, first, "first question")
+    await store.create_turn(first, "second question")
+    await store.create_turn(second, "only question")
+    listed = await store.conversations("ann")
+    assert [c.conversation_id for c in listed] == [third, second, first]
+    assert [c.title for c in listed] == [None, "only question", "first question"]
+    created = [c.created for c in listed]
+    assert created == sorted(created, reverse=True)
+    assert all(abs(t - time.time()) < 60 for t in created), "Unix seconds"
+    limited = await store.conversations("ann", limit=2)
+    assert [c.conversation_id for c in limited] == [third, second]
+    assert await store.conversations("ann", limit=0) == []
+    assert await store.conversations("nobody") == []
 
 
 async def test_one_open_turn_per_conversation(store: Store) -> None:

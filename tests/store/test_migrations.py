@@ -1,4 +1,5 @@
-"""Upgrading a store: a turn left unfinished under the previous schema is recovered whole."""
+"""Upgrading a store: what an earlier schema holds reads back whole, an unfinished turn
+included."""
 
 from __future__ import annotations
 
@@ -12,27 +13,43 @@ import psycopg
 import pytest
 from tests.scripts import assert_valid_history
 
+from turnkeeper import state as published
 from turnkeeper.job import failed
 from turnkeeper.state import PublishedState
-from turnkeeper.store import UNCLAIMED, Store, held_by, new_token, open_store, parse_url
+from turnkeeper.store import (
+    UNCLAIMED,
+    Guard,
+    Store,
+    held_by,
+    new_id,
+    new_token,
+    open_store,
+    parse_url,
+)
+from turnkeeper.store.sqlite import NOW as SQLITE_NOW
 from turnkeeper.usage import Usage
 from turnkeeper.wire import Message
 
 PREVIOUS = {"sqlite": 2, "postgresql": 4}
 """How many migrations the schema had while checkpoints were rows of their own."""
+BEFORE_OWNERS = {"sqlite": 3, "postgresql": 6}
+"""How many migrations the schema had before conversations had owners and turns askers."""
 
 TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {}}
 
 
-async def previous_store(store_url: str, monkeypatch: pytest.MonkeyPatch) -> Store:
-    """A store migrated only as far as the previous schema."""
+async def previous_store(
+    store_url: str, monkeypatch: pytest.MonkeyPatch, previous: dict[str, int] = PREVIOUS
+) -> Store:
+    """A store migrated only as far as a previous schema (`previous`: its migration count
+    in each dialect)."""
     parsed = parse_url(store_url)
     if parsed.scheme == "sqlite":
         from turnkeeper.store import sqlite as dialect
     else:
         from turnkeeper.store import postgres as dialect  # type: ignore[no-redef]
     with monkeypatch.context() as patched:
-        patched.setattr(dialect, "MIGRATIONS", dialect.MIGRATIONS[: PREVIOUS[parsed.scheme]])
+        patched.setattr(dialect, "MIGRATIONS", dialect.MIGRATIONS[: previous[parsed.scheme]])
         return await open_store(store_url)
 
 
@@ -45,6 +62,32 @@ def execute(store_url: str, sql: str, rows: list[tuple[Any, ...]]) -> None:
         return
     with psycopg.connect(parsed.target, autocommit=True) as pg:
         pg.cursor().executemany(sql.replace("?", "%s"), rows)
+
+
+def created_before(store_url: str, token_hash: str, question: str) -> tuple[str, str]:
+    """A previous release's `create_conversation` and `create_turn`, written as it wrote
+    them (it knew no owners nor askers): the new conversation's id and its queued turn's."""
+    conversation_id, turn_id = new_id("c"), new_id("t")
+    now = SQLITE_NOW if parse_url(store_url).scheme == "sqlite" else "now()"
+    execute(
+        store_url,
+        f"INSERT INTO conversations (conversation_id, token_hash, created) VALUES (?, ?, {now})",
+        [(conversation_id, token_hash)],
+    )
+    first = published.queued(turn_id, conversation_id, question)
+    execute(
+        store_url,
+        "INSERT INTO turns (turn_id, conversation_id, question, status, version, state,"
+        f" n_messages, message_offset, usage, created) VALUES (?, ?, ?, 'queued', 1, ?, 1, 0, ?,"
+        f" {now})",
+        [(turn_id, conversation_id, question, json.dumps(first.bare()), json.dumps(first.usage))],
+    )
+    execute(
+        store_url,
+        "INSERT INTO bubbles VALUES (?, 0, ?)",
+        [(turn_id, json.dumps(first.messages[0].to_json()))],
+    )
+    return conversation_id, turn_id
 
 
 def has_table(store_url: str, name: str) -> bool:
@@ -75,8 +118,7 @@ async def checkpointed_before(old: Store, store_url: str, row: str) -> Before:
     """The previous release's checkpoint: the history, the `checkpoints` row, and the
     turn's row holding the same state (`row="behind"`: still the state published before,
     as a release that published after checkpointing left it when it died in between)."""
-    conversation_id = await old.create_conversation(new_token()[1])
-    turn_id = (await old.create_turn(conversation_id, "what's up?")).turn_id
+    conversation_id, turn_id = created_before(store_url, new_token()[1], "what's up?")
     fence = await old.claim(turn_id, 30, "anthropic")
     queued = await old.state_after(turn_id, 0)
     assert fence is not None
@@ -125,7 +167,7 @@ async def test_a_turn_checkpointed_under_the_previous_schema_is_recovered_from_i
     old = await previous_store(store_url, monkeypatch)
     try:
         before = await checkpointed_before(old, store_url, row)
-        _, never_claimed = await queued_elsewhere(old)
+        _, never_claimed = created_before(store_url, new_token()[1], "later")
     finally:
         await old.close()
 
@@ -155,6 +197,29 @@ async def test_a_turn_checkpointed_under_the_previous_schema_is_recovered_from_i
     assert not has_table(store_url, "checkpoints"), "the checkpoints table is gone"
 
 
-async def queued_elsewhere(store: Store) -> tuple[str, str]:
-    conversation_id = await store.create_conversation(new_token()[1])
-    return conversation_id, (await store.create_turn(conversation_id, "later")).turn_id
+async def test_conversations_and_turns_from_before_owners_read_back_unowned_and_in_english(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = await previous_store(store_url, monkeypatch, BEFORE_OWNERS)
+    token_hash = new_token()[1]
+    try:
+        conversation_id, turn_id = created_before(store_url, token_hash, "what's up?")
+    finally:
+        await old.close()
+
+    store = await open_store(store_url)  # the upgrade: the process applies what is missing
+    try:
+        assert await store.guard(conversation_id) == Guard(token_hash, owner=None)
+        turn = await store.turn(turn_id)
+        assert turn is not None
+        assert (turn.question, turn.user, turn.locale) == ("what's up?", None, "en")
+        fence = await store.claim(turn_id, 30, "anthropic")
+        assert fence is not None, "the old turn is claimed as before"
+
+        owned = await store.create_conversation(new_token()[1], owner="u_1")
+        asked = await store.create_turn(owned, "hallo?", user="u_1", locale="de")
+        assert await store.turn(asked.turn_id) == asked
+        [summary] = await store.conversations("u_1")
+        assert (summary.conversation_id, summary.title) == (owned, "hallo?")
+    finally:
+        await store.close()

@@ -46,6 +46,30 @@ class Turn:
     message_offset: int
     """How many published messages the conversation's earlier turns hold."""
     done: bool
+    user: str | None = None
+    """The application's id of the user who asked it (None: asked with the token alone)."""
+    locale: str = "en"
+    """The asking reader's locale."""
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """What guards a conversation: its token's hash, and the user who owns it."""
+
+    token_hash: str
+    owner: str | None
+    """The application's id of the user who owns it (None: the token alone guards it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSummary:
+    """One of an owner's conversations, as `Store.conversations` lists it."""
+
+    conversation_id: str
+    created: float
+    """When it was created (Unix seconds)."""
+    title: str | None
+    """Its first turn's question (None before any turn)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,14 +134,25 @@ class Store(Protocol):
 
     # ---- the API's side ----------------------------------------------------
 
-    async def create_conversation(self, token_hash: str) -> str:
-        """A new conversation guarded by the token with this hash; its id."""
+    async def create_conversation(self, token_hash: str, owner: str | None = None) -> str:
+        """A new conversation guarded by the token with this hash, owned by `owner`; its id."""
         ...
 
     async def token_hash(self, conversation_id: str) -> str | None: ...
 
-    async def create_turn(self, conversation_id: str, question: str) -> Turn:
-        """Queue a turn (version 1, `queued`); `Busy` while the conversation has one not done."""
+    async def guard(self, conversation_id: str) -> Guard | None:
+        """The conversation's token hash and owner; None if there is no such conversation."""
+        ...
+
+    async def conversations(self, owner: str, limit: int = 50) -> list[ConversationSummary]:
+        """The owner's conversations, newest first (then last inserted first), at most `limit`."""
+        ...
+
+    async def create_turn(
+        self, conversation_id: str, question: str, *, user: str | None = None, locale: str = "en"
+    ) -> Turn:
+        """Queue a turn (version 1, `queued`) asked by `user` in `locale`; `Busy` while the
+        conversation has one not done."""
         ...
 
     async def turn(self, turn_id: str) -> Turn | None: ...
@@ -234,6 +269,12 @@ ITERATIONS_TABLE = """
         PRIMARY KEY (turn_id, n)
     )
 """
+CONVERSATIONS = (
+    "SELECT c.conversation_id, {created}, (SELECT t.question FROM turns t"
+    " WHERE t.conversation_id = c.conversation_id ORDER BY t.seq LIMIT 1)"
+    " FROM conversations c WHERE c.owner = {p} ORDER BY c.created DESC, {inserted} DESC LIMIT {p}"
+)
+"""An owner's conversations, newest first, each with its first turn's question."""
 TAKE_OVER = (
     "UPDATE turns SET fence = fence + 1, lease_expires = {now} + {p}"
     " WHERE turn_id = {p} AND done = {false} AND {condition}"
@@ -251,6 +292,16 @@ CHECKPOINTS_INTO_TURNS = """
 """The turn's row holds what the `checkpoints` row held (the state and its message count,
 written by every checkpoint together): a flag says a checkpoint wrote it. An unfinished
 turn's checkpoint is carried over, so a store upgraded mid-turn recovers it."""
+OWNERS = """
+    ALTER TABLE conversations ADD COLUMN owner {text};
+    ALTER TABLE turns ADD COLUMN asked_by {text};
+    ALTER TABLE turns ADD COLUMN locale {text} NOT NULL DEFAULT 'en';
+    CREATE INDEX conversations_by_owner ON conversations (owner, created{inserted})
+        WHERE owner IS NOT NULL;
+    CREATE INDEX turns_by_conversation ON turns (conversation_id, seq)
+"""
+"""Who owns a conversation and who asked a turn in which locale (existing rows: no owner,
+no user, 'en'), indexed for an owner's conversations and each one's first turn."""
 
 
 def recovered_state(

@@ -26,7 +26,17 @@ from ..state import PublishedState
 from ..usage import Usage
 from ..wire import Message
 from . import base
-from .base import Busy, Holder, Recovery, Turn, new_id, recovered_state, refused
+from .base import (
+    Busy,
+    ConversationSummary,
+    Guard,
+    Holder,
+    Recovery,
+    Turn,
+    new_id,
+    recovered_state,
+    refused,
+)
 from .cancellations import Cancellations
 
 try:
@@ -180,6 +190,12 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
         base.CHECKPOINTS_INTO_TURNS.format(boolean="boolean", true="true", false="false"),
     ),
     ("every write one statement: the `turnkeeper_write` function", WRITE_FUNCTION),
+    (
+        "owners and askers: a conversation's `owner`, a turn's `asked_by` and `locale`",
+        # `seq`: the order of insertion, between conversations created at the same time
+        "ALTER TABLE conversations ADD COLUMN seq bigserial;"
+        + base.OWNERS.format(text="text", inserted=", seq"),
+    ),
 )
 
 
@@ -302,12 +318,12 @@ class PostgresStore:
 
     # ---- the API's side ------------------------------------------------------
 
-    async def create_conversation(self, token_hash: str) -> str:
+    async def create_conversation(self, token_hash: str, owner: str | None = None) -> str:
         conversation_id = new_id("c")
         await self._one(
-            "INSERT INTO conversations (conversation_id, token_hash) VALUES (%s, %s)"
+            "INSERT INTO conversations (conversation_id, token_hash, owner) VALUES (%s, %s, %s)"
             " RETURNING conversation_id",
-            (conversation_id, token_hash),
+            (conversation_id, token_hash, owner),
         )
         return conversation_id
 
@@ -317,7 +333,20 @@ class PostgresStore:
         )
         return None if row is None else str(row[0])
 
-    async def create_turn(self, conversation_id: str, question: str) -> Turn:
+    async def guard(self, conversation_id: str) -> Guard | None:
+        row = await self._one(
+            "SELECT token_hash, owner FROM conversations WHERE conversation_id = %s",
+            (conversation_id,),
+        )
+        return None if row is None else Guard(*row)
+
+    async def conversations(self, owner: str, limit: int = 50) -> list[ConversationSummary]:
+        rows = await self._all(CONVERSATIONS, (owner, max(limit, 0)))
+        return [ConversationSummary(*row) for row in rows]
+
+    async def create_turn(
+        self, conversation_id: str, question: str, *, user: str | None = None, locale: str = "en"
+    ) -> Turn:
         turn_id = new_id("t")
         async with self.pool.connection() as db:
             try:
@@ -330,10 +359,10 @@ class PostgresStore:
                     first = published.queued(turn_id, conversation_id, question, int(offset))
                     await db.execute(
                         "INSERT INTO turns (turn_id, conversation_id, question, status, version,"
-                        " state, n_messages, message_offset, usage)"
-                        " VALUES (%s, %s, %s, 'queued', 1, %s, 1, %s, %s)",
+                        " state, n_messages, message_offset, usage, asked_by, locale)"
+                        " VALUES (%s, %s, %s, 'queued', 1, %s, 1, %s, %s, %s, %s)",
                         (turn_id, conversation_id, question, Json(first.bare()), offset,
-                         Jsonb(first.usage)),
+                         Jsonb(first.usage), user, locale),
                     )  # fmt: skip
                     await db.execute(
                         "INSERT INTO bubbles VALUES (%s, 0, %s)",
@@ -341,12 +370,12 @@ class PostgresStore:
                     )
             except psycopg.errors.UniqueViolation as e:
                 raise Busy(f"conversation {conversation_id} has a turn that is not done") from e
-        return Turn(turn_id, conversation_id, question, 1, int(offset), False)
+        return Turn(turn_id, conversation_id, question, 1, int(offset), False, user, locale)
 
     async def turn(self, turn_id: str) -> Turn | None:
         row = await self._one(
-            "SELECT turn_id, conversation_id, question, version, message_offset, done"
-            " FROM turns WHERE turn_id = %s",
+            "SELECT turn_id, conversation_id, question, version, message_offset, done,"
+            " asked_by, locale FROM turns WHERE turn_id = %s",
             (turn_id,),
         )
         return None if row is None else Turn(*row)
@@ -492,6 +521,9 @@ class PostgresStore:
 WRITE = (
     "SELECT turnkeeper_write(%s::text, %s::text, %s::integer, %s::integer, %s::text, %s::json,"
     " %s::jsonb, %s::json, %s::json, %s::integer, %s::json)"
+)
+CONVERSATIONS = base.CONVERSATIONS.format(
+    created="extract(epoch from c.created)::float8", inserted="c.seq", p="%s"
 )
 SHOWN_KEPT = 10_000
 """Turns whose bubble count a store keeps; past it, it forgets them all (a turn it

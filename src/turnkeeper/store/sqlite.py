@@ -27,7 +27,17 @@ from ..state import PublishedState
 from ..usage import Usage
 from ..wire import Message
 from . import base
-from .base import Busy, Holder, Recovery, Turn, new_id, recovered_state, refused
+from .base import (
+    Busy,
+    ConversationSummary,
+    Guard,
+    Holder,
+    Recovery,
+    Turn,
+    new_id,
+    recovered_state,
+    refused,
+)
 from .cancellations import Cancellations
 from .commits import GroupCommit, transaction
 from .seen import SeenVersions
@@ -93,6 +103,10 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         "checkpoints kept in the turn's row: a `checkpointed` column, no `checkpoints` table",
         base.CHECKPOINTS_INTO_TURNS.format(boolean="INTEGER", true="1", false="0"),
     ),
+    (
+        "owners and askers: a conversation's `owner`, a turn's `asked_by` and `locale`",
+        base.OWNERS.format(text="TEXT", inserted=""),
+    ),
 )
 
 
@@ -127,12 +141,14 @@ class SqliteStore:
 
     # ---- the API's side ------------------------------------------------------
 
-    async def create_conversation(self, token_hash: str) -> str:
+    async def create_conversation(self, token_hash: str, owner: str | None = None) -> str:
         conversation_id = new_id("c")
 
         def insert(db: sqlite3.Connection) -> None:
             db.execute(
-                f"INSERT INTO conversations VALUES (?, ?, {NOW})", (conversation_id, token_hash)
+                "INSERT INTO conversations (conversation_id, token_hash, owner, created)"
+                f" VALUES (?, ?, ?, {NOW})",
+                (conversation_id, token_hash, owner),
             )
 
         await self.commits.write(insert)
@@ -147,7 +163,26 @@ class SqliteStore:
 
         return await self.commits.read(read)
 
-    async def create_turn(self, conversation_id: str, question: str) -> Turn:
+    async def guard(self, conversation_id: str) -> Guard | None:
+        def read(db: sqlite3.Connection) -> Guard | None:
+            row = db.execute(
+                "SELECT token_hash, owner FROM conversations WHERE conversation_id = ?",
+                (conversation_id,),
+            ).fetchone()
+            return None if row is None else Guard(*row)
+
+        return await self.commits.read(read)
+
+    async def conversations(self, owner: str, limit: int = 50) -> list[ConversationSummary]:
+        def read(db: sqlite3.Connection) -> list[ConversationSummary]:
+            rows = db.execute(CONVERSATIONS, (owner, max(limit, 0))).fetchall()
+            return [ConversationSummary(*row) for row in rows]
+
+        return await self.commits.read(read)
+
+    async def create_turn(
+        self, conversation_id: str, question: str, *, user: str | None = None, locale: str = "en"
+    ) -> Turn:
         turn_id = new_id("t")
 
         def insert(db: sqlite3.Connection) -> Turn:
@@ -159,8 +194,8 @@ class SqliteStore:
             try:
                 db.execute(
                     "INSERT INTO turns (turn_id, conversation_id, question, status, version,"
-                    " state, n_messages, message_offset, usage, created)"
-                    f" VALUES (?, ?, ?, 'queued', 1, ?, 1, ?, ?, {NOW})",
+                    " state, n_messages, message_offset, usage, asked_by, locale, created)"
+                    f" VALUES (?, ?, ?, 'queued', 1, ?, 1, ?, ?, ?, ?, {NOW})",
                     (
                         turn_id,
                         conversation_id,
@@ -168,6 +203,8 @@ class SqliteStore:
                         _dump(first.bare()),
                         offset,
                         _dump(first.usage),
+                        user,
+                        locale,
                     ),
                 )
             except sqlite3.IntegrityError as e:
@@ -176,21 +213,23 @@ class SqliteStore:
                 "INSERT INTO bubbles VALUES (?, 0, ?)",
                 (turn_id, _dump(first.messages[0].to_json())),
             )
-            return Turn(turn_id, conversation_id, question, 1, offset, False)
+            return Turn(turn_id, conversation_id, question, 1, offset, False, user, locale)
 
         return await self.commits.write(insert)
 
     async def turn(self, turn_id: str) -> Turn | None:
         def read(db: sqlite3.Connection) -> Turn | None:
             row = db.execute(
-                "SELECT turn_id, conversation_id, question, version, message_offset, done"
-                " FROM turns WHERE turn_id = ?",
+                "SELECT turn_id, conversation_id, question, version, message_offset, done,"
+                " asked_by, locale FROM turns WHERE turn_id = ?",
                 (turn_id,),
             ).fetchone()
             if row is None:
                 return None
-            turn_id_, conversation_id, question, version, offset, done = row
-            return Turn(turn_id_, conversation_id, question, version, offset, bool(done))
+            turn_id_, conversation_id, question, version, offset, done, user, locale = row
+            return Turn(
+                turn_id_, conversation_id, question, version, offset, bool(done), user, locale
+            )
 
         return await self.commits.read(read)
 
@@ -389,6 +428,7 @@ def _publish(db: sqlite3.Connection, turn_id: str, fence: int, state: PublishedS
 
 
 SAVE_CALL = base.SAVE_CALL.format(p="?")
+CONVERSATIONS = base.CONVERSATIONS.format(created="c.created", inserted="c.rowid", p="?")
 FENCED = (
     "SELECT conversation_id, n_messages FROM turns"
     " WHERE turn_id = ? AND fence = ? AND done = 0 AND version < ?"
