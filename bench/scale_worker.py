@@ -4,8 +4,8 @@
 
 Runs what `turnkeeper worker` runs (`cmd_worker`: `gc_policy.apply()`, then
 `server.work`: the procrastinate worker and the sweeper on the PostgreSQL
-store) with B's fake model (6 calls of 50 ms a turn) and the trivial tool in
-place of the provider and tools `turnkeeper worker` would choose. Writes
+store) with B's fake model (6 calls of 50 ms a turn) and an assistant whose only
+tool is the trivial one, in place of the app `turnkeeper worker APP` would load. Writes
 `ready` and the CPU seconds start-up took on stdout once built
 (imports included); on SIGTERM it stops like `turnkeeper worker`
 and writes the number of model calls it made (so the workload can check that
@@ -20,9 +20,8 @@ import sys
 import time
 from collections.abc import Sequence
 
-from turnkeeper import gc_policy
+from turnkeeper import Assistant, gc_policy
 from turnkeeper.server import Settings, work
-from turnkeeper.tools import CombinedToolset
 from turnkeeper.wire import Message, Reply, ToolSpec
 from turnkeeper.worker import run_worker  # noqa: F401 - imported before start-up is measured
 
@@ -47,10 +46,10 @@ def main(url: str, concurrency: int) -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     settings = Settings(database=url, concurrency=concurrency)
     provider = CountingProvider(SPEC)
-    tools = CombinedToolset(toolset(SPEC))
+    assistant = Assistant(tools=[toolset(SPEC)])
     gc_policy.apply()
     print(f"ready {time.process_time()}", flush=True)
-    asyncio.run(work(settings, provider, tools))
+    asyncio.run(work(settings, assistant, provider))
     print(f"calls {CountingProvider.calls} cpu {time.process_time()}", flush=True)
 
 

@@ -21,15 +21,19 @@ import tempfile
 import urllib.request
 from typing import Any
 
-from turnkeeper import ScriptedProvider
+from turnkeeper import Assistant, ScriptedProvider
 from turnkeeper.providers import Provider
-from turnkeeper.providers.select import choose_provider
 from turnkeeper.server import Settings, serve
-from turnkeeper.tools import CombinedToolset
 from turnkeeper.tools.mcp import MCPToolset
 
 TIME_SERVER = f"{sys.executable} -m mcp_server_time --local-timezone UTC"
 QUESTION = "What time is it in Tokyo?"
+
+assistant = Assistant(
+    name="Time desk",
+    instructions="You tell the time anywhere, using the time server's tools.",
+    tools=[MCPToolset.stdio(TIME_SERVER)],
+)
 
 
 def response(content: list[dict[str, Any]], stop_reason: str) -> dict[str, Any]:
@@ -107,9 +111,13 @@ async def main(provider: Provider) -> None:
         port = s.getsockname()[1]
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as folder:
-        settings = Settings(database=f"sqlite:///{folder}/example.db", port=port, mcp=[TIME_SERVER])
-        toolset = CombinedToolset(MCPToolset.stdio(TIME_SERVER))
-        serving = asyncio.create_task(serve(settings, provider, toolset))
+        settings = Settings(
+            database=f"sqlite:///{folder}/example.db",
+            port=port,
+            app="served_turn_mcp:assistant",
+            mcp=[TIME_SERVER],
+        )
+        serving = asyncio.create_task(serve(settings, assistant, provider))
         await until_up(base, serving)
         state = await ask(base)
         print(f"answer: {state['messages'][-1].get('text')}  ({state['status']})")
@@ -119,5 +127,5 @@ async def main(provider: Provider) -> None:
 
 if __name__ == "__main__":
     real = "--real" in sys.argv[1:]
-    chosen = choose_provider(None, None, os.environ) if real else ScriptedProvider(SCRIPT)
+    chosen = assistant.choose_provider(os.environ) if real else ScriptedProvider(SCRIPT)
     asyncio.run(main(chosen))

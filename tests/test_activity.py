@@ -19,17 +19,16 @@ from turnkeeper.tools.functions import FunctionToolset, tool
 @pytest.fixture(autouse=True)
 def _fresh_catalogs() -> Iterator[None]:
     """Entries a test adds to the catalogs do not outlive it."""
-    added = {locale: dict(entries) for locale, entries in i18n._added.items()}
+    process = i18n.PROCESS
+    added = {locale: dict(entries) for locale, entries in process._added.items()}
     yield
-    i18n._added.clear()
-    i18n._added.update(added)
-    i18n.catalog.cache_clear()
+    i18n.PROCESS = i18n.Catalogs(added)
 
 
 def test_built_in_tools_have_captions_in_every_locale() -> None:
     for key in set(ACTIVITIES.values()):
-        assert i18n._load("en")[key]
-        assert i18n._load("es")[key]
+        assert i18n._shipped("en")[key]
+        assert i18n._shipped("es")[key]
 
 
 def test_unknown_tools_stay_silent() -> None:
@@ -59,7 +58,7 @@ def test_captions_adds_keys_and_catalog_strings() -> None:
     ("entries", "why"),
     [
         ({"t": {"es": "Hizo algo"}}, "needs an 'en' text"),
-        ({"t": {"en": "Did it", "fr": "Fait"}}, "unknown locale 'fr'"),
+        ({"t": {"en": "Did it", "français": "Fait"}}, "'français' is not a locale tag"),
         ({"t": {"en": "  "}}, "non-empty key and text"),
         ({"t": "errors.ai_failed"}, "must be an activity.* key"),
     ],

@@ -131,16 +131,19 @@ async def test_serve_lets_a_running_turn_finish_and_answers_polls_meanwhile(
             await until_up(base, server, log)
             after = await client.state(turn_id)
             next_turn = await client.ask()
-    banner = output(log).splitlines()[:9]
+    banner = output(log).splitlines()[:12]
     assert banner[0] == "turnkeeper 0.1.0 serve"
     assert banner[1] == f"  address      {base}"
-    assert banner[2] == "  mode         embedded (turns run in this process, 4 at once)"
-    assert banner[3] == f"  model        openai gpt-4.1-mini at {model.url}/v1/"
-    assert banner[4] == f"  database     sqlite:///{tmp_path / 'tk.db'}"
-    assert banner[5].startswith("  read_file    ")
-    assert banner[5].endswith("(the demo folder)")
-    assert banner[6:] == [
+    assert banner[2] == "  app          the demo assistant"
+    assert banner[3] == "  mode         embedded (turns run in this process, 4 at once)"
+    assert banner[4] == f"  model        openai gpt-4.1-mini at {model.url}/v1/"
+    assert banner[5] == f"  database     sqlite:///{tmp_path / 'tk.db'}"
+    assert banner[6].startswith("  tools        read_file in ")
+    assert banner[6].endswith("(the demo folder)")
+    assert banner[7:] == [
         "  MCP servers  none",
+        "  locales      en, es",
+        "  users        a token per conversation",
         "  lease        30 s",
         "  deadline     180 s per turn; 10 s grace on shutdown",
     ]

@@ -2,6 +2,7 @@
 
 from importlib.metadata import version as _version
 
+from .assistant import Assistant
 from .budget import Budget
 from .errors import (
     ConfigError,
@@ -18,6 +19,8 @@ from .outcomes import Outcome, Status, Stop
 from .providers.scripted import ScriptedProvider
 from .report import Report, log_report
 from .state import Bubble, PublishedState
+from .tools.context import ToolContext
+from .tools.functions import Tool, ToolRefused, tool
 from .usage import Usage
 from .wire import Reply, ToolResult, ToolSpec, ToolUse
 
@@ -25,6 +28,7 @@ __version__ = _version("turnkeeper")
 """The installed version, from the package metadata (pyproject.toml)."""
 
 __all__ = [
+    "Assistant",
     "Bubble",
     "Budget",
     "Checkpoint",
@@ -42,6 +46,9 @@ __all__ = [
     "ScriptedProvider",
     "Status",
     "Stop",
+    "Tool",
+    "ToolContext",
+    "ToolRefused",
     "ToolResult",
     "ToolSpec",
     "ToolUse",
@@ -52,4 +59,5 @@ __all__ = [
     "decide",
     "log_report",
     "run_turn",
+    "tool",
 ]

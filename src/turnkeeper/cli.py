@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from . import __version__, gc_policy, i18n, logs, prices, timeline
+from .assistant import Assistant, demo_assistant, load
 from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_ITERATIONS, Budget
 from .credentials import redact_logs
 from .errors import ConfigError
@@ -34,7 +36,7 @@ from .providers.select import NAMES, choose_provider
 from .replay import replay
 from .report import Report
 from .tools import CombinedToolset, Toolset
-from .tools.files import read_file_tool
+from .tools.files import DEMO_ROOT, read_file_tool
 from .tools.functions import FunctionToolset
 from .trace import first_difference, read_trace, write_trace
 
@@ -300,8 +302,14 @@ async def _stored_timeline(turn_id: str, database: str | None) -> tuple[list[Any
 # ---- serve and worker ------------------------------------------------------------
 
 
+APP_HELP = (
+    "your assistant: a turnkeeper.Assistant as module:attribute, imported from the current "
+    "folder (or --app-dir); without it, the demo assistant"
+)
+
+
 def _add_serving_commands(commands: Any) -> None:
-    serve = commands.add_parser("serve", help="serve the HTTP API (and run turns)")
+    serve = commands.add_parser("serve", help="serve the chat and its HTTP API (and run turns)")
     _serving_options(serve)
     serve.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1")
     serve.add_argument("--port", type=port, default=8000, help="default 8000")
@@ -326,6 +334,10 @@ def _add_serving_commands(commands: Any) -> None:
 
 
 def _serving_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("app", nargs="?", metavar="APP", help=APP_HELP)
+    parser.add_argument(
+        "--app-dir", type=directory, metavar="DIR", help="import APP from this folder"
+    )
     parser.add_argument(
         "--database",
         metavar="URL",
@@ -339,7 +351,7 @@ def _serving_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--root",
         type=directory,
-        help="the folder read_file may read (default: turnkeeper's demo folder)",
+        help="the folder the demo assistant's read_file reads (default: turnkeeper's demo folder)",
     )
     add_mcp_options(parser)
     parser.add_argument("--concurrency", type=positive_int, default=4, help="turns at once")
@@ -391,21 +403,30 @@ SERVED_DEMO_PAUSE = 1.0
 """Seconds the demo model takes per call when served: the chat shows "Read a file" meanwhile."""
 
 
-def _provider(args: argparse.Namespace) -> Provider:
-    """The model `serve` and `worker` use: the rule of ARCHITECTURE §6."""
-    return choose_provider(args.provider, args.model, os.environ, demo_pause=SERVED_DEMO_PAUSE)
+def _assistant(args: argparse.Namespace) -> Assistant:
+    """The assistant `serve` and `worker` run: APP's, else the demo assistant (`read_file`
+    in --root); either way with the tools of the MCP servers named."""
+    servers = mcp_servers(args)
+    if args.app is None:
+        return demo_assistant(args.root if args.root is not None else DEMO_ROOT, servers)
+    if args.root is not None:
+        raise ConfigError("--root is the demo assistant's folder; an APP brings its own tools")
+    assistant = load(args.app, args.app_dir)
+    if servers:
+        assistant = dataclasses.replace(assistant, tools=[*assistant.tools, *servers])
+    return assistant
 
 
-def _toolset(args: argparse.Namespace) -> CombinedToolset:
-    """`read_file` (rooted at --root, else the shipped demo folder) and the MCP servers' tools."""
-    from .server import DEMO_ROOT
-
-    root = args.root if args.root is not None else DEMO_ROOT
-    return CombinedToolset(FunctionToolset([read_file_tool(root)]), *mcp_servers(args))
+def _provider(args: argparse.Namespace, assistant: Assistant) -> Provider:
+    """The model `serve` and `worker` use: --provider and --model over the assistant's own,
+    over the environment's rule (docs/design.md §6)."""
+    return assistant.choose_provider(
+        os.environ, provider=args.provider, model=args.model, demo_pause=SERVED_DEMO_PAUSE
+    )
 
 
 def _settings(args: argparse.Namespace) -> Any:
-    from .server import DEMO_ROOT, Settings
+    from .server import Settings
     from .store import DEFAULT_URL, parse_url
 
     database = args.database or os.environ.get("TURNKEEPER_DATABASE_URL") or DEFAULT_URL
@@ -420,6 +441,7 @@ def _settings(args: argparse.Namespace) -> Any:
         metrics_port=getattr(args, "metrics_port", None),
         log_format=args.log_format,
         grace=args.grace,
+        app=args.app,
         root=(args.root if args.root is not None else DEMO_ROOT).resolve(),
         mcp=[*args.mcp_stdio, *args.mcp_http],
         cors_origins=tuple(getattr(args, "cors_origin", ())),
@@ -432,8 +454,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     logs.configure(args.log_format)
     redact_logs()
     use_prices(args)
+    settings = _settings(args)
+    assistant = _assistant(args)
+    provider = _provider(args, assistant)
     gc_policy.apply()
-    asyncio.run(serve(_settings(args), _provider(args), _toolset(args)))
+    asyncio.run(serve(settings, assistant, provider))
     return 0
 
 
@@ -443,8 +468,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
     logs.configure(args.log_format)
     redact_logs()
     use_prices(args)
+    settings = _settings(args)
+    assistant = _assistant(args)
+    provider = _provider(args, assistant)
     gc_policy.apply()
-    asyncio.run(work(_settings(args), _provider(args), _toolset(args)))
+    asyncio.run(work(settings, assistant, provider))
     return 0
 
 

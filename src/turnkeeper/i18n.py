@@ -1,53 +1,154 @@
-"""Message catalogs: one JSON file per locale, shared by the widget and the CLI.
+"""Message catalogs: one JSON file per shipped locale, shared by the widget and the CLI.
 
 The job never translates; the layer that knows the reader's locale resolves
-keys here. A key missing from a catalog falls back to `en`; an unknown key
-resolves to None (shows nothing). An application adds its own entries (the
-captions of its own tools, see `activity.captions`) with `add_messages`.
+keys here. A locale is a BCP 47 tag (`en`, `fr`, `pt-BR`); a key missing from
+its catalog falls back along the tag (`pt-BR` → `pt`) and then to `en`; an
+unknown key resolves to None (shows nothing).
+
+`Catalogs` is one set of catalogs: the shipped ones (`en`, `es`) and whatever
+an application adds (an `Assistant`'s `messages` and `captions`, in any
+language). `negotiate()` picks the best of them for what a reader asked for.
+The module-level functions use the process's own catalogs, which
+`add_messages` extends (the CLI and `activity.captions` use them).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from functools import cache
 from importlib import resources
 
 from .errors import ConfigError
 
-LOCALES = ("en", "es")
+SHIPPED = ("en", "es")
+"""The locales whose catalogs ship with turnkeeper."""
 DEFAULT = "en"
 
-_added: dict[str, dict[str, str]] = {}
-"""Entries the application added, per locale, over the shipped catalogs."""
+_TAG = re.compile(
+    r"(?P<language>[a-z]{2,3})"
+    r"(?:-(?P<script>[a-z]{4}))?"
+    r"(?:-(?P<region>[a-z]{2}|\d{3}))?",
+    re.IGNORECASE,
+)
+"""A BCP 47 language tag of the forms catalogs use: language, optional script and region."""
+
+
+def locale_tag(text: object) -> str:
+    """`text` as a canonical BCP 47 tag (`pt-br` → `pt-BR`, `zh_hant` → `zh-Hant`);
+    `ConfigError` if it is not one."""
+    match = _TAG.fullmatch(text.replace("_", "-")) if isinstance(text, str) else None
+    if match is None:
+        raise ConfigError(
+            f"{text!r} is not a locale tag; write one as BCP 47 does: en, fr, pt-BR, zh-Hant"
+        )
+    parts = [match["language"].lower()]
+    if match["script"]:
+        parts.append(match["script"].title())
+    if match["region"]:
+        parts.append(match["region"].upper())
+    return "-".join(parts)
+
+
+def shorter(locale: str) -> list[str]:
+    """The tag and its shorter forms, longest first: `zh-Hant-TW`, `zh-Hant`, `zh`."""
+    parts = locale.split("-")
+    return ["-".join(parts[:n]) for n in range(len(parts), 0, -1)]
+
+
+def fallbacks(locale: str) -> list[str]:
+    """The tags a key is looked up under, best first: `pt-BR` → `pt-BR`, `pt`, `en`."""
+    chain = shorter(locale)
+    return chain if DEFAULT in chain else [*chain, DEFAULT]
+
+
+class Catalogs:
+    """The shipped catalogs with an application's entries over them, per locale."""
+
+    def __init__(self, added: Mapping[str, Mapping[str, str]] | None = None) -> None:
+        self._added: dict[str, dict[str, str]] = {}
+        self._merged: dict[str, dict[str, str]] = {}
+        for locale, messages in (added or {}).items():
+            self.add(locale, messages)
+
+    @property
+    def locales(self) -> tuple[str, ...]:
+        """Every locale with a catalog, `en` first, then in alphabetical order."""
+        rest = sorted((set(SHIPPED) | set(self._added)) - {DEFAULT})
+        return (DEFAULT, *rest)
+
+    def add(self, locale: str, messages: Mapping[str, str]) -> None:
+        """Add entries to the catalog of `locale` (any BCP 47 tag); `ConfigError` for a
+        malformed tag, or an entry without a key or text."""
+        tag = locale_tag(locale)
+        if not isinstance(messages, Mapping):
+            raise ConfigError(f"the messages of {tag!r} must be a mapping of keys to texts")
+        for key, text in messages.items():
+            if not (isinstance(key, str) and isinstance(text, str) and key and text.strip()):
+                raise ConfigError(
+                    f"catalog entry {key!r} of {tag!r} needs a non-empty key and text"
+                )
+        self._added.setdefault(tag, {}).update(messages)
+        self._merged.clear()
+
+    def catalog(self, locale: str) -> Mapping[str, str]:
+        """Every key's text for a reader of `locale`: its own entries over its fallbacks'."""
+        found = self._merged.get(locale)
+        if found is None:
+            found = {}
+            for tag in reversed(fallbacks(locale)):
+                found.update(_shipped(tag))
+                found.update(self._added.get(tag, {}))
+            self._merged[locale] = found
+        return found
+
+    def resolve(self, key: str, locale: str) -> str | None:
+        return self.catalog(locale).get(key)
+
+    def negotiate(self, wanted: Iterable[str]) -> str:
+        """The best locale with a catalog for a reader who wants `wanted`, best first
+        (`navigator.languages`, an Accept-Language header's tags): each tag, then its
+        shorter forms (`pt-BR` → `pt`); `en` when none has a catalog. Malformed tags are
+        passed over."""
+        known = {tag.lower(): tag for tag in self.locales}
+        for text in wanted:
+            try:
+                tag = locale_tag(text.strip())
+            except ConfigError:
+                continue
+            for candidate in shorter(tag):
+                if candidate.lower() in known:
+                    return known[candidate.lower()]
+        return DEFAULT
 
 
 @cache
-def catalog(locale: str) -> Mapping[str, str]:
-    """The catalog of `locale` (one of LOCALES), merged over `en`."""
-    if locale not in LOCALES:
-        locale = DEFAULT
-    base = {**_load(DEFAULT), **_added.get(DEFAULT, {})}
-    if locale == DEFAULT:
-        return base
-    return {**base, **_load(locale), **_added.get(locale, {})}
-
-
-def add_messages(locale: str, messages: Mapping[str, str]) -> None:
-    """Add entries to the catalog of `locale` in this process; `ConfigError` for other locales."""
-    if locale not in LOCALES:
-        raise ConfigError(f"unknown locale {locale!r}; catalogs exist for {', '.join(LOCALES)}")
-    for key, text in messages.items():
-        if not (isinstance(key, str) and isinstance(text, str) and key and text.strip()):
-            raise ConfigError(f"catalog entry {key!r} needs a non-empty key and text")
-    _added.setdefault(locale, {}).update(messages)
-    catalog.cache_clear()
-
-
-def _load(locale: str) -> dict[str, str]:
+def _shipped(locale: str) -> Mapping[str, str]:
+    """A shipped catalog's entries; empty for a locale that ships none."""
+    if locale not in SHIPPED:
+        return {}
     text = resources.files("turnkeeper").joinpath("locales", f"{locale}.json").read_text("utf-8")
     data: dict[str, str] = json.loads(text)
     return data
+
+
+PROCESS = Catalogs()
+"""The process's own catalogs: what the CLI resolves keys from."""
+
+
+def catalog(locale: str) -> Mapping[str, str]:
+    """The process's catalog of `locale`, merged over its fallbacks."""
+    return PROCESS.catalog(locale)
+
+
+def add_messages(locale: str, messages: Mapping[str, str]) -> None:
+    """Add entries to the process's catalog of `locale` (any BCP 47 tag)."""
+    PROCESS.add(locale, messages)
+
+
+def resolve(key: str, locale: str) -> str | None:
+    return PROCESS.resolve(key, locale)
 
 
 def counted(count: int, noun: str, plural: str | None = None) -> str:
@@ -55,14 +156,29 @@ def counted(count: int, noun: str, plural: str | None = None) -> str:
     return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
-def resolve(key: str, locale: str) -> str | None:
-    return catalog(locale).get(key)
+def accepted(header: str) -> list[str]:
+    """The tags of an Accept-Language header, most wanted first (`*` and malformed
+    weights are passed over)."""
+    ranked: list[tuple[float, int, str]] = []
+    for n, part in enumerate(header.split(",")):
+        tag, _, params = part.strip().partition(";")
+        weight = 1.0
+        if params.strip().startswith("q="):
+            try:
+                weight = float(params.strip()[2:])
+            except ValueError:
+                continue
+        if tag and tag != "*" and weight > 0:
+            ranked.append((-weight, n, tag.strip()))
+    return [tag for _, _, tag in sorted(ranked)]
 
 
-def locale_from_env(env: Mapping[str, str]) -> str:
-    """The first non-empty of LC_ALL, LC_MESSAGES, LANG, by language prefix."""
+def locale_from_env(env: Mapping[str, str], catalogs: Catalogs | None = None) -> str:
+    """The CLI's locale: the first non-empty of LC_ALL, LC_MESSAGES, LANG
+    (`fr_FR.UTF-8` asks for `fr-FR`), negotiated against `catalogs`."""
     for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
         value = env.get(name, "")
         if value:
-            return "es" if value.lower().startswith("es") else DEFAULT
+            wanted = [value.partition(".")[0].partition("@")[0]]
+            return (catalogs or PROCESS).negotiate(wanted)
     return DEFAULT

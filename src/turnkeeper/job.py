@@ -32,6 +32,7 @@ from .report import Report, Reporter, log_report
 from .state import PublishedState
 from .store import EXPIRED, UNCLAIMED, FenceLost, Holder, Recovery, Store, held_by
 from .tools import NoTools, Toolset
+from .tools.context import ToolContext
 from .usage import Usage
 from .wire import Message, ToolResult
 
@@ -195,6 +196,7 @@ class TurnJob:
             conversation_id=turn.conversation_id,
             start=PublishedState.from_json(start),
             watcher=self.watcher,
+            context=ToolContext(turn.user, turn.locale, turn.conversation_id, turn_id),
         )
         return result.outcome
 

@@ -30,6 +30,7 @@ from .providers import Provider
 from .report import REPORTED, Report
 from .state import PublishedState, queued
 from .tools import NoTools, Toolset
+from .tools.context import ToolContext, running
 from .trace import Recorder
 from .usage import Usage
 from .wire import Message, Reply, ToolResult, ToolSpec, ToolUse
@@ -93,12 +94,14 @@ async def run_turn(
     conversation_id: str = "c_local",
     start: PublishedState | None = None,
     watcher: Watcher | None = None,
+    context: ToolContext | None = None,
 ) -> TurnResult:
     """Run one turn of `question` after `history`; never raises for what the model or tools do.
 
     `start` is the turn's state as last published (the store's `queued` state,
     with the user's bubble); without one, the turn has published nothing yet. `watcher`
     sees its calls and tools (default: OpenTelemetry spans, if a tracer provider is set).
+    `context` is what the tools that ask for a `ToolContext` get (default: no user, `en`).
     """
     first = start or queued(turn_id, conversation_id, question, version=0)
     watch = watch_turn(watcher, provider, first, question)
@@ -112,7 +115,8 @@ async def run_turn(
         history=list(history),
         state=first,
     )
-    await turn.run(question)
+    with running(context or ToolContext(None, "en", conversation_id, turn_id)):
+        await turn.run(question)
     return turn.result(question)
 
 

@@ -1,8 +1,13 @@
-"""The processes behind `turnkeeper serve` and `turnkeeper worker`.
+"""The processes behind `turnkeeper serve` and `turnkeeper worker`, and a mounted assistant.
 
-serve            HTTP API + embedded queue (asyncio tasks) + sweeper, one process
-serve --no-worker  HTTP API + sweeper; turns deferred on procrastinate
-worker           procrastinate worker + sweeper, on the same PostgreSQL database
+serve [APP]              HTTP API + embedded queue (asyncio tasks) + sweeper, one process
+serve [APP] --no-worker  HTTP API + sweeper; turns deferred on procrastinate
+worker [APP]             procrastinate worker + sweeper, on the same PostgreSQL database
+
+Every one runs an `Assistant` (the demo assistant without APP): its tools, its
+instructions and captions, the same in each process. `running()` is what they
+share with `Assistant.asgi()`: the store, the tools, the job, the queue and the
+sweeper, for a process's lifetime.
 
 Each says what it runs in one block when it is ready (`banner`). On SIGINT or
 SIGTERM, `serve` and `worker` stop taking turns, give the running ones
@@ -22,10 +27,9 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .budget import DEFAULT_DEADLINE
 from .credentials import redact_url
 from .errors import ConfigError, MissingExtra
 from .instruments import Watchers, default_watchers
@@ -35,21 +39,15 @@ from .providers import Provider
 from .queue import LocalQueue, Queue
 from .store import DEFAULT_URL, Store, open_store, parse_url
 from .sweeper import Holding, Sweeper
-from .tools import CombinedToolset, Toolset
-from .tools.files import read_file_tool
-from .tools.functions import FunctionToolset
+from .tools import CombinedToolset
+from .tools.files import DEMO_ROOT
+
+if TYPE_CHECKING:
+    from .assistant import Assistant
 
 logger = logging.getLogger("turnkeeper.server")
 
-DEMO_ROOT = Path(__file__).resolve().parent / "demo_files"
-"""The demo folder turnkeeper ships (`todo.txt`); `read_file` never reads the user's directory."""
-
-
 DEFAULT_GRACE = 10.0
-
-
-def demo_toolset() -> Toolset:
-    return FunctionToolset([read_file_tool(DEMO_ROOT)])
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +65,10 @@ class Settings:
     """`text` or `json` (`--log-format`): how the banner is written, like the log."""
     grace: float = DEFAULT_GRACE
     """Seconds running turns get to finish on SIGINT or SIGTERM before they are finalised."""
+    app: str | None = None
+    """The assistant's import string (`module:attribute`), or None for the demo assistant."""
     root: Path = DEMO_ROOT
-    """Where `read_file` reads (for the banner; the toolset is built by the caller)."""
+    """Where the demo assistant's `read_file` reads (for the banner)."""
     mcp: Sequence[str] = ()
     """The MCP servers' commands and URLs (for the banner)."""
     cors_origins: tuple[str, ...] = ()
@@ -79,18 +79,30 @@ class Settings:
         return min(5.0, self.lease / 3)
 
 
-def require_postgres(url: str, what: str) -> None:
+@dataclass(frozen=True, slots=True)
+class Service:
+    """What a serving process holds while it runs: the API's side of a running assistant."""
+
+    store: Store
+    queue: Queue
+    metrics: Metrics
+
+
+def require_postgres(url: str, what: str, hint: str = "") -> None:
+    """`ConfigError` unless `url` is PostgreSQL's: workers elsewhere share only that."""
     if parse_url(url).scheme != "postgresql":
         raise ConfigError(
-            f"{what} needs a PostgreSQL database (--database postgresql://user@host:port/db); "
-            "with SQLite, `turnkeeper serve` runs turns itself"
+            f"{what} needs a PostgreSQL database "
+            + (
+                hint
+                or "(--database postgresql://user@host:port/db); with SQLite, "
+                "`turnkeeper serve` runs turns itself"
+            )
         )
 
 
-async def serve(
-    settings: Settings, provider: Provider, toolset: CombinedToolset | None = None
-) -> None:
-    """Serve the HTTP API until SIGINT or SIGTERM."""
+async def serve(settings: Settings, assistant: Assistant, provider: Provider) -> None:
+    """Serve `assistant`'s widget and API until SIGINT or SIGTERM."""
     try:
         import uvicorn
 
@@ -98,38 +110,54 @@ async def serve(
     except ImportError as e:
         raise MissingExtra("turnkeeper serve", "server") from e
 
+    async with running(settings, assistant, provider) as service:
+        app = create_app(
+            service.store,
+            service.queue,
+            name=assistant.name,
+            catalogs=assistant.catalogs,
+            authenticate=assistant.authenticate,
+            cors_origins=settings.cors_origins,
+            metrics=service.metrics,
+        )
+        # log_config=None: uvicorn's records go through the process's handlers, so
+        # they are redacted and, with --log-format json, JSON lines like the rest.
+        config = uvicorn.Config(
+            app, host=settings.host, port=settings.port, lifespan="off", log_config=None
+        )
+        server = _GracefulServer(config, service.queue, settings.grace)
+        announce(banner("serve", settings, assistant, provider), settings.log_format)
+        await server.serve()
+
+
+@contextlib.asynccontextmanager
+async def running(
+    settings: Settings, assistant: Assistant, provider: Provider
+) -> AsyncIterator[Service]:
+    """The assistant's turns running (embedded) or deferred (`worker=False`), for as long as
+    the body runs: the store, its tools connected, the queue, the sweeper."""
     if not settings.worker:
-        require_postgres(settings.database, "serve --no-worker")
+        require_postgres(settings.database, "serving with no worker (serve --no-worker)")
     metrics = Metrics()
-    async with _resources(settings, provider, toolset) as (store, tools):
-        job = TurnJob(store, provider, tools, lease=settings.lease, watcher=watchers(metrics))
+    async with _resources(settings, assistant, provider) as (store, tools):
+        job = _job(store, assistant, provider, tools, settings, metrics)
         async with _queue(settings, job) as queue, _sweeping(store, settings, queue, metrics):
-            app = create_app(store, queue, cors_origins=settings.cors_origins, metrics=metrics)
-            # log_config=None: uvicorn's records go through the process's handlers, so
-            # they are redacted and, with --log-format json, JSON lines like the rest.
-            config = uvicorn.Config(
-                app, host=settings.host, port=settings.port, lifespan="off", log_config=None
-            )
-            server = _GracefulServer(config, queue, settings.grace)
-            announce(banner("serve", settings, provider), settings.log_format)
-            await server.serve()
+            yield Service(store, queue, metrics)
 
 
-async def work(
-    settings: Settings, provider: Provider, toolset: CombinedToolset | None = None
-) -> None:
-    """Run deferred turns from the PostgreSQL queue until SIGINT or SIGTERM."""
+async def work(settings: Settings, assistant: Assistant, provider: Provider) -> None:
+    """Run `assistant`'s deferred turns from the PostgreSQL queue until SIGINT or SIGTERM."""
     require_postgres(settings.database, "turnkeeper worker")
     from .worker import run_worker
 
     metrics = Metrics()
     async with (
-        _resources(settings, provider, toolset) as (store, tools),
+        _resources(settings, assistant, provider) as (store, tools),
         _exposed(metrics, settings.metrics_port),
     ):
-        job = TurnJob(store, provider, tools, lease=settings.lease, watcher=watchers(metrics))
+        job = _job(store, assistant, provider, tools, settings, metrics)
         sweeper = Sweeper(store, interval=settings.sweep_interval, metrics=metrics)
-        announce(banner("worker", settings, provider), settings.log_format)
+        announce(banner("worker", settings, assistant, provider), settings.log_format)
         await run_worker(
             settings.database,
             job,
@@ -139,32 +167,67 @@ async def work(
         )
 
 
-def banner(command: str, settings: Settings, provider: Provider) -> list[str]:
-    """What a serving process runs, one line per setting, the password left out."""
+def _job(
+    store: Store,
+    assistant: Assistant,
+    provider: Provider,
+    tools: CombinedToolset,
+    settings: Settings,
+    metrics: Metrics,
+) -> TurnJob:
+    return TurnJob(
+        store,
+        provider,
+        tools,
+        budget=assistant.budget,
+        lease=settings.lease,
+        activities=assistant.activities,
+        watcher=watchers(metrics),
+    )
+
+
+def banner(
+    command: str,
+    settings: Settings,
+    assistant: Assistant,
+    provider: Provider,
+    *,
+    users: bool | None = None,
+) -> list[str]:
+    """What a serving process runs, one line per setting, the password left out; `users`
+    says whether readers sign in (default: whether the assistant has `authenticate`)."""
+    users = assistant.authenticate is not None if users is None else users
     described = provider.describe()
     model = f"{described.get('provider')} {described.get('model')}"
     if described.get("provider") == "demo":
         model = "demo (offline; answers the todo-list question from the demo folder)"
     if described.get("base_url"):
         model += f" at {described['base_url']}"
-    if settings.worker and command == "serve":
+    if settings.worker and command != "worker":
         mode = f"embedded (turns run in this process, {settings.concurrency} at once)"
-    elif command == "serve":
+    elif command != "worker":
         mode = "distributed (turns queued for `turnkeeper worker` processes)"
     else:
         mode = f"distributed worker ({settings.concurrency} turns at once)"
     address = f"http://{settings.host}:{settings.port}" if command == "serve" else "none (worker)"
     rows = {
         "address": address,
+        "app": f"{settings.app} ({assistant.name!r})" if settings.app else "the demo assistant",
         "mode": mode,
         "model": model,
         "database": redact_url(settings.database),
-        "read_file": str(settings.root)
-        + (" (the demo folder)" if settings.root == DEMO_ROOT else ""),
+        "tools": ", ".join(assistant.tool_names) or "none",
         "MCP servers": ", ".join(settings.mcp) or "none",
+        "locales": ", ".join(assistant.catalogs.locales),
+        "users": "signed in (authenticate)" if users else "a token per conversation",
         "lease": f"{settings.lease:g} s",
-        "deadline": f"{DEFAULT_DEADLINE:g} s per turn; {settings.grace:g} s grace on shutdown",
+        "deadline": f"{assistant.budget.deadline:g} s per turn; {settings.grace:g} s grace "
+        "on shutdown",
     }
+    if settings.app is None:
+        rows["tools"] = f"read_file in {settings.root}" + (
+            " (the demo folder)" if settings.root == DEMO_ROOT else ""
+        )
     return [f"turnkeeper {__version__} {command}"] + [f"  {k:<12} {v}" for k, v in rows.items()]
 
 
@@ -244,14 +307,15 @@ async def _exposed(metrics: Metrics, port: int | None) -> AsyncIterator[None]:
 
 @contextlib.asynccontextmanager
 async def _resources(
-    settings: Settings, provider: Provider, toolset: CombinedToolset | None
-) -> AsyncIterator[tuple[Store, Toolset]]:
-    """The store, and the tools (MCP servers connected) for the process's lifetime;
-    the provider's connections are closed at the end."""
-    tools = toolset or CombinedToolset(demo_toolset())
+    settings: Settings, assistant: Assistant, provider: Provider
+) -> AsyncIterator[tuple[Store, CombinedToolset]]:
+    """The store, and the assistant's tools (MCP servers connected) for the process's
+    lifetime; the provider's connections are closed at the end."""
     try:
-        async with tools:
-            await tools.list_tools()  # a name clash is a configuration error: say so now
+        async with assistant.toolset() as tools:
+            # A name clash, or a caption for a tool nobody offers, is a configuration
+            # error: say so now, not at the first turn.
+            assistant.check(await tools.list_tools())
             store = await open_store(settings.database)
             try:
                 yield store, tools

@@ -79,7 +79,7 @@ async def test_odd_ids_answer_404(strict: httpx.AsyncClient, odd_id: str) -> Non
 async def test_405_says_which_methods_are_allowed(strict: httpx.AsyncClient) -> None:
     turn_id, auth = await start_turn(strict)
     cases = [
-        ("GET", "/api/conversations", {"POST"}),
+        ("DELETE", "/api/conversations", {"GET", "HEAD", "POST"}),
         ("DELETE", f"/api/turns/{turn_id}", {"GET", "HEAD"}),
         ("GET", f"/api/turns/{turn_id}/cancel", {"POST"}),
         ("PUT", "/api/conversations/c_x/turns", {"POST"}),

@@ -1,4 +1,4 @@
-"""The API remembers a turn's conversation and a conversation's token hash, never a miss."""
+"""The API remembers a turn's conversation and a conversation's guard, never a miss."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from turnkeeper.api.owners import Owners
-from turnkeeper.store import Turn, new_token
+from turnkeeper.store import Guard, Turn, new_token
 from turnkeeper.store.sqlite import SqliteStore
 
 
@@ -21,9 +21,9 @@ class CountingStore(SqliteStore):
         self.asked.append(f"turn {turn_id}")
         return await super().turn(turn_id)
 
-    async def token_hash(self, conversation_id: str) -> str | None:
-        self.asked.append(f"hash {conversation_id}")
-        return await super().token_hash(conversation_id)
+    async def guard(self, conversation_id: str) -> Guard | None:
+        self.asked.append(f"guard {conversation_id}")
+        return await super().guard(conversation_id)
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ async def store(tmp_path: Path) -> AsyncIterator[CountingStore]:
 
 async def a_turn(store: CountingStore) -> tuple[str, str, str]:
     token_hash = new_token()[1]
-    conversation_id = await store.create_conversation(token_hash)
+    conversation_id = await store.create_conversation(token_hash, owner="ada")
     turn = await store.create_turn(conversation_id, "q")
     return turn.turn_id, conversation_id, token_hash
 
@@ -47,16 +47,16 @@ async def test_found_owners_are_asked_of_the_store_once(store: CountingStore) ->
     owners = Owners(store)
     for _ in range(3):
         assert await owners.conversation_of(turn_id) == conversation_id
-        assert await owners.token_hash(conversation_id) == token_hash
-    assert store.asked == [f"turn {turn_id}", f"hash {conversation_id}"]
+        assert await owners.guard(conversation_id) == Guard(token_hash, "ada")
+    assert store.asked == [f"turn {turn_id}", f"guard {conversation_id}"]
 
 
 async def test_unknown_ids_are_asked_every_time(store: CountingStore) -> None:
     owners = Owners(store)
     for _ in range(2):
         assert await owners.conversation_of("t_missing") is None
-        assert await owners.token_hash("c_missing") is None
-    assert store.asked == ["turn t_missing", "hash c_missing"] * 2
+        assert await owners.guard("c_missing") is None
+    assert store.asked == ["turn t_missing", "guard c_missing"] * 2
 
 
 async def test_at_most_size_are_kept_the_oldest_dropped_first(store: CountingStore) -> None:

@@ -271,7 +271,7 @@ async def test_bodies_over_1_mib_get_413(client: httpx.AsyncClient) -> None:
 async def test_unknown_paths_and_methods_answer_json(client: httpx.AsyncClient) -> None:
     response = await client.get("/api/nothing-here")
     assert (response.status_code, list(response.json())) == (404, ["error"])
-    response = await client.get("/api/conversations")
+    response = await client.delete("/api/conversations")
     assert (response.status_code, list(response.json())) == (405, ["error"])
 
 

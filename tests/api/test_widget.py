@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from tests.api.test_routes import HeldQueue, client_for
 from turnkeeper import i18n
 from turnkeeper.api import create_app
+from turnkeeper.i18n import Catalogs
 from turnkeeper.store import Store
 
 
@@ -40,7 +42,7 @@ async def test_the_widget_files_need_no_token(
 
 async def test_the_catalogs_are_the_servers_own(store: Store) -> None:
     async with client_for(create_app(store, HeldQueue())) as client:
-        served = {lang: (await client.get(f"/locales/{lang}.json")).json() for lang in i18n.LOCALES}
+        served = {lang: (await client.get(f"/locales/{lang}.json")).json() for lang in i18n.SHIPPED}
         unknown = await client.get("/locales/xx.json")
     for lang, catalog in served.items():
         assert catalog == dict(i18n.catalog(lang))
@@ -50,16 +52,60 @@ async def test_the_catalogs_are_the_servers_own(store: Store) -> None:
     assert unknown.json() == {"error": "There is no catalog for 'xx'; there are: en, es."}
 
 
+UI_KEY = re.compile(r'"(ui\.[a-z_]+)"')
+
+
 def test_every_label_the_widget_uses_is_in_every_catalog() -> None:
+    """Every `ui.*` key the widget names is in every shipped catalog, and every `ui.*` key
+    of a catalog is shown by the widget or by the CLI (`ui.you`, `ui.bot` in transcripts)."""
+    package = resources.files("turnkeeper")
+    script = package.joinpath("web", "widget.js").read_text("utf-8")
+    python = "".join(p.read_text("utf-8") for p in Path(str(package)).rglob("*.py"))
+    in_widget, in_python = set(UI_KEY.findall(script)), set(UI_KEY.findall(python))
+    assert {"ui.send", "ui.you", "ui.sign_in", "ui.connection_trouble"} <= in_widget
+    assert "ui.bot" in in_python
+    for lang in i18n.SHIPPED:
+        shipped = json.loads(package.joinpath("locales", f"{lang}.json").read_text("utf-8"))
+        labels = {key for key in shipped if key.startswith("ui.")}
+        assert labels == {key for key in i18n.catalog("en") if key.startswith("ui.")}
+        for key in in_widget:
+            assert shipped.get(key, "").strip(), f"{key} is shown by the widget but not in {lang}"
+        for key in labels:
+            assert key in in_widget | in_python, f"{key} is in the catalogs but nothing shows it"
+
+
+def test_the_widget_labels_bubbles_with_the_assistants_name_never_bot() -> None:
     script = resources.files("turnkeeper").joinpath("web", "widget.js").read_text("utf-8")
-    for lang in i18n.LOCALES:
-        shipped = json.loads(
-            resources.files("turnkeeper").joinpath("locales", f"{lang}.json").read_text("utf-8")
-        )
-        used = {key for key in shipped if key.startswith("ui.")}
-        assert used == {key for key in i18n.catalog("en") if key.startswith("ui.")}
-        for key in used:
-            assert f'"{key}"' in script, f"{key} is in the catalogs but the widget never shows it"
+    assert '"ui.bot"' not in script
+    assert '"ui.title"' not in script
+
+
+async def test_the_assistant_is_described_for_the_widget(store: Store) -> None:
+    catalogs = Catalogs({"fr": {"ui.send": "Envoyer"}, "pt-BR": {"ui.send": "Enviar"}})
+    app = create_app(store, HeldQueue(), name="Shop helper", catalogs=catalogs)
+    async with client_for(app) as client:
+        described = await client.get("/assistant.json")
+        french = await client.get("/locales/fr.json")
+        brazilian = await client.get("/locales/pt-BR.json")
+    assert described.status_code == 200
+    assert described.json() == {
+        "name": "Shop helper",
+        "locales": ["en", "es", "fr", "pt-BR"],
+        "users": False,
+    }
+    assert french.json()["ui.send"] == "Envoyer"
+    assert french.json()["ui.stop"] == "Stop"  # English where French has no entry
+    assert brazilian.json()["ui.sign_in"] == "Sign in to talk to the assistant."
+
+
+async def test_an_assistant_whose_readers_sign_in_says_so(store: Store) -> None:
+    app = create_app(store, HeldQueue(), authenticate=lambda request: None)
+    async with client_for(app) as client:
+        described = await client.get("/assistant.json")
+        refused = await client.post("/api/conversations")
+    assert described.json()["users"] is True
+    assert refused.status_code == 401
+    assert "error" in refused.json()
 
 
 async def preflight(store: Store, origins: tuple[str, ...], origin: str) -> httpx.Response:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from turnkeeper.assistant import demo_assistant
 from turnkeeper.loop import run_turn
 from turnkeeper.providers.demo import DemoProvider
-from turnkeeper.server import demo_toolset
 
 
 async def ask(question: str) -> tuple[str, list[dict[str, Any]], int]:
     provider = DemoProvider()
-    result = await run_turn(question, provider=provider, toolset=demo_toolset())
+    result = await run_turn(question, provider=provider, toolset=demo_assistant().toolset())
     return result.outcome, result.state.to_json()["messages"][1:], provider.calls
 
 

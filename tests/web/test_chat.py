@@ -78,7 +78,7 @@ def test_the_lang_attribute_wins_over_the_browsers_languages(
         expect(chat.input).to_have_attribute("placeholder", "Pregunta algo…")
         chat.ask("hola")
         expect(chat.answers).to_have_text(["hola"])
-        expect(chat.locator(".bubble.bot .who")).to_have_text(["asistente"])
+        expect(chat.locator(".bubble.bot .who")).to_have_text(["Assistant"])
 
 
 def test_a_reload_restores_the_transcript(browser: Browser, served: Served) -> None:

@@ -1,8 +1,10 @@
-"""The HTTP API (Starlette): `create_app(store, queue)`."""
+"""The HTTP API (Starlette): `create_app(store, queue, assistant=...)`; mounted in an
+application of one's own, `Assistant.asgi()` (api/mounted.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -12,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ..i18n import Catalogs
 from ..metrics import Metrics
 from ..queue import Queue
 from ..store import Store
@@ -29,6 +32,9 @@ from .metrics import endpoint as exposition
 from .openapi import DOCUMENT
 from .routes import Routes
 
+if TYPE_CHECKING:
+    from ..assistant import Authenticate
+
 
 async def openapi(request: Request) -> Response:
     return JSONResponse(DOCUMENT)
@@ -38,25 +44,32 @@ def create_app(
     store: Store,
     queue: Queue,
     *,
+    name: str = "Assistant",
+    catalogs: Catalogs | None = None,
+    authenticate: Authenticate | None = None,
     max_body: int = MAX_BODY,
     cors_origins: Sequence[str] = (),
     metrics: Metrics | None = None,
 ) -> Starlette:
-    """The API and the widget's files; pages of `cors_origins` may call it (none by default);
-    `metrics` are the instruments its turns count into (`app.state.metrics`)."""
-    routes = Routes(store, queue)
+    """The API and the widget's files of the assistant called `name`, its sentences from
+    `catalogs` (default: the shipped ones); with `authenticate`, conversations belong to
+    signed-in users.
+    Pages of `cors_origins` may call it (none by default); `metrics` are the instruments
+    its turns count into (`app.state.metrics`)."""
+    catalogs = catalogs or Catalogs()
+    routes = Routes(store, queue, catalogs=catalogs, authenticate=authenticate)
     metrics = metrics or Metrics()
     app = Starlette(
         routes=[
             # The poll first: most requests are polls, and routes are matched in order.
             Route("/api/turns/{turn_id}", routes.turn_state),
             Route("/api/turns/{turn_id}/cancel", routes.cancel, methods=["POST"]),
-            Route("/api/conversations", routes.create_conversation, methods=["POST"]),
+            Route("/api/conversations", routes.conversations, methods=["GET", "POST"]),
             Route("/api/conversations/{conversation_id}", routes.conversation),
             Route(
                 "/api/conversations/{conversation_id}/turns", routes.create_turn, methods=["POST"]
             ),
-            *widget.routes(),
+            *widget.routes(name, catalogs, users=authenticate is not None),
             Route("/openapi.json", openapi),
             Route("/metrics", exposition(store, metrics)),
         ],

@@ -37,6 +37,10 @@ SPACES = (
 sets in JSON Schema's regular expressions (ECMA-262) and in Python's."""
 
 
+LOCALE = r"^[A-Za-z]{2,3}([-_][A-Za-z]{4})?([-_]([A-Za-z]{2}|[0-9]{3}))?$"
+"""A BCP 47 tag of the forms catalogs have: language, then an optional script and region."""
+
+
 class TurnRequest(BaseModel):
     text: Annotated[
         str,
@@ -46,6 +50,14 @@ class TurnRequest(BaseModel):
             description="The user's question: not blank, no NUL character.",
         ),
     ]
+    locale: Annotated[
+        str | None,
+        Field(
+            pattern=LOCALE,
+            description="The reader's BCP 47 locale (`fr`, `pt-BR`), negotiated against the "
+            "catalogs; without it, the Accept-Language header's.",
+        ),
+    ] = None
 
 
 class Queued(BaseModel):
@@ -98,13 +110,40 @@ class State(BaseModel):
     usage: Usage
 
 
+class Conversation(BaseModel):
+    conversation_id: str
+    created_at: str = Field(description="When it was started (ISO 8601, UTC).")
+    title: str | None = Field(description="Its first question, or null before one.")
+
+
+class Conversations(BaseModel):
+    conversations: list[Conversation] = Field(description="Newest first.")
+
+
+class About(BaseModel):
+    """What the widget needs to know of the assistant before its first question."""
+
+    name: str = Field(description="The assistant's name, for the header and its bubbles.")
+    locales: list[str] = Field(description="The locales with a catalog, `en` first.")
+    users: bool = Field(description="Readers sign in: the API answers 401 without a user.")
+
+
 class Transcript(BaseModel):
     conversation_id: str
     messages: list[Bubble]
     usage: Usage = Field(description="Summed over the conversation's turns.")
 
 
-MODELS: tuple[type[BaseModel], ...] = (Error, Created, TurnRequest, Queued, State, Transcript)
+MODELS: tuple[type[BaseModel], ...] = (
+    Error,
+    Created,
+    TurnRequest,
+    Queued,
+    State,
+    Transcript,
+    Conversations,
+    About,
+)
 BEARER: list[dict[str, list[str]]] = [{"bearer": []}]
 
 
@@ -144,16 +183,20 @@ AFTER = {
 PATHS: dict[str, Any] = {
     "/api/conversations": {
         "post": {
-            "summary": "Start a conversation; keep its token.",
-            "responses": {"201": _answer("created", Created), **_errors(413)},
-        }
+            "summary": "Start a conversation; keep its token (signed in: it is the user's).",
+            "responses": {"201": _answer("created", Created), **_errors(401, 413)},
+        },
+        "get": {
+            "summary": "The signed-in user's conversations, newest first (404 without sign-in).",
+            "responses": {"200": _answer("conversations", Conversations), **_errors(401, 404)},
+        },
     },
     "/api/conversations/{conversation_id}": {
         "get": {
             "summary": "Every turn's messages, oldest first, and their summed usage.",
             "security": BEARER,
             "parameters": [_id("conversation_id")],
-            "responses": {"200": _answer("transcript", Transcript), **_errors(404)},
+            "responses": {"200": _answer("transcript", Transcript), **_errors(401, 404)},
         }
     },
     "/api/conversations/{conversation_id}/turns": {
@@ -167,7 +210,7 @@ PATHS: dict[str, Any] = {
             },
             "responses": {
                 "202": _answer("queued", Queued),
-                **_errors(400, 404, 409, 413, 415, 503),
+                **_errors(400, 401, 404, 409, 413, 415, 503),
             },
         }
     },
@@ -179,7 +222,7 @@ PATHS: dict[str, Any] = {
             "responses": {
                 "200": _answer("state", State),
                 "204": _answer("nothing newer"),
-                **_errors(400, 404),
+                **_errors(400, 401, 404),
             },
         }
     },
@@ -188,7 +231,13 @@ PATHS: dict[str, Any] = {
             "summary": "Stop the turn before its next model call.",
             "security": BEARER,
             "parameters": [_id("turn_id")],
-            "responses": {"202": _answer("cancel requested", Queued), **_errors(404)},
+            "responses": {"202": _answer("cancel requested", Queued), **_errors(401, 404)},
+        }
+    },
+    "/assistant.json": {
+        "get": {
+            "summary": "The assistant's name, its locales, and whether readers sign in.",
+            "responses": {"200": _answer("about", About)},
         }
     },
 }

@@ -1,4 +1,5 @@
-"""Who owns what, remembered: a turn's conversation and a conversation's token hash.
+"""Who owns what, remembered: a turn's conversation, and a conversation's guard (the hash
+of its token, and the user who owns it, if one does).
 
 Both facts are fixed when the row is created and never change, so once read
 they can be kept: a poll then costs the API one store read (the version
@@ -8,7 +9,11 @@ the store every time), and at most `size` of each, the oldest dropped first.
 
 from __future__ import annotations
 
-from ..store import Store
+from typing import TypeVar
+
+from ..store import Guard, Store
+
+_V = TypeVar("_V")
 
 DEFAULT_SIZE = 100_000
 
@@ -18,7 +23,7 @@ class Owners:
         self.store = store
         self.size = size
         self._conversations: dict[str, str] = {}
-        self._hashes: dict[str, str] = {}
+        self._guards: dict[str, Guard] = {}
 
     async def conversation_of(self, turn_id: str) -> str | None:
         """The id of the turn's conversation, or None if there is no such turn."""
@@ -30,17 +35,17 @@ class Owners:
             found = self._keep(self._conversations, turn_id, turn.conversation_id)
         return found
 
-    async def token_hash(self, conversation_id: str) -> str | None:
-        """The hash of the conversation's token, or None if there is no such conversation."""
-        found = self._hashes.get(conversation_id)
+    async def guard(self, conversation_id: str) -> Guard | None:
+        """The conversation's token hash and owner, or None if there is no such conversation."""
+        found = self._guards.get(conversation_id)
         if found is None:
-            stored = await self.store.token_hash(conversation_id)
+            stored = await self.store.guard(conversation_id)
             if stored is None:
                 return None
-            found = self._keep(self._hashes, conversation_id, stored)
+            found = self._keep(self._guards, conversation_id, stored)
         return found
 
-    def _keep(self, kept: dict[str, str], key: str, value: str) -> str:
+    def _keep(self, kept: dict[str, _V], key: str, value: _V) -> _V:
         if len(kept) >= self.size:
             del kept[next(iter(kept))]
         kept[key] = value

@@ -1,20 +1,31 @@
-"""The HTTP API of ARCHITECTURE §6: start a turn, poll its state, cancel it, read the transcript.
+"""The HTTP API (docs/design.md §6): start a turn, poll its state, cancel it,
+read the transcript, list one's conversations.
 
-Every `/api/*` call but `POST /api/conversations` needs the conversation's
-bearer token; a wrong or missing one answers exactly as an unknown id does
-(`404`), so ids cannot be probed.
+Who may open a conversation is decided one of two ways:
+
+- tokens (the default): every `/api/*` call but `POST /api/conversations` needs the
+  conversation's bearer token;
+- users, with `authenticate`: every `/api/*` call needs a signed-in user (`401`
+  without one), and a conversation is opened only by the user who started it.
+
+Either way, a conversation or turn the caller may not open answers exactly as an
+unknown id does (`404`), so ids cannot be probed.
 """
 
 from __future__ import annotations
 
 import hmac
+import inspect
 import json
 import logging
-from typing import Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from ..errors import ConfigError
+from ..i18n import Catalogs, accepted, locale_tag
 from ..job import failed
 from ..queue import Queue
 from ..store import UNCLAIMED, Busy, Store, hash_token, new_token
@@ -22,29 +33,71 @@ from ..usage import Usage
 from .errors import ApiError
 from .owners import Owners
 
+if TYPE_CHECKING:
+    from ..assistant import Authenticate
+
 logger = logging.getLogger("turnkeeper.api")
 
 NO_CONVERSATION = "No conversation has this id, or the token does not open it."
 NO_TURN = "No turn has this id, or the token does not open it."
+SIGN_IN = "Sign in to talk to the assistant."
+NO_LIST = "Conversations are listed only for signed-in users; this assistant has no sign-in."
 MAX_ID = 64
+MAX_USER = 256
+"""The longest user id `authenticate` may return."""
 
 
 class Routes:
-    def __init__(self, store: Store, queue: Queue) -> None:
+    def __init__(
+        self,
+        store: Store,
+        queue: Queue,
+        *,
+        catalogs: Catalogs | None = None,
+        authenticate: Authenticate | None = None,
+    ) -> None:
         self.store = store
         self.queue = queue
         self.owners = Owners(store)
+        self.catalogs = catalogs or Catalogs()
+        self.authenticate = authenticate
+
+    async def conversations(self, request: Request) -> Response:
+        """`POST`: a new conversation; `GET`: the signed-in user's, newest first."""
+        if request.method == "POST":
+            return await self.create_conversation(request)
+        return await self.listed(request)
 
     async def create_conversation(self, request: Request) -> Response:
+        user = await self._user(request)
         token, token_hash = new_token()
-        conversation_id = await self.store.create_conversation(token_hash)
+        conversation_id = await self.store.create_conversation(token_hash, owner=user)
         return JSONResponse({"conversation_id": conversation_id, "token": token}, 201)
 
+    async def listed(self, request: Request) -> Response:
+        """The signed-in user's conversations, newest first."""
+        if self.authenticate is None:
+            raise ApiError(404, NO_LIST)
+        user = await self._user(request)
+        assert user is not None
+        listed = [
+            {
+                "conversation_id": c.conversation_id,
+                "created_at": datetime.fromtimestamp(c.created, UTC).isoformat(),
+                "title": c.title,
+            }
+            for c in await self.store.conversations(user)
+        ]
+        return JSONResponse({"conversations": listed})
+
     async def create_turn(self, request: Request) -> Response:
-        conversation_id = await self._conversation(request)
-        text = _question(await _json_body(request))
+        user = await self._user(request)
+        conversation_id = await self._conversation(request, user)
+        body = await _json_body(request)
+        text = _question(body)
+        locale = self._locale(body, request)
         try:
-            turn = await self.store.create_turn(conversation_id, text)
+            turn = await self.store.create_turn(conversation_id, text, user=user, locale=locale)
         except Busy:
             raise ApiError(409, "This conversation has a turn that is not done yet.") from None
         try:
@@ -56,18 +109,18 @@ class Routes:
         return JSONResponse({"turn_id": turn.turn_id}, 202)
 
     async def turn_state(self, request: Request) -> Response:
-        turn_id = await self._turn(request)
+        turn_id = await self._turn(request, await self._user(request))
         after = _after(_after_param(request))
         state = await self.store.state_after(turn_id, after)
         return Response(status_code=204) if state is None else JSONResponse(state)
 
     async def cancel(self, request: Request) -> Response:
-        turn_id = await self._turn(request)
+        turn_id = await self._turn(request, await self._user(request))
         await self.store.request_cancel(turn_id)
         return JSONResponse({"turn_id": turn_id}, 202)
 
     async def conversation(self, request: Request) -> Response:
-        conversation_id = await self._conversation(request)
+        conversation_id = await self._conversation(request, await self._user(request))
         messages = await self.store.transcript(conversation_id)
         usage = Usage()
         for turn in await self.store.usages(conversation_id):
@@ -76,30 +129,64 @@ class Routes:
             {"conversation_id": conversation_id, "messages": messages, "usage": usage.as_dict()}
         )
 
+    def _locale(self, body: dict[str, Any], request: Request) -> str:
+        """The reader's locale, negotiated against the catalogs: the body's `locale` (the
+        widget's own negotiation), else the Accept-Language header's; `en` if neither fits."""
+        given = body.get("locale")
+        if given is None:
+            return self.catalogs.negotiate(accepted(request.headers.get("accept-language", "")))
+        try:
+            return self.catalogs.negotiate([locale_tag(given)])
+        except ConfigError:
+            raise ApiError(
+                400, '"locale" must be a BCP 47 language tag, like "fr" or "pt-BR".'
+            ) from None
+
     # ---- auth ---------------------------------------------------------------
 
-    async def _conversation(self, request: Request) -> str:
+    async def _user(self, request: Request) -> str | None:
+        """The signed-in user (`401` without one); None when tokens open conversations."""
+        if self.authenticate is None:
+            return None
+        user = self.authenticate(request)
+        if inspect.isawaitable(user):
+            user = await user
+        if user is None:
+            raise ApiError(401, SIGN_IN)
+        if not isinstance(user, str) or not user or len(user) > MAX_USER:
+            raise TypeError(
+                f"authenticate() returned {user!r}: it must return a user id "
+                f"(a non-empty string of at most {MAX_USER} characters) or None"
+            )
+        return user
+
+    async def _conversation(self, request: Request, user: str | None) -> str:
         conversation_id = request.path_params["conversation_id"]
-        if not _plausible(conversation_id) or not await self._opens(request, conversation_id):
+        if not _plausible(conversation_id) or not await self._opens(request, conversation_id, user):
             raise ApiError(404, NO_CONVERSATION)
         return str(conversation_id)
 
-    async def _turn(self, request: Request) -> str:
+    async def _turn(self, request: Request, user: str | None) -> str:
         turn_id = request.path_params["turn_id"]
         if not _plausible(turn_id):
             raise ApiError(404, NO_TURN)
         conversation_id = await self.owners.conversation_of(turn_id)
-        if conversation_id is None or not await self._opens(request, conversation_id):
+        if conversation_id is None or not await self._opens(request, conversation_id, user):
             raise ApiError(404, NO_TURN)
         return str(turn_id)
 
-    async def _opens(self, request: Request, conversation_id: str) -> bool:
-        """Whether the request's bearer token is the conversation's."""
+    async def _opens(self, request: Request, conversation_id: str, user: str | None) -> bool:
+        """Whether the caller may open the conversation: its owner, when users sign in;
+        else the holder of its bearer token."""
+        guard = await self.owners.guard(conversation_id)
+        if guard is None:
+            return False
+        if self.authenticate is not None:
+            return guard.owner is not None and guard.owner == user
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             return False
-        expected = await self.owners.token_hash(conversation_id)
-        return expected is not None and hmac.compare_digest(expected, hash_token(token.strip()))
+        return hmac.compare_digest(guard.token_hash, hash_token(token.strip()))
 
 
 def _plausible(an_id: str) -> bool:

@@ -1,47 +1,77 @@
-"""The chat widget's files: `/` (the full-page chat), `/widget.js`, `/widget.css`, and
-`/locales/{lang}.json`, the same catalogs the CLI resolves keys from (with any entries
-the application added), so the widget and the server never disagree on a sentence.
+"""The chat widget's files: `/` (the full-page chat), `/widget.js`, `/widget.css`,
+`/assistant.json` (the assistant's name, its locales, whether readers sign in) and
+`/locales/{lang}.json`, the same catalogs the CLI resolves keys from with the
+assistant's own entries over them, so the widget and the server never disagree on
+a sentence.
 
 They need no token and are plain files: no build step, nothing fetched from elsewhere.
+Mounted under a prefix (`Assistant.asgi()`), the page names it in a `<base>`, so the
+widget finds its files and the API under the same prefix.
 """
 
 from __future__ import annotations
 
+import html
+from collections.abc import Awaitable, Callable
 from importlib import resources
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .. import i18n
+from ..i18n import Catalogs
 from .errors import ApiError
 
 FILES = {
-    "/": ("index.html", "text/html; charset=utf-8"),
     "/widget.js": ("widget.js", "text/javascript; charset=utf-8"),
     "/widget.css": ("widget.css", "text/css; charset=utf-8"),
 }
+NO_CACHE = {"cache-control": "no-cache"}
+
+
+def _read(name: str) -> bytes:
+    return resources.files("turnkeeper").joinpath("web", name).read_bytes()
 
 
 def _file(path: str, name: str, media_type: str) -> Route:
-    body = resources.files("turnkeeper").joinpath("web", name).read_bytes()
+    body = _read(name)
 
     async def endpoint(request: Request) -> Response:
-        return Response(body, media_type=media_type, headers={"cache-control": "no-cache"})
+        return Response(body, media_type=media_type, headers=NO_CACHE)
 
     return Route(path, endpoint)
 
 
-async def catalog(request: Request) -> Response:
-    lang = request.path_params["lang"]
-    if lang not in i18n.LOCALES:
-        known = ", ".join(i18n.LOCALES)
-        raise ApiError(404, f"There is no catalog for {lang!r}; there are: {known}.")
-    return JSONResponse(dict(i18n.catalog(lang)), headers={"cache-control": "no-cache"})
+def _page(name: str) -> Callable[[Request], Awaitable[Response]]:
+    """The full-page chat, titled with the assistant's name, its `<base>` the mount's prefix."""
+    template = _read("index.html").decode("utf-8")
+    titled = template.replace("<title>turnkeeper</title>", f"<title>{html.escape(name)}</title>")
+
+    async def endpoint(request: Request) -> Response:
+        prefix = request.scope.get("root_path", "").rstrip("/")
+        base = f'<base href="{html.escape(prefix, quote=True)}/">'
+        body = titled.replace("<head>", f"<head>\n  {base}", 1)
+        return Response(body, media_type="text/html; charset=utf-8", headers=NO_CACHE)
+
+    return endpoint
 
 
-def routes() -> list[Route]:
+def routes(name: str, catalogs: Catalogs, *, users: bool = False) -> list[Route]:
+    about = {"name": name, "locales": list(catalogs.locales), "users": users}
+
+    async def described(request: Request) -> Response:
+        return JSONResponse(about, headers=NO_CACHE)
+
+    async def catalog(request: Request) -> Response:
+        lang = request.path_params["lang"]
+        if lang not in catalogs.locales:
+            known = ", ".join(catalogs.locales)
+            raise ApiError(404, f"There is no catalog for {lang!r}; there are: {known}.")
+        return JSONResponse(dict(catalogs.catalog(lang)), headers=NO_CACHE)
+
     return [
+        Route("/", _page(name)),
         *(_file(path, name, media) for path, (name, media) in FILES.items()),
+        Route("/assistant.json", described),
         Route("/locales/{lang}.json", catalog),
     ]

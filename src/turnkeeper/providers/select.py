@@ -1,4 +1,4 @@
-"""Choosing the model a command runs on (ARCHITECTURE §6).
+"""Choosing the model a command runs on (docs/design.md §6).
 
 Names: `anthropic`, `openai`, `demo`. Without a name (nor `TURNKEEPER_PROVIDER`):
 `ANTHROPIC_API_KEY` selects Anthropic, else `OPENAI_BASE_URL` selects an
@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 from ..errors import ConfigError, MissingExtra
 from . import Provider
@@ -25,17 +27,56 @@ LOCAL_SERVER_KEY = "not-needed"
 """The key sent to a server at OPENAI_BASE_URL when OPENAI_API_KEY is unset."""
 
 
+@dataclass(frozen=True, slots=True)
+class ModelSettings:
+    """What every request of an assistant's model carries besides the history and tools."""
+
+    system: str | None = None
+    """The instructions (system prompt), sent on every call."""
+    max_tokens: int | None = None
+    """The most tokens a response may have (default: the adapter's)."""
+    temperature: float | None = None
+    thinking: int | None = None
+    """Extended thinking's budget in tokens (Anthropic), or None for none."""
+
+    def anthropic(self) -> dict[str, Any]:
+        """The keyword arguments of `AnthropicProvider` these settings give."""
+        extra: dict[str, Any] = {}
+        if self.temperature is not None:
+            extra["temperature"] = self.temperature
+        if self.thinking is not None:
+            extra["thinking"] = {"type": "enabled", "budget_tokens": self.thinking}
+        given = {"system": self.system, "max_tokens": self.max_tokens, "extra_body": extra}
+        return {k: v for k, v in given.items() if v}
+
+    def openai(self) -> dict[str, Any]:
+        """The keyword arguments of `OpenAIProvider`; extended thinking is Anthropic's."""
+        if self.thinking is not None:
+            raise ConfigError(
+                "extended thinking (thinking=…) is an Anthropic setting; "
+                "the OpenAI-compatible provider cannot send it"
+            )
+        extra = {} if self.temperature is None else {"temperature": self.temperature}
+        given = {"system": self.system, "max_tokens": self.max_tokens, "extra_body": extra}
+        return {k: v for k, v in given.items() if v}
+
+
 def choose_provider(
-    name: str | None, model: str | None, environ: Mapping[str, str], *, demo_pause: float = 0.0
+    name: str | None,
+    model: str | None,
+    environ: Mapping[str, str],
+    *,
+    demo_pause: float = 0.0,
+    settings: ModelSettings = ModelSettings(),
 ) -> Provider:
     """The provider named (or chosen from `environ`), or `ConfigError` saying what is missing;
-    the demo model takes `demo_pause` seconds per call."""
+    every request carries `settings`; the demo model takes `demo_pause` seconds per call."""
     name = name or environ.get("TURNKEEPER_PROVIDER") or _default_name(environ)
     model = model or environ.get("TURNKEEPER_MODEL") or None
     if name == "anthropic":
-        return _anthropic(model, environ)
+        return _anthropic(model, environ, settings)
     if name == "openai":
-        return _openai(model, environ)
+        return _openai(model, environ, settings)
     if name == "demo":
         return DemoProvider(pause=demo_pause)
     raise ConfigError(f"unknown provider {name!r}; choose one of: {', '.join(NAMES)}")
@@ -49,7 +90,7 @@ def _default_name(environ: Mapping[str, str]) -> str:
     return "demo"
 
 
-def _anthropic(model: str | None, environ: Mapping[str, str]) -> Provider:
+def _anthropic(model: str | None, environ: Mapping[str, str], settings: ModelSettings) -> Provider:
     key = environ.get("ANTHROPIC_API_KEY")
     if not key:
         raise ConfigError("ANTHROPIC_API_KEY is not set; export your Anthropic API key")
@@ -58,11 +99,12 @@ def _anthropic(model: str | None, environ: Mapping[str, str]) -> Provider:
         model=model or adapter.DEFAULT_MODEL,
         api_key=key,
         base_url=environ.get("ANTHROPIC_BASE_URL") or None,
+        **settings.anthropic(),
     )
     return provider
 
 
-def _openai(model: str | None, environ: Mapping[str, str]) -> Provider:
+def _openai(model: str | None, environ: Mapping[str, str], settings: ModelSettings) -> Provider:
     key = environ.get("OPENAI_API_KEY")
     base_url = environ.get("OPENAI_BASE_URL") or None
     if not key and not base_url:
@@ -74,6 +116,7 @@ def _openai(model: str | None, environ: Mapping[str, str]) -> Provider:
         model=model or adapter.DEFAULT_MODEL,
         api_key=key or LOCAL_SERVER_KEY,
         base_url=base_url,
+        **settings.openai(),
     )
     return provider
 

@@ -327,12 +327,6 @@ class PostgresStore:
         )
         return conversation_id
 
-    async def token_hash(self, conversation_id: str) -> str | None:
-        row = await self._one(
-            "SELECT token_hash FROM conversations WHERE conversation_id = %s", (conversation_id,)
-        )
-        return None if row is None else str(row[0])
-
     async def guard(self, conversation_id: str) -> Guard | None:
         row = await self._one(
             "SELECT token_hash, owner FROM conversations WHERE conversation_id = %s",

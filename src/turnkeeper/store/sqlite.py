@@ -154,15 +154,6 @@ class SqliteStore:
         await self.commits.write(insert)
         return conversation_id
 
-    async def token_hash(self, conversation_id: str) -> str | None:
-        def read(db: sqlite3.Connection) -> str | None:
-            row = db.execute(
-                "SELECT token_hash FROM conversations WHERE conversation_id = ?", (conversation_id,)
-            ).fetchone()
-            return None if row is None else str(row[0])
-
-        return await self.commits.read(read)
-
     async def guard(self, conversation_id: str) -> Guard | None:
         def read(db: sqlite3.Connection) -> Guard | None:
             row = db.execute(

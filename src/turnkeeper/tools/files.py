@@ -47,6 +47,10 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _NOCTTY = getattr(os, "O_NOCTTY", 0)
 
 
+DEMO_ROOT = Path(__file__).resolve().parents[1] / "demo_files"
+"""The demo folder turnkeeper ships (`todo.txt`); the demo never reads the user's directory."""
+
+
 def read_file_tool(root: str | Path, *, max_bytes: int = MAX_BYTES) -> Tool:
     """`read_file(path)` that reads only regular text files inside `root`."""
     base = Path(root).resolve(strict=True)

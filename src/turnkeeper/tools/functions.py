@@ -10,6 +10,9 @@ result the model can act on:
 - `ToolRefused`, raised by a tool that declines its input (its message goes back);
 - a timeout: the time the turn has left, or the tool's own shorter `timeout`.
 
+A function whose first parameter is annotated `ToolContext` receives the
+turn's context there (tools/context.py); that parameter is not in the schema.
+
 Any other exception escapes `call`, so the loop reports it exactly once
 (`tool_error`) and answers `is_error`; the turn goes on. Sync functions run in
 a daemon thread so they never block the event loop; one that outlives its
@@ -32,6 +35,7 @@ import pydantic_core
 from ..errors import ConfigError
 from ..wire import ToolResult, ToolSpec, ToolUse
 from . import ToolFailed, docstrings, unknown_tool
+from .context import ToolContext, current
 from .threads import in_thread
 
 ToolFunction = Callable[..., Any]
@@ -102,25 +106,40 @@ def function_tool(
     if timeout is not None and not timeout > 0:
         raise ConfigError(f"tool {tool_name!r}: timeout must be a positive number of seconds")
     doc = docstrings.parse(inspect.getdoc(fn))
-    model = _input_model(fn, tool_name, doc.params)
+    try:
+        hints = _parameter_hints(fn)
+    except (NameError, TypeError, SyntaxError) as e:
+        raise ConfigError(f"tool {tool_name!r}: cannot read its type hints: {e}") from e
+    parameters = list(inspect.signature(fn).parameters.values())
+    takes_context = _takes_context(tool_name, parameters, hints)
+    model = _input_model(tool_name, parameters[takes_context:], hints, doc.params)
     spec = ToolSpec(
         name=tool_name,
         description=description if description is not None else doc.description,
         input_schema=_schema(model),
     )
-    return Tool(spec, _validating(fn, tool_name, model), timeout)
+    return Tool(spec, _validating(fn, tool_name, model, takes_context), timeout)
+
+
+def _takes_context(name: str, parameters: list[inspect.Parameter], hints: dict[str, Any]) -> bool:
+    """Whether the first parameter is for the `ToolContext`; `ConfigError` if another is."""
+    for n, p in enumerate(parameters):
+        if hints.get(p.name) is ToolContext and n > 0:
+            raise ConfigError(
+                f"tool {name!r}: the ToolContext parameter {p.name!r} must come first"
+            )
+    return bool(parameters) and hints.get(parameters[0].name) is ToolContext
 
 
 def _input_model(
-    fn: ToolFunction, name: str, described: dict[str, str]
+    name: str,
+    parameters: list[inspect.Parameter],
+    hints: dict[str, Any],
+    described: dict[str, str],
 ) -> type[pydantic.BaseModel]:
-    """A pydantic model of `fn`'s parameters, rejecting unknown fields."""
-    try:
-        hints = _parameter_hints(fn)
-    except (NameError, TypeError, SyntaxError) as e:
-        raise ConfigError(f"tool {name!r}: cannot read its type hints: {e}") from e
+    """A pydantic model of the tool's input parameters, rejecting unknown fields."""
     fields: dict[str, Any] = {}
-    for p in inspect.signature(fn).parameters.values():
+    for p in parameters:
         if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
             raise ConfigError(f"tool {name!r}: parameter {p.name!r} must be a named parameter")
         if p.name not in hints:
@@ -162,9 +181,12 @@ def _schema(model: type[pydantic.BaseModel]) -> dict[str, Any]:
 
 
 def _validating(
-    fn: ToolFunction, name: str, model: type[pydantic.BaseModel]
+    fn: ToolFunction, name: str, model: type[pydantic.BaseModel], takes_context: bool
 ) -> Callable[[dict[str, Any]], Awaitable[str] | str]:
-    """`fn` called with validated keyword arguments; its result rendered as text."""
+    """`fn` called with validated keyword arguments (after the turn's context, if it takes
+    one); its result rendered as text."""
+    if takes_context:
+        fn = _with_context(fn)
     if inspect.iscoroutinefunction(fn):
 
         async def run_async(args: dict[str, Any]) -> str:
@@ -176,6 +198,22 @@ def _validating(
         return rendered(fn(**_validated(name, model, args)))
 
     return run
+
+
+def _with_context(fn: ToolFunction) -> ToolFunction:
+    """`fn` with the context of the turn running now as its first argument (read when it is
+    called: in the tool's task, or its thread, which carries the turn's context along)."""
+    if inspect.iscoroutinefunction(fn):
+
+        async def given_async(**args: Any) -> Any:
+            return await fn(current(), **args)
+
+        return given_async
+
+    def given(**args: Any) -> Any:
+        return fn(current(), **args)
+
+    return given
 
 
 def _validated(name: str, model: type[pydantic.BaseModel], args: dict[str, Any]) -> dict[str, Any]:
@@ -222,6 +260,10 @@ class FunctionToolset:
             self._tools[t.spec.name] = t
 
     async def list_tools(self) -> Sequence[ToolSpec]:
+        return self.specs()
+
+    def specs(self) -> list[ToolSpec]:
+        """The tools' specs, known without connecting to anything."""
         return [t.spec for t in self._tools.values()]
 
     async def call(self, use: ToolUse, timeout: float) -> ToolResult:

@@ -4,12 +4,18 @@
  *   <script src="https://your-turnkeeper/widget.js" defer></script>
  *   <turnkeeper-chat api="https://your-turnkeeper" lang="es"></turnkeeper-chat>
  *
- * `api` defaults to the server that served this script; `lang` to the browser's
- * languages, then English. It keeps one conversation (id and token) in
- * localStorage, so a reload restores the transcript; it polls a running turn's
- * published state and renders model text with textContent, never as HTML. The
- * token travels only in the Authorization header, never in a URL. Every label
- * comes from the server's catalogs; a key no catalog knows shows nothing.
+ * `api` defaults to the folder this script was served from (an assistant mounted
+ * at /assistant/ serves /assistant/widget.js and answers at /assistant/api/...).
+ * The server's assistant.json names the assistant and its locales; the reader's
+ * locale is the first of `lang`, then the browser's languages, that the server
+ * has a catalog for (pt-BR, else pt), else English. It keeps one conversation
+ * (id and token) in localStorage, so a reload restores the transcript; it polls
+ * a running turn's published state and renders model text with textContent,
+ * never as HTML. The token travels only in the Authorization header, never in a
+ * URL; when the assistant's readers sign in, no token is sent at all (the host
+ * page's own cookie says who the reader is) and a 401 asks them to sign in.
+ * Every label comes from the server's catalogs; a key no catalog knows shows
+ * nothing.
  */
 (() => {
   "use strict";
@@ -17,6 +23,8 @@
   const script = document.currentScript;
   const HOME = script ? new URL(script.src, location.href) : new URL("/", location.href);
   const STYLE = new URL("widget.css", HOME).href;
+  const FOLDER = new URL(".", HOME).href.replace(/\/+$/, ""); // the default API base
+  const DEFAULT_LOCALE = "en";
 
   const POLL_MS = 300; // while a turn runs and the tab is visible
   const POLL_MAX_MS = 1500; // after a run of "nothing new" answers
@@ -38,20 +46,35 @@
       </form>
     </section>`;
 
-  /** The languages to try, best first, as catalog names ("es-ES" -> "es"). */
-  function wantedLanguages(attribute) {
-    const names = [attribute, ...(navigator.languages || [navigator.language]), "en"];
-    const bases = names
-      .filter((name) => typeof name === "string" && name)
-      .map((name) => name.toLowerCase().split(/[-_]/)[0])
-      .filter((base) => /^[a-z]{2,3}$/.test(base));
-    return [...new Set(bases)];
+  /** The locales the reader asks for, best first: `lang`, then the browser's. */
+  function wantedLocales(attribute) {
+    const names = [attribute, ...(navigator.languages || [navigator.language])];
+    return names.filter((name) => typeof name === "string" && name.trim());
   }
+
+  /**
+   * The first of `wanted` the server has a catalog for, as the server spells it: each
+   * tag itself, then its shorter forms ("zh-Hant-TW", "zh-Hant", "zh"); else English.
+   */
+  function negotiate(wanted, locales) {
+    const known = new Map(locales.map((tag) => [tag.toLowerCase(), tag]));
+    for (const name of wanted) {
+      const parts = name.trim().replace(/_/g, "-").toLowerCase().split("-");
+      for (let n = parts.length; n > 0; n -= 1) {
+        const found = known.get(parts.slice(0, n).join("-"));
+        if (found) return found;
+      }
+    }
+    return DEFAULT_LOCALE;
+  }
+
+  /** A 401: the assistant's readers sign in, and this one is not signed in (any more). */
+  class SignInNeeded extends Error {}
 
   class TurnkeeperChat extends HTMLElement {
     connectedCallback() {
       if (this.shadowRoot) return;
-      this.api = (this.getAttribute("api") || HOME.origin).replace(/\/+$/, "");
+      this.api = (this.getAttribute("api") || FOLDER).replace(/\/+$/, "");
       this.storageKey = `turnkeeper-chat:${this.api}`;
       this.rendered = new Set();
       this.turn = null;
@@ -62,36 +85,45 @@
     }
 
     async start() {
-      const wanted = wantedLanguages(this.getAttribute("lang"));
-      while (!(await this.loadCatalogs(wanted))) {
+      const wanted = wantedLocales(this.getAttribute("lang"));
+      while (!(await this.load(wanted))) {
         await new Promise((resolve) => setTimeout(resolve, RETRY_MAX_MS));
       }
       this.build();
       await this.restore();
     }
 
-    // ---- catalogs --------------------------------------------------------------
+    // ---- the assistant and its catalogs ----------------------------------------
 
-    async loadCatalogs(wanted) {
+    /** The assistant's description, the reader's catalog and English; false to try again. */
+    async load(wanted) {
       try {
-        this.en = await this.fetchCatalog("en");
-        if (!this.en) return false;
-        for (const lang of wanted) {
-          const entries = lang === "en" ? this.en : await this.fetchCatalog(lang);
-          if (entries) {
-            [this.lang, this.entries] = [lang, entries];
-            return true;
-          }
-        }
+        const [about, en] = await Promise.all([
+          this.fetchFile("assistant.json"),
+          this.fetchFile(`locales/${DEFAULT_LOCALE}.json`),
+        ]);
+        if (!about || !en) return false;
+        const listed = Array.isArray(about.locales) ? about.locales : [];
+        const lang = negotiate(wanted, listed.filter((tag) => typeof tag === "string"));
+        const path = `locales/${encodeURIComponent(lang)}.json`;
+        const entries = lang === DEFAULT_LOCALE ? en : await this.fetchFile(path);
+        this.name = typeof about.name === "string" ? about.name : "";
+        this.users = about.users === true;
+        this.en = en;
+        // A catalog the server lists but does not serve: English rather than nothing.
+        [this.lang, this.entries] = entries ? [lang, entries] : [DEFAULT_LOCALE, en];
+        return true;
       } catch (error) {
-        return false;
+        return false; // unreachable, or not JSON: the caller tries again
       }
-      return false;
     }
 
-    async fetchCatalog(lang) {
-      const response = await fetch(`${this.api}/locales/${lang}.json`);
-      return response.ok ? response.json() : null;
+    /** One of the server's files as JSON; null when it has no such file. */
+    async fetchFile(path) {
+      const response = await fetch(`${this.api}/${path}`, { credentials: "same-origin" });
+      if (response.status === 404) return null;
+      if (!response.ok) throw new Error(`${path}: ${response.status}`);
+      return response.json();
     }
 
     /** The reader's sentence for `key`, else English, else null: never the key itself. */
@@ -120,12 +152,11 @@
       this.sendButton = find(".send");
       this.stopButton = find(".stop");
       this.section.lang = this.lang;
-      find(".title").textContent = this.text("ui.title") || "";
+      find(".title").textContent = this.name;
       this.input.placeholder = this.text("ui.placeholder") || "";
       this.input.setAttribute("aria-label", this.text("ui.placeholder") || "");
       this.sendButton.textContent = this.text("ui.send") || "";
       this.stopButton.textContent = this.text("ui.stop") || "";
-      this.trouble.textContent = this.text("ui.connection_trouble") || "";
       this.listen(find(".compose"));
     }
 
@@ -162,7 +193,7 @@
       if (message.is_error) item.classList.add("error");
       if (message.id) item.dataset.id = message.id;
       who.className = "who";
-      who.textContent = this.text(user ? "ui.you" : "ui.bot") || "";
+      who.textContent = user ? this.text("ui.you") || "" : this.name;
       body.className = "text";
       body.textContent = text;
       item.append(who, body);
@@ -198,7 +229,23 @@
 
     setTrouble(failing) {
       this.failures = failing ? this.failures + 1 : 0;
+      this.say(this.text("ui.connection_trouble"));
       this.trouble.hidden = this.failures < TROUBLE_AFTER;
+    }
+
+    /**
+     * A 401: the reader must sign in (on the host's page) first. Said at once; no timer
+     * tries again, the reader's next question (or coming back to the tab) does.
+     */
+    askToSignIn() {
+      this.failures = 0;
+      this.say(this.text("ui.sign_in"));
+      this.trouble.hidden = false;
+    }
+
+    /** The trouble area's sentence, replaced only when it changes (an alert is announced). */
+    say(sentence) {
+      if (this.trouble.textContent !== (sentence || "")) this.trouble.textContent = sentence || "";
     }
 
     // ---- the conversation ------------------------------------------------------
@@ -221,21 +268,35 @@
       this.conversation = value;
     }
 
+    /** An API call: with the conversation's token, or (readers sign in) the host's cookie. */
     async call(path, options = {}) {
-      const headers = { authorization: `Bearer ${this.conversation.token}` };
+      const headers = {};
+      const token = this.conversation && this.conversation.token;
+      if (token && !this.users) headers.authorization = `Bearer ${token}`;
       if (options.body) headers["content-type"] = "application/json";
-      return fetch(`${this.api}${path}`, { ...options, headers, cache: "no-store" });
+      const response = await fetch(`${this.api}${path}`, {
+        ...options,
+        headers,
+        cache: "no-store",
+        credentials: "same-origin",
+      });
+      if (response.status === 401) throw new SignInNeeded();
+      return response;
     }
 
     /** Show the saved conversation's transcript, and follow its turn if one was running. */
     async restore() {
       const saved = this.saved();
-      if (!saved || !saved.conversation_id || !saved.token) return;
+      if (!saved || !saved.conversation_id || !(saved.token || this.users)) {
+        if (this.users) await this.checkSignedIn();
+        return;
+      }
       this.conversation = saved;
       let response;
       try {
         response = await this.call(`/api/conversations/${encodeURIComponent(saved.conversation_id)}`);
       } catch (error) {
+        if (error instanceof SignInNeeded) return this.askToSignIn(); // kept for after sign-in
         response = null;
       }
       if (response && response.status === 404) return this.save(null);
@@ -249,9 +310,18 @@
       if (saved.turn_id) this.follow(saved.turn_id);
     }
 
+    /** Readers sign in: say so at once if this one is not, before any question is lost. */
+    async checkSignedIn() {
+      try {
+        await this.call("/api/conversations");
+      } catch (error) {
+        if (error instanceof SignInNeeded) this.askToSignIn();
+      }
+    }
+
     async ensureConversation() {
       if (this.conversation) return;
-      const response = await fetch(`${this.api}/api/conversations`, { method: "POST" });
+      const response = await this.call("/api/conversations", { method: "POST" });
       if (response.status !== 201) throw new Error(`new conversation: ${response.status}`);
       const { conversation_id, token } = await response.json();
       this.save({ conversation_id, token });
@@ -272,6 +342,7 @@
         pending.remove();
         this.input.value = question; // nothing the reader typed is lost
         this.setBusy(false);
+        if (error instanceof SignInNeeded) return this.askToSignIn();
         this.setTrouble(true);
         this.trouble.hidden = false;
       }
@@ -281,7 +352,7 @@
       for (let attempt = 0; attempt < 2; attempt += 1) {
         await this.ensureConversation();
         const id = encodeURIComponent(this.conversation.conversation_id);
-        const body = JSON.stringify({ text: question });
+        const body = JSON.stringify({ text: question, locale: this.lang });
         const response = await this.call(`/api/conversations/${id}/turns`, { method: "POST", body });
         if (response.status === 202) return (await response.json()).turn_id;
         if (response.status !== 404) throw new Error(`new turn: ${response.status}`);
@@ -316,7 +387,8 @@
       } catch (error) {
         turn.stopping = false;
         this.stopButton.disabled = false;
-        this.setTrouble(true);
+        if (error instanceof SignInNeeded) this.askToSignIn();
+        else this.setTrouble(true);
       }
       turn.quiet = 0;
       if (turn === this.turn) this.schedule(0);
@@ -359,6 +431,8 @@
         state = response.status === 200 ? await response.json() : null;
       } catch (error) {
         if (turn !== this.turn) return;
+        // Signed out mid-turn: no timer polls again; the tab shown again, or a reload, does.
+        if (error instanceof SignInNeeded) return this.askToSignIn();
         this.setTrouble(true);
         return this.schedule(this.retryDelay());
       }

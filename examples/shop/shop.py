@@ -1,0 +1,191 @@
+"""Example Shop: turnkeeper's assistant mounted in a web application with its own sign-in.
+
+A small Starlette shop: a home page, a sign-in form and, at /assistant/, the chat of an
+assistant whose tools answer for the signed-in customer only. Each tool takes the turn's
+`ToolContext` first: `ctx.user` is whom `signed_in` named, in whichever process runs the turn.
+
+Needs, from the turnkeeper checkout, pip install -e '.[server,anthropic]'. Run it from there:
+
+    python examples/shop/shop.py       # on http://127.0.0.1:8000; --port or PORT for another
+
+and sign in as ada or bob. The model is Anthropic's with ANTHROPIC_API_KEY set, else an
+OpenAI-compatible one's at OPENAI_BASE_URL, else an offline demo that says how to set one
+up. Conversations are kept in SHOP_DATABASE (default sqlite:///shop.db in the current folder).
+
+To scale out (with the postgres extra too), keep them in a PostgreSQL database and let
+`turnkeeper worker` processes, as many as needed, run the turns with this same `assistant`:
+
+    export SHOP_DATABASE=postgresql://postgres@127.0.0.1:5432/shop SHOP_WORKERS=external
+    python examples/shop/shop.py
+    turnkeeper worker shop:assistant --app-dir examples/shop --database "$SHOP_DATABASE"
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import hmac
+import html
+import logging
+import os
+import secrets
+from urllib.parse import parse_qs
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+
+from turnkeeper import Assistant, ToolContext
+
+# Sign-in, a stand-in for your application's real sessions: the signed-in name in a cookie,
+# signed with HMAC-SHA256 so that no one can forge it. The secret is SHOP_SECRET, else a
+# random one per process (a restart signs everyone out).
+
+SECRET = os.environ.get("SHOP_SECRET", "").encode() or secrets.token_bytes(32)
+COOKIE = "shop_session"
+
+
+def _signature(payload: str) -> bytes:
+    return hmac.new(SECRET, payload.encode(), hashlib.sha256).hexdigest().encode()
+
+
+def session_cookie(name: str) -> str:
+    payload = base64.urlsafe_b64encode(name.encode()).decode().rstrip("=")
+    return f"{payload}.{_signature(payload).decode()}"
+
+
+def signed_in(request: Request) -> str | None:
+    """The signed-in customer's name, or None: the assistant's `authenticate`."""
+    payload, _, signature = request.cookies.get(COOKIE, "").rpartition(".")
+    if not payload or not hmac.compare_digest(signature.encode(), _signature(payload)):
+        return None
+    return base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)).decode()
+
+
+ORDERS = {  # the order book: in memory, a stand-in for your database
+    "ada": {"A-1001": "teapot, shipped", "A-1002": "kettle, being packed"},
+    "bob": {"B-2001": "toaster, delivered"},
+}
+
+
+def my_orders(ctx: ToolContext) -> dict[str, str]:
+    """The signed-in customer's orders: each one's item and status, by order id."""
+    return ORDERS.get(ctx.user or "", {})
+
+
+def order_status(ctx: ToolContext, order_id: str) -> str:
+    """Where one of the signed-in customer's orders is.
+
+    Args:
+        order_id: the order's id, like A-1001
+    """
+    status = ORDERS.get(ctx.user or "", {}).get(order_id)  # only the customer's own orders
+    return f"{order_id}: {status}" if status else f"{order_id} is not one of your orders."
+
+
+INSTRUCTIONS = (
+    "You help customers of Example Shop with their orders. Look them up with my_orders "
+    "and order_status; never guess. Answer briefly, in the customer's language."
+)
+
+assistant = Assistant(
+    name="Shop helper",
+    instructions=INSTRUCTIONS,
+    tools=[my_orders, order_status],
+    captions={  # what the reader sees once a tool ran
+        "my_orders": {
+            "en": "Looked up your orders",
+            "es": "Consultó tus pedidos",
+            "fr": "A consulté vos commandes",
+        },
+        "order_status": {
+            "en": "Checked an order",
+            "es": "Consultó un pedido",
+            "fr": "A vérifié une commande",
+        },
+    },
+    messages={  # turnkeeper ships English and Spanish; the widget's words in French:
+        "fr": {
+            "ui.placeholder": "Posez une question…",
+            "ui.send": "Envoyer",
+            "ui.stop": "Arrêter",
+            "ui.you": "vous",
+            "ui.bot": "assistant",
+            "ui.working": "En cours…",
+            "ui.sign_in": "Connectez-vous pour parler à l’assistant.",
+            "ui.connection_trouble": "Impossible de joindre l’assistant. Nouvel essai en cours…",
+        }
+    },
+    authenticate=signed_in,
+)
+
+# Turns run in this process, unless SHOP_WORKERS=external (PostgreSQL only): then
+# `turnkeeper worker shop:assistant` processes run them.
+chat = assistant.asgi(
+    database=os.environ.get("SHOP_DATABASE", "sqlite:///shop.db"),
+    worker=os.environ.get("SHOP_WORKERS") != "external",
+)
+
+
+def page(body: str, status_code: int = 200) -> HTMLResponse:
+    head = '<!doctype html><html lang="en"><meta charset="utf-8"><title>Example Shop</title>'
+    return HTMLResponse(f"{head}<h1>Example Shop</h1>{body}", status_code)
+
+
+async def home(request: Request) -> Response:
+    name = signed_in(request)
+    if name is None:
+        who = '<p>You are not signed in. <a href="/sign-in">Sign in</a></p>'
+    else:
+        who = (
+            f"<p>Signed in as <strong>{html.escape(name)}</strong>.</p>"
+            '<form method="post" action="/sign-out"><button>Sign out</button></form>'
+        )
+    return page(f'{who}<p><a href="/assistant/">Ask the shop helper</a></p>')
+
+
+SIGN_IN_FORM = """<form method="post" action="/sign-in">{error}
+  <label>Your name <input name="name" required autofocus></label> <button>Sign in</button>
+</form>"""
+
+
+async def sign_in(request: Request) -> Response:
+    if request.method == "GET":
+        return page(SIGN_IN_FORM.format(error=""))
+    form = parse_qs((await request.body()).decode(errors="replace"))
+    name = form.get("name", [""])[0].strip()
+    if not name or len(name) > 64:
+        error = "<p>Write a name of 1 to 64 characters.</p>"
+        return page(SIGN_IN_FORM.format(error=error), 400)
+    response = RedirectResponse("/assistant/", status_code=303)
+    # SameSite=Lax: other sites cannot call the assistant's API as this reader. HTTPS: secure=True
+    response.set_cookie(COOKIE, session_cookie(name), httponly=True, samesite="lax")
+    return response
+
+
+async def sign_out(request: Request) -> Response:
+    response = RedirectResponse("/", status_code=303)
+    response.delete_cookie(COOKIE)
+    return response
+
+
+app = Starlette(
+    routes=[
+        Route("/", home),
+        Route("/sign-in", sign_in, methods=["GET", "POST"]),
+        Route("/sign-out", sign_out, methods=["POST"]),
+        Mount("/assistant", app=chat),  # the widget at /assistant/, its API under it
+    ],
+    lifespan=chat.lifespan,  # opens the assistant's database and runs its turns
+)
+
+
+if __name__ == "__main__":
+    import uvicorn
+
+    parser = argparse.ArgumentParser(description="Example Shop and its assistant")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")  # shows the model
+    uvicorn.run(app, host="127.0.0.1", port=parser.parse_args().port)

@@ -1,0 +1,112 @@
+"""An assistant mounted in an application of one's own: `Assistant.asgi()`.
+
+    chat = assistant.asgi(database="sqlite:///chat.db", authenticate=signed_in_user)
+    app = Starlette(routes=[Mount("/assistant", app=chat)], lifespan=chat.lifespan)
+
+The app is the widget, its files and the API, under whatever prefix it is
+mounted at. Its `lifespan` opens what `turnkeeper serve` opens (the store, the
+tools, the queue and the sweeper: `server.running`) when the host starts, and
+closes it when the host stops, giving running turns their grace first. Until
+then, and after, its requests answer `503`. Run alone by an ASGI server
+(`uvicorn module:chat`), it takes the server's lifespan events itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from starlette.responses import JSONResponse
+from starlette.routing import Router
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..queue import LocalQueue
+from ..server import DEFAULT_GRACE, Settings, banner, require_postgres, running
+from ..store import DEFAULT_URL, parse_url
+
+if TYPE_CHECKING:
+    from ..assistant import Assistant, Authenticate
+
+logger = logging.getLogger("turnkeeper.server")
+
+NOT_STARTED = (
+    "The assistant is not running: pass its lifespan to your application "
+    "(Starlette(..., lifespan=chat.lifespan))."
+)
+
+
+class AssistantApp:
+    """An assistant's widget and API as one ASGI app; see the module docstring."""
+
+    def __init__(
+        self,
+        assistant: Assistant,
+        *,
+        database: str | None,
+        authenticate: Authenticate | None,
+        worker: bool,
+        concurrency: int,
+        cors_origins: tuple[str, ...],
+        grace: float = DEFAULT_GRACE,
+    ) -> None:
+        url = database or os.environ.get("TURNKEEPER_DATABASE_URL") or DEFAULT_URL
+        parse_url(url)
+        if not worker:
+            require_postgres(
+                url,
+                "asgi(worker=False)",
+                "(database='postgresql://user@host:port/db'); with SQLite, leave worker=True "
+                "and turns run in your process",
+            )
+        self.assistant = assistant
+        self.authenticate = authenticate
+        self.settings = Settings(
+            database=url,
+            worker=worker,
+            concurrency=concurrency,
+            app="mounted",
+            cors_origins=cors_origins,
+        )
+        self.grace = grace
+        self._app: ASGIApp | None = None
+        self._lifespan_only = Router(lifespan=self.lifespan)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan_only(scope, receive, send)
+            return
+        app = self._app
+        if app is not None:
+            await app(scope, receive, send)
+        elif scope["type"] == "http":
+            await JSONResponse({"error": NOT_STARTED}, 503)(scope, receive, send)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, host: Any = None) -> AsyncIterator[None]:
+        """Run the assistant while the host application runs."""
+        from . import create_app
+
+        assistant = self.assistant
+        provider = assistant.choose_provider(os.environ)
+        async with running(self.settings, assistant, provider) as service:
+            self._app = create_app(
+                service.store,
+                service.queue,
+                name=assistant.name,
+                catalogs=assistant.catalogs,
+                authenticate=self.authenticate,
+                cors_origins=self.settings.cors_origins,
+                metrics=service.metrics,
+            )
+            users = self.authenticate is not None
+            lines = banner("mounted", self.settings, assistant, provider, users=users)
+            logger.info("\n".join(line for line in lines if "address" not in line))
+            try:
+                yield
+            finally:
+                self._app = None
+                if isinstance(service.queue, LocalQueue):
+                    await service.queue.drain(self.grace)

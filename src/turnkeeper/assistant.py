@@ -1,0 +1,314 @@
+"""Your assistant: one value that says what it is, loaded the same in every process.
+
+    assistant = Assistant(
+        name="Shop helper",
+        instructions="You help customers of Example Shop with their orders.",
+        tools=[my_orders, cancel_order],
+        captions={"my_orders": {"en": "Looked up your orders", "fr": "A consulté vos commandes"}},
+    )
+
+`turnkeeper serve app:assistant` serves it, `turnkeeper worker app:assistant`
+runs its turns from PostgreSQL, and `assistant.asgi(...)` mounts it in your own
+Starlette or FastAPI application. Each process imports the same value by its
+import string (`module:attribute`, as uvicorn reads one), so the tools, the
+instructions and the captions are the same wherever a turn runs.
+
+A wrong assistant is a `ConfigError` when it is made, not at its first turn: a
+caption for a tool it does not have, two tools of one name, a malformed locale
+tag. The tools of a toolset (an MCP server) are known only once it is
+connected; `check()` holds them to the same rules when a process starts.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import sys
+import traceback
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .activity import ACTIVITIES
+from .budget import Budget
+from .errors import ConfigError
+from .i18n import Catalogs
+from .providers import Provider
+from .providers.select import NAMES, ModelSettings, choose_provider
+from .tools import CombinedToolset, Toolset
+from .tools.files import DEMO_ROOT, read_file_tool
+from .tools.functions import FunctionToolset, Tool, ToolFunction, function_tool
+from .wire import ToolSpec
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+    from .api.mounted import AssistantApp
+
+Authenticate = Callable[["Request"], "Awaitable[str | None] | str | None"]
+"""`authenticate(request)`, sync or async: the id of the application's signed-in user, or None."""
+
+
+@dataclass(frozen=True)
+class Assistant:
+    """An assistant: its name, instructions, tools, captions and model, in one value."""
+
+    name: str = "Assistant"
+    """Shown in the widget's header and on its bubbles."""
+    instructions: str | None = None
+    """The system prompt, sent on every model call."""
+    tools: Sequence[Tool | ToolFunction | Toolset] = ()
+    """Python functions (sync or async), `@tool` tools, and toolsets such as MCP servers."""
+    captions: Mapping[str, str | Mapping[str, str]] = field(default_factory=dict)
+    """`{tool: {locale: past-tense text}}`, what the reader sees once a tool ran (or an
+    existing `activity.*` key to reuse)."""
+    messages: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """`{locale: {key: text}}`: extra catalog entries, in any BCP 47 locale."""
+    provider: str | Provider | None = None
+    """`anthropic`, `openai` or `demo`; None chooses from the environment (docs/design.md §6);
+    or a `Provider` of your own, used as it is."""
+    model: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    thinking: int | None = None
+    """Extended thinking's budget in tokens (Anthropic; below `max_tokens`), or None."""
+    budget: Budget = field(default_factory=Budget)
+    authenticate: Authenticate | None = None
+    """Who the reader is, for `serve` and `asgi()`: with it, conversations belong to users."""
+
+    _functions: FunctionToolset = field(init=False, repr=False, compare=False)
+    _toolsets: tuple[Toolset, ...] = field(init=False, repr=False, compare=False)
+    catalogs: Catalogs = field(init=False, repr=False, compare=False)
+    """The shipped catalogs with this assistant's messages and captions."""
+    activities: Mapping[str, str] = field(init=False, repr=False, compare=False)
+    """Tool names to caption keys: the built-in tools' and this assistant's."""
+
+    def __post_init__(self) -> None:
+        _check_settings(self)
+        functions, toolsets = _sorted_tools(self.tools)
+        catalogs = Catalogs(self.messages)
+        activities = dict(ACTIVITIES)
+        for tool, entry in _checked_captions(self.captions).items():
+            activities[tool] = _caption_key(catalogs, tool, entry)
+        set_ = object.__setattr__
+        set_(self, "_functions", FunctionToolset(functions))
+        set_(self, "_toolsets", tuple(toolsets))
+        set_(self, "catalogs", catalogs)
+        set_(self, "activities", activities)
+        if not toolsets:
+            self.check(self._functions.specs())
+
+    @property
+    def tool_names(self) -> list[str]:
+        """The Python tools' names (a toolset's are known once it is connected)."""
+        return [spec.name for spec in self._functions.specs()]
+
+    def toolset(self) -> CombinedToolset:
+        """Every tool as one toolset, for one process's lifetime (`async with` it)."""
+        return CombinedToolset(self._functions, *self._toolsets)
+
+    def check(self, specs: Sequence[ToolSpec]) -> None:
+        """`ConfigError` if a caption names a tool that is not among `specs`."""
+        names = {spec.name for spec in specs}
+        unknown = sorted(set(self.captions) - names)
+        if unknown:
+            have = ", ".join(sorted(names)) or "none"
+            raise ConfigError(
+                f"assistant {self.name!r} has captions for tools it does not have: "
+                f"{', '.join(unknown)} (its tools: {have})"
+            )
+
+    def model_settings(self) -> ModelSettings:
+        return ModelSettings(self.instructions, self.max_tokens, self.temperature, self.thinking)
+
+    def choose_provider(
+        self,
+        environ: Mapping[str, str],
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        demo_pause: float = 0.0,
+    ) -> Provider:
+        """The model this assistant talks to: `provider` and `model` (the command line's)
+        over its own, over the environment's rule; every request carries its settings.
+        A `Provider` the assistant was given is used as it is."""
+        if provider is None and self.provider is not None and not isinstance(self.provider, str):
+            return self.provider
+        return choose_provider(
+            provider or _named(self.provider),
+            model or self.model,
+            environ,
+            demo_pause=demo_pause,
+            settings=self.model_settings(),
+        )
+
+    def asgi(
+        self,
+        *,
+        database: str | None = None,
+        authenticate: Authenticate | None = None,
+        worker: bool = True,
+        concurrency: int = 4,
+        cors_origins: Sequence[str] = (),
+    ) -> AssistantApp:
+        """This assistant as an ASGI app to mount in yours: the widget, its files and the API,
+        under any prefix. Pass its `lifespan` as your application's:
+
+            chat = assistant.asgi(database="sqlite:///chat.db", authenticate=signed_in_user)
+            app = Starlette(routes=[Mount("/assistant", app=chat)], lifespan=chat.lifespan)
+
+        Turns run in your process; with a PostgreSQL `database` and `worker=False`, they
+        are left to `turnkeeper worker module:assistant` processes. `authenticate`
+        (default: the assistant's own) makes conversations belong to your users.
+        """
+        from .api.mounted import AssistantApp
+
+        return AssistantApp(
+            self,
+            database=database,
+            authenticate=authenticate or self.authenticate,
+            worker=worker,
+            concurrency=concurrency,
+            cors_origins=tuple(cors_origins),
+        )
+
+
+def _named(provider: str | Provider | None) -> str | None:
+    return provider if isinstance(provider, str) else None
+
+
+def demo_assistant(root: Path = DEMO_ROOT, toolsets: Sequence[Toolset] = ()) -> Assistant:
+    """The assistant `serve` runs without an app: `read_file` in `root` (the demo folder,
+    never the user's directory), and the tools of `toolsets` (`--mcp-stdio`, `--mcp-http`)."""
+    return Assistant(tools=[read_file_tool(root), *toolsets])
+
+
+def _check_settings(a: Assistant) -> None:
+    if not (isinstance(a.name, str) and a.name.strip()):
+        raise ConfigError(f"an assistant's name must be a non-empty string, got {a.name!r}")
+    if a.instructions is not None and not isinstance(a.instructions, str):
+        raise ConfigError("an assistant's instructions must be a string")
+    if isinstance(a.provider, str) and a.provider not in NAMES:
+        raise ConfigError(f"unknown provider {a.provider!r}; choose one of: {', '.join(NAMES)}")
+    if not isinstance(a.provider, str | None) and not callable(
+        getattr(a.provider, "complete", None)
+    ):
+        raise ConfigError(f"provider must be {', '.join(NAMES)} or a Provider, got {a.provider!r}")
+    if a.model is not None and not (isinstance(a.model, str) and a.model.strip()):
+        raise ConfigError(f"model must be a model's name, got {a.model!r}")
+    if not isinstance(a.budget, Budget):
+        raise ConfigError(f"budget must be a turnkeeper.Budget, got {type(a.budget).__name__}")
+    if a.authenticate is not None and not callable(a.authenticate):
+        raise ConfigError("authenticate must be a function of the request")
+    _check_model_settings(a)
+
+
+def _check_model_settings(a: Assistant) -> None:
+    for name in ("max_tokens", "thinking"):
+        value = getattr(a, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ConfigError(f"{name} must be a whole number of tokens, got {value!r}")
+    if a.max_tokens is not None and a.max_tokens < 1:
+        raise ConfigError(f"max_tokens must be at least 1, got {a.max_tokens}")
+    if a.thinking is not None and not (a.thinking >= 1024 and (a.max_tokens or 0) > a.thinking):
+        raise ConfigError(
+            f"thinking={a.thinking} needs a budget of at least 1024 tokens and max_tokens above it"
+        )
+    temperature = a.temperature
+    if temperature is not None and not (
+        isinstance(temperature, int | float)
+        and math.isfinite(temperature)
+        and 0 <= temperature <= 2
+    ):
+        raise ConfigError(f"temperature must be a number from 0 to 2, got {temperature!r}")
+
+
+def _sorted_tools(tools: Sequence[Any]) -> tuple[list[Tool], list[Toolset]]:
+    """Python tools (functions made `Tool`s) and toolsets, in the order given."""
+    if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
+        raise ConfigError("an assistant's tools must be a list of functions, tools and toolsets")
+    functions: list[Tool] = []
+    toolsets: list[Toolset] = []
+    for t in tools:
+        if isinstance(t, Tool):
+            functions.append(t)
+        elif callable(getattr(t, "list_tools", None)) and callable(getattr(t, "call", None)):
+            toolsets.append(t)
+        elif callable(t):
+            functions.append(function_tool(t))
+        else:
+            raise ConfigError(f"{t!r} is not a function, a tool or a toolset")
+    return functions, toolsets
+
+
+def _checked_captions(
+    captions: Mapping[str, str | Mapping[str, str]],
+) -> Mapping[str, str | Mapping[str, str]]:
+    if not isinstance(captions, Mapping):
+        raise ConfigError("captions must map tool names to {locale: text}")
+    for tool, entry in captions.items():
+        if not isinstance(entry, str | Mapping) or not entry:
+            raise ConfigError(
+                f"the caption of {tool!r} must be {{locale: text}} or an activity key"
+            )
+    return captions
+
+
+def _caption_key(catalogs: Catalogs, tool: str, entry: str | Mapping[str, str]) -> str:
+    """The caption key of `tool`, its texts added to `catalogs` under `activity.<tool>`."""
+    if isinstance(entry, str):
+        if not entry.startswith("activity."):
+            raise ConfigError(f"the caption of {tool!r} must be an activity.* key, got {entry!r}")
+        return entry
+    key = f"activity.{tool}"
+    for locale, text in entry.items():
+        catalogs.add(locale, {key: text})
+    return key
+
+
+# ---- loading an assistant by its import string --------------------------------------
+
+
+def load(app: str, app_dir: str | Path | None = None) -> Assistant:
+    """The `Assistant` at `app` (`module:attribute`, the attribute dotted if nested),
+    imported as uvicorn imports an app: from the current folder, or `app_dir`.
+    `ConfigError` with one line saying what is wrong."""
+    module_name, colon, attribute = app.partition(":")
+    if not colon or not module_name or not attribute:
+        raise ConfigError(f"APP {app!r} must be written module:attribute, like myapp:assistant")
+    folder = str(Path(app_dir).resolve()) if app_dir is not None else ""
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    module = _imported(module_name)
+    value: Any = module
+    for part in attribute.split("."):
+        if not hasattr(value, part):
+            raise ConfigError(f"module {module_name!r} has no attribute {attribute!r}")
+        value = getattr(value, part)
+    if not isinstance(value, Assistant):
+        raise ConfigError(f"{app} is a {type(value).__name__}, not a turnkeeper.Assistant")
+    return value
+
+
+def _imported(module_name: str) -> Any:
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name is not None and (module_name + ".").startswith(e.name + "."):
+            raise ConfigError(
+                f"no module named {module_name!r} (from {Path.cwd()}; --app-dir names another "
+                "folder)"
+            ) from None
+        raise ConfigError(f"importing {module_name!r} failed: {_where(e)}") from None
+    except ConfigError as e:
+        raise ConfigError(f"{module_name}: {e}") from None
+    except Exception as e:
+        raise ConfigError(f"importing {module_name!r} failed: {_where(e)}") from None
+
+
+def _where(e: BaseException) -> str:
+    """An exception and the line that raised it, in one line."""
+    frames = traceback.extract_tb(e.__traceback__)
+    at = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(e).__name__}: {e}{at}"

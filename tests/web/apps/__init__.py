@@ -1,0 +1,1 @@
+"""Assistants the browser tests serve (`turnkeeper serve shop:assistant --app-dir` here)."""
