@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ import pytest
 
 from tests.fake_model import FakeModelServer
 from tests.scripts import answer, asks, tool_use
-from tests.test_server import free_port, output
+from tests.test_server import free_port, output, running, until_answers
 from tests.waiting import eventually
 from turnkeeper.assistant import load
 
@@ -60,19 +59,6 @@ class Shop:
         return self.model
 
 
-def _until_up(base: str, process: subprocess.Popen[bytes], log: Path, bound: float = 30) -> None:
-    deadline = time.monotonic() + bound
-    while time.monotonic() < deadline:
-        assert process.poll() is None, f"the shop exited: {output(log)}"
-        try:
-            if httpx.get(f"{base}/assistant/assistant.json").status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)  # polling a process we do not control, with a bound
-    raise AssertionError(f"the shop did not answer within {bound} s: {output(log)}")
-
-
 def example_env(model: FakeModelServer, database: str, *, external: bool = False) -> dict[str, str]:
     """The environment the example runs in: its model the fake one, its conversations in
     `database`; `external`: turns left to `turnkeeper worker` processes."""
@@ -94,21 +80,10 @@ def started(
 ) -> Iterator[None]:
     """`command` run from the checkout, its output in `log`, until it answers at `serving`
     if it serves; stopped (SIGTERM) at exit."""
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            command, cwd=CHECKOUT, stdout=out, stderr=subprocess.STDOUT, env=env
-        )
-        try:
-            if serving is not None:
-                _until_up(serving, process, log)
-            yield
-        finally:
-            process.terminate()
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    with running(command, log=log, env=env, cwd=CHECKOUT) as process:
+        if serving is not None:
+            until_answers(f"{serving}/assistant/assistant.json", process, log)
+        yield
 
 
 @contextmanager

@@ -1,4 +1,4 @@
-"""Every row of ARCHITECTURE §3, driven by scripted responses."""
+"""Every row of docs/design.md §3, driven by scripted responses."""
 
 from __future__ import annotations
 

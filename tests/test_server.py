@@ -6,7 +6,8 @@ import asyncio
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -26,13 +27,17 @@ def free_port() -> int:
 def turnkeeper(
     *args: str, log: Path, env: dict[str, str] | None = None
 ) -> Iterator[subprocess.Popen[bytes]]:
+    with running([sys.executable, "-m", "turnkeeper", *args], log=log, env=env) as process:
+        yield process
+
+
+@contextmanager
+def running(
+    command: Sequence[str], *, log: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`command` with its output in `log`; stopped with SIGTERM (then SIGKILL) at exit."""
     with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "turnkeeper", *args],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd)
         try:
             yield process
         finally:
@@ -42,6 +47,20 @@ def turnkeeper(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def until_answers(url: str, process: subprocess.Popen[bytes], log: Path, bound: float = 30) -> None:
+    """Wait until `url` answers 200 (a process starting up), with a bound; fail with its log."""
+    deadline = time.monotonic() + bound
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"the process exited: {output(log)}"
+        try:
+            if httpx.get(url).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)  # polling a process we do not control, with a bound
+    raise AssertionError(f"{url} did not answer within {bound} s: {output(log)}")
 
 
 def output(log: Path) -> str:

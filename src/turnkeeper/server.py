@@ -199,8 +199,10 @@ def banner(
     users = assistant.authenticate is not None if users is None else users
     described = provider.describe()
     model = f"{described.get('provider')} {described.get('model')}"
-    if described.get("provider") == "demo":
+    if described.get("provider") == "demo" and settings.app is None:
         model = "demo (offline; answers the todo-list question from the demo folder)"
+    elif described.get("provider") == "demo":
+        model = "demo (offline; ANTHROPIC_API_KEY or OPENAI_BASE_URL selects a real model)"
     if described.get("base_url"):
         model += f" at {described['base_url']}"
     if settings.worker and command != "worker":

@@ -1,4 +1,4 @@
-"""The HTTP API of ARCHITECTURE §6, through httpx's ASGI transport, on both stores."""
+"""The HTTP API of docs/design.md §6, through httpx's ASGI transport, on both stores."""
 
 from __future__ import annotations
 
@@ -134,6 +134,7 @@ async def test_the_transcript_holds_every_turn_oldest_first(
     response = await client.get(f"/api/conversations/{conversation_id}", headers=auth)
     body = response.json()
     assert body.pop("usage")["iterations"] == 2, "usage is summed over the conversation's turns"
+    assert body.pop("running_turn_id") is None, "both turns are done"
     assert body == {
         "conversation_id": conversation_id,
         "messages": [
@@ -148,10 +149,14 @@ async def test_the_transcript_holds_every_turn_oldest_first(
 async def test_a_second_turn_while_one_is_not_done_is_409(client: httpx.AsyncClient) -> None:
     conversation_id, auth = await conversation(client)
     path = f"/api/conversations/{conversation_id}/turns"
-    assert (await client.post(path, json={"text": "one"}, headers=auth)).status_code == 202
+    first = await client.post(path, json={"text": "one"}, headers=auth)
+    assert first.status_code == 202
     response = await client.post(path, json={"text": "two"}, headers=auth)
     assert response.status_code == 409
     assert "not done" in response.json()["error"]
+    assert response.json()["turn_id"] == first.json()["turn_id"], "the turn to follow instead"
+    transcript = await client.get(f"/api/conversations/{conversation_id}", headers=auth)
+    assert transcript.json()["running_turn_id"] == first.json()["turn_id"]
 
 
 def bad_tokens(auth: dict[str, str], other: dict[str, str]) -> Iterator[dict[str, str]]:

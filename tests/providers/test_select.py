@@ -1,4 +1,4 @@
-"""Choosing the provider from a name, a model and the environment (ARCHITECTURE §6)."""
+"""Choosing the provider from a name, a model and the environment (docs/design.md §6)."""
 
 from __future__ import annotations
 

@@ -143,12 +143,17 @@ async def test_one_open_turn_per_conversation(store: Store) -> None:
     conversation_id, turn_id = await queued_turn(store)
     with pytest.raises(Busy):
         await store.create_turn(conversation_id, "again")
+    assert await store.open_turn(conversation_id) == turn_id, "queued"
     fence = await store.claim(turn_id, 30, "anthropic")
     assert fence is not None
+    assert await store.open_turn(conversation_id) == turn_id, "running"
     final = running(2, {"id": "m1", "role": "user", "text": "hi"}, {"id": "m2"}, done=True)
     await store.finish(turn_id, fence, write([], final, Usage()))
+    assert await store.open_turn(conversation_id) is None, "done"
+    assert await store.open_turn("c_missing") is None
     second = await store.create_turn(conversation_id, "next")
     assert second.message_offset == 2, "message ids continue after the earlier turns"
+    assert await store.open_turn(conversation_id) == second.turn_id
 
 
 async def test_queued_turns_are_listed_until_claimed(store: Store) -> None:

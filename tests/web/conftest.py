@@ -12,19 +12,17 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
 from tests.fake_model import FakeModelServer
-from tests.test_server import free_port, output
+from tests.test_server import free_port, output, until_answers
 
 CHROMIUM = Path("/usr/bin/chromium")
 RESULTS = Path(__file__).resolve().parents[2] / "test-results"
@@ -107,19 +105,6 @@ def served(server: Served) -> Iterator[Served]:
     server.model.release()  # a test that failed mid-hold leaves no turn hanging
 
 
-def _until_up(base: str, process: subprocess.Popen[bytes], log: Path, bound: float = 30) -> None:
-    deadline = time.monotonic() + bound
-    while time.monotonic() < deadline:
-        assert process.poll() is None, f"serve exited: {output(log)}"
-        try:
-            if httpx.get(f"{base}/openapi.json").status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)  # polling a process we do not control, with a bound
-    raise AssertionError(f"serve did not accept connections within {bound} s: {output(log)}")
-
-
 @contextmanager
 def serving(
     script: Sequence[Any], tmp_path: Path, *extra: str, provider: str = "anthropic"
@@ -145,7 +130,7 @@ def serving(
             env=env,
         )
         try:
-            _until_up(base, process, log)
+            until_answers(f"{base}/openapi.json", process, log)
             yield Served(base, model, log)
         finally:
             model.release()

@@ -15,8 +15,9 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests import scripts
-from tests.fake_model import HOLD, FakeModelServer
-from tests.test_example_shop import ADAS_ORDERS, Shop, running_shop, tool_results
+from tests.fake_model import HOLD
+from tests.test_example_shop import ADAS_ORDERS, Shop, tool_results
+from tests.test_example_shop import shop as shop  # the module's one example process
 from tests.web.chat import Chat
 from tests.web.conftest import RESULTS, Served
 
@@ -25,16 +26,6 @@ pytestmark = pytest.mark.browser
 NAME = "Shop helper"
 QUESTION = "Où en sont mes commandes ?"
 ANSWER = "Votre théière est expédiée ; la bouilloire est en préparation."
-
-
-@pytest.fixture(scope="module")
-def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shop]:
-    """One example process for the module; every test opens a fresh browser profile."""
-    with (
-        FakeModelServer([]) as model,
-        running_shop(tmp_path_factory.mktemp("shop"), model) as running,
-    ):
-        yield running
 
 
 @pytest.fixture

@@ -40,6 +40,7 @@ logger = logging.getLogger("turnkeeper.api")
 
 NO_CONVERSATION = "No conversation has this id, or the token does not open it."
 NO_TURN = "No turn has this id, or the token does not open it."
+BUSY = "This conversation has a turn that is not done yet; its turn_id is the one to follow."
 SIGN_IN = "Sign in to talk to the assistant."
 NO_LIST = "Conversations are listed only for signed-in users; this assistant has no sign-in."
 MAX_ID = 64
@@ -99,7 +100,8 @@ class Routes:
         try:
             turn = await self.store.create_turn(conversation_id, text, user=user, locale=locale)
         except Busy:
-            raise ApiError(409, "This conversation has a turn that is not done yet.") from None
+            running = await self.store.open_turn(conversation_id)
+            return JSONResponse({"error": BUSY, "turn_id": running}, 409)
         try:
             await self.queue.enqueue(turn.turn_id)
         except Exception:
@@ -125,8 +127,14 @@ class Routes:
         usage = Usage()
         for turn in await self.store.usages(conversation_id):
             usage.add(turn)
+        running = await self.store.open_turn(conversation_id)
         return JSONResponse(
-            {"conversation_id": conversation_id, "messages": messages, "usage": usage.as_dict()}
+            {
+                "conversation_id": conversation_id,
+                "messages": messages,
+                "usage": usage.as_dict(),
+                "running_turn_id": running,
+            }
         )
 
     def _locale(self, body: dict[str, Any], request: Request) -> str:

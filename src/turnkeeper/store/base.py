@@ -155,6 +155,10 @@ class Store(Protocol):
 
     async def turn(self, turn_id: str) -> Turn | None: ...
 
+    async def open_turn(self, conversation_id: str) -> str | None:
+        """The id of the conversation's turn that is not done (queued or running), if any."""
+        ...
+
     async def state_after(self, turn_id: str, after: int) -> dict[str, Any] | None:
         """The published state if its version is above `after`, else None."""
         ...
@@ -255,6 +259,8 @@ def new_id(prefix: str) -> str:
 
 # ---- SQL both dialects share: `{p}` is the dialect's placeholder -----------------
 
+OPEN_TURN = "SELECT turn_id FROM turns WHERE conversation_id = {p} AND done = {false}"
+"""The one turn `turns_one_open` allows a conversation that is not done."""
 LAST_MESSAGE = "SELECT body FROM messages WHERE turn_id = {p} ORDER BY seq DESC LIMIT 1"
 BUBBLES = "SELECT body FROM bubbles WHERE turn_id = {p} AND n < {p} ORDER BY n"
 SAVE_CALL = "INSERT INTO iterations (turn_id, n, record) VALUES ({p}, {p}, {p})"

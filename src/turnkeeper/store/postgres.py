@@ -374,6 +374,10 @@ class PostgresStore:
         )
         return None if row is None else Turn(*row)
 
+    async def open_turn(self, conversation_id: str) -> str | None:
+        row = await self._one(base.OPEN_TURN.format(p="%s", false="false"), (conversation_id,))
+        return None if row is None else str(row[0])
+
     async def state_after(self, turn_id: str, after: int) -> dict[str, Any] | None:
         async with self.pool.connection() as db:
             cursor = await db.execute(

@@ -224,6 +224,13 @@ class SqliteStore:
 
         return await self.commits.read(read)
 
+    async def open_turn(self, conversation_id: str) -> str | None:
+        def read(db: sqlite3.Connection) -> str | None:
+            row = db.execute(base.OPEN_TURN.format(p="?", false="0"), (conversation_id,)).fetchone()
+            return None if row is None else str(row[0])
+
+        return await self.commits.read(read)
+
     async def state_after(self, turn_id: str, after: int) -> dict[str, Any] | None:
         as_of = self.seen.as_of()
         if self.seen.unchanged(turn_id, after, as_of):

@@ -1,4 +1,4 @@
-"""Store URLs (ARCHITECTURE §8): which database, and where.
+"""Store URLs (docs/design.md §8): which database, and where.
 
 sqlite:///relative/path.db      a file relative to the current directory
 sqlite:////absolute/path.db     an absolute path
