@@ -140,7 +140,9 @@ def test_instructions_and_settings_reach_every_anthropic_request() -> None:
         {"ANTHROPIC_API_KEY": "sk-test"}, provider="anthropic"
     )
     params = provider.request([], [], 10.0)  # type: ignore[attr-defined]
-    assert params["system"] == orders.INSTRUCTIONS
+    assert params["system"] == [
+        {"type": "text", "text": orders.INSTRUCTIONS, "cache_control": {"type": "ephemeral"}}
+    ]
     assert params["max_tokens"] == 2048
     assert params["extra_body"] == {"temperature": 0.2}
     thinking = orders.thinking.choose_provider({"ANTHROPIC_API_KEY": "k"}, provider="anthropic")

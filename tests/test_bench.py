@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,6 +31,8 @@ HEADLINES = (
     "| D | requests / s ÷ bare Starlette |",
     "| Scale-out, K = 5, 2 slots per worker | turns/s, two workers ÷ one |",
     "| Scale-out, K = 5 | turns not run exactly once | 0 | 0 | met |",
+    "| Prompt cache, 3 iterations | billed input ÷ uncached: turnkeeper defaults (pydantic-ai "
+    "defaults; caching on) | ≤ 0.25 | 0.",
 )
 CONTENDERS = (
     "bare loop (baseline)",
@@ -70,3 +73,107 @@ def test_smoke_run_writes_every_row(tmp_path: Path) -> None:
         measured = [line for line in rows if line.split("|")[2].strip()[:1].isdigit()]
         assert measured, rows
     assert "failed" not in text, run.stderr[-3000:]
+    assert "turnkeeper's published usage of each turn against the fake's bills: the same" in text
+
+
+# ---- the prompt-cache workload's fake API bills as the provider documents ------------
+
+MARK = {"type": "ephemeral"}
+
+
+def text_block(chars: int, label: str, mark: dict[str, str] | None = None) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "text", "text": label + "x" * chars}
+    return block if mark is None else {**block, "cache_control": mark}
+
+
+def request(*messages: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
+    """A body: a marked 8,000-character system prompt, then one message per block list,
+    user and assistant in turn."""
+    roles = ("user", "assistant")
+    return {
+        "model": "claude-sonnet-4-5",
+        "system": [text_block(8_000, "system", MARK)],
+        "messages": [{"role": roles[i % 2], "content": m} for i, m in enumerate(messages)],
+        **fields,
+    }
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_fake_api_writes_up_to_the_last_mark_and_reads_the_longest_prefix() -> None:
+    from bench.cache_api import PromptCache, tokens
+
+    cache = PromptCache(Clock())
+    system = tokens(text_block(8_000, "system"))
+    q, a, r = text_block(400, "q"), text_block(400, "a"), text_block(1_600, "r")
+    first = cache.bill(request([{**q, "cache_control": MARK}]))
+    assert (first.read, first.written["5m"], first.input) == (0, system + tokens(q), 0)
+    second = cache.bill(request([q], [a], [{**r, "cache_control": MARK}], [text_block(40, "t")]))
+    assert second.read == system + tokens(q), "the first request's prefix, found looking back"
+    assert second.written["5m"] == tokens(a) + tokens(r)
+    assert second.input == tokens(text_block(40, "t")), "after the last mark: plain input"
+    assert second.total == second.read + second.written["5m"] + second.input
+    assert second.equivalents() == pytest.approx(
+        0.1 * second.read + 1.25 * (tokens(a) + tokens(r)) + second.input
+    )
+    assert tokens({**q, "cache_control": MARK}) == tokens(q), "marks are not tokens"
+
+
+def test_the_fake_apis_entries_expire_after_their_ttl_and_a_read_refreshes_them() -> None:
+    from bench.cache_api import PromptCache
+
+    clock = Clock()
+    cache = PromptCache(clock)
+    body = request([text_block(40, "q")])
+    written = cache.bill(body).written["5m"]
+    assert written > 0
+    clock.now = 299.0
+    assert cache.bill(body).read == written, "alive at 4 min 59 s"
+    clock.now = 598.0
+    assert cache.bill(body).read == written, "the read at 299 s refreshed it"
+    clock.now = 899.0
+    assert cache.bill(body).read == 0, "expired 5 minutes after its last use"
+    hour = request([text_block(40, "q")])
+    hour["system"][0]["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
+    cache, clock.now = PromptCache(clock), 0.0
+    assert cache.bill(hour).written == {"5m": 0, "1h": written}
+    clock.now = 3_599.0
+    assert cache.bill(hour).read == written
+    clock.now = 3_599.0 + 3_601.0
+    assert cache.bill(hour).read == 0
+
+
+def test_the_fake_api_looks_back_only_20_blocks_and_allows_4_marks() -> None:
+    from bench.cache_api import PromptCache, TooManyBreakpoints
+
+    cache = PromptCache(Clock())
+    prefix = [text_block(40, f"b{i}") for i in range(3)]
+    cache.bill(request(prefix))  # the system prompt's entry
+    marked_early = cache.bill(request([*prefix[:-1], {**prefix[-1], "cache_control": MARK}]))
+    assert marked_early.written["5m"] > 0
+    later = [text_block(40, f"c{i}") for i in range(20)]
+    far = cache.bill(request([*prefix, *later[:-1], {**later[-1], "cache_control": MARK}]))
+    assert far.read == marked_early.read, "the entry 20 blocks back is out of sight"
+    with pytest.raises(TooManyBreakpoints):
+        cache.bill(
+            request([{**b, "cache_control": MARK} for b in prefix] + [text_block(4, "z", MARK)])
+        )
+
+
+def test_the_fake_api_caches_nothing_short_and_puts_automatic_caching_on_the_last_block() -> None:
+    from bench.cache_api import PromptCache
+
+    cache = PromptCache(Clock())
+    short = {"model": "m", "messages": [{"role": "user", "content": [text_block(40, "q", MARK)]}]}
+    bill = cache.bill(short)
+    assert (bill.written["5m"], bill.input) == (0, bill.total), "under 1,024 tokens"
+    automatic = request([text_block(400, "q")], [text_block(400, "a")], cache_control=MARK)
+    bill = cache.bill(automatic)
+    assert bill.breakpoints == 2
+    assert bill.input == 0, "written through the last block"

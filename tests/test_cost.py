@@ -187,3 +187,23 @@ async def test_a_response_that_names_no_model_is_priced_as_the_model_requested()
     reply["usage"] = usage(1_000_000, 0)
     result = await run_turn("q", provider=Requested([reply]))
     assert result.usage.cost_usd == pytest.approx(3.0)  # Sonnet: $3 per million in
+
+
+class HourCached(ScriptedProvider):
+    """A provider that marks the prompt cache for an hour, as `prompt_cache="1h"` does."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"provider": "scripted", "model": SONNET, "prompt_cache": "1h"}
+
+
+@pytest.mark.usefixtures("fresh_prices")
+async def test_a_turn_marked_for_an_hour_pays_its_writes_at_the_hours_price() -> None:
+    """A call's writes are at the TTL its request marked: 2x the input price for an hour,
+    1.25x for five minutes; reads are 0.1x either way."""
+    reply = answer("hi", model=SONNET, usage=usage(0, 0, cache_creation_input_tokens=1_000_000))
+    reply["usage"]["cache_read_input_tokens"] = 1_000_000
+    hour = await run_turn("q", provider=HourCached([dict(reply)]))
+    five = await run_turn("q", provider=Requested([dict(reply)]))
+    assert hour.usage.cost_usd == pytest.approx(6.0 + 0.3)
+    assert five.usage.cost_usd == pytest.approx(3.75 + 0.3)
+    assert hour.trace["calls"][0]["cost_usd"] == pytest.approx(6.3)

@@ -248,8 +248,8 @@ async def test_adas_turn_gives_the_tool_her_orders_and_bob_cannot_open_it(
         assert final["status"] == "finished"
         assert final["messages"][-1]["text"] == "Une théière expédiée, une bouilloire emballée."
         first, second = model.requests
-        assert first["system"] == example.INSTRUCTIONS
-        assert first["system"].startswith("You help customers of Example Shop")
+        assert first["system"][0]["text"] == example.INSTRUCTIONS
+        assert first["system"][0]["text"].startswith("You help customers of Example Shop")
         assert [t["name"] for t in first["tools"]] == ["my_orders", "order_status"]
         assert first["tools"][1]["input_schema"]["required"] == ["order_id"]
         assert first["messages"][0]["content"] == ORDERS_QUESTION
@@ -338,6 +338,6 @@ async def test_a_worker_process_runs_adas_turn_with_her_user(
     assert "shop:assistant ('Shop helper')" in output(worker_log)
     assert final["turn_id"] in output(worker_log), "the worker ran the turn"
     first, second = model.requests
-    assert first["system"].startswith("You help customers of Example Shop")
+    assert first["system"][0]["text"].startswith("You help customers of Example Shop")
     [result] = tool_results(second)
     assert json.loads(result) == ADAS_ORDERS

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.models import GatedModel
+from tests.providers.wire_server import recording
 from tests.scripts import answer, asks, tool_use, usage
 from tests.waiting import eventually
 from turnkeeper import LocalHooks, ScriptedProvider, run_turn
 from turnkeeper.metrics import Metrics
+from turnkeeper.providers import chat_api
 from turnkeeper.store import Store, new_token
 from turnkeeper.sweeper import Sweeper
 from turnkeeper.tools.functions import FunctionToolset, Tool
-from turnkeeper.wire import ToolSpec
+from turnkeeper.wire import Message, Reply, ToolResult, ToolSpec
 
 
 def samples(metrics: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -131,3 +135,49 @@ async def test_a_call_a_stop_aborted_counts_as_stopped_not_as_an_error() -> None
     assert ("turnkeeper_model_calls_total", (("outcome", "error"),)) not in seen
     assert seen[("turnkeeper_turns_total", (("outcome", "stopped"),))] == 1
     assert seen[("turnkeeper_turns_in_flight", ())] == 0
+
+
+class ChatScripted:
+    """Real Chat Completions bodies answered in order, read by the OpenAI adapter's wire
+    functions (what `OpenAIProvider` does after the HTTP call)."""
+
+    wire = chat_api.WIRE
+
+    def __init__(self, bodies: list[dict[str, Any]]) -> None:
+        self.bodies = bodies
+
+    async def complete(
+        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+    ) -> Reply:
+        return chat_api.parse_reply(self.bodies.pop(0))
+
+    def user_message(self, text: str) -> Message:
+        return chat_api.user_message(text)
+
+    def tool_results(self, results: Sequence[ToolResult]) -> list[Message]:
+        return chat_api.tool_results(results)
+
+    def describe(self) -> dict[str, Any]:
+        return {"provider": "openai", "model": "grok-3-mini"}
+
+
+async def test_the_caches_tokens_are_kinds_of_their_own_whatever_the_provider() -> None:
+    """Anthropic writes and reads; an OpenAI-compatible server's cached prompt tokens (a real
+    response: 244 of its 291) are reads, counted out of its input, never twice."""
+    metrics = Metrics()
+    first = asks(tool_use("lookup"))
+    first["usage"] = usage(10, 5, cache_creation_input_tokens=6_000)
+    last = answer("done", usage=usage(10, 5, cache_read_input_tokens=6_010))
+    hooks = LocalHooks(reporter=lambda r: None)
+    await run_turn(
+        "q", provider=ScriptedProvider([first, last]), toolset=tools(), hooks=hooks,
+        watcher=metrics,
+    )  # fmt: skip
+    real = recording("vercel__ai/xai__xai-tool-call.json")["response"]["body"]
+    text = recording("vercel__ai/openai__chat__openai-text.json")["response"]["body"]
+    chat = ChatScripted([real, text])
+    await run_turn("q", provider=chat, toolset=tools(), hooks=hooks, watcher=metrics)
+    got = samples(metrics)
+    assert got[("turnkeeper_tokens_total", (("kind", "cache_write"),))] == 6_000
+    assert got[("turnkeeper_tokens_total", (("kind", "cache_read"),))] == 6_010 + 244
+    assert got[("turnkeeper_tokens_total", (("kind", "input"),))] == 20 + (291 - 244) + 16

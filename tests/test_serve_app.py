@@ -89,7 +89,7 @@ async def test_serve_app_runs_the_apps_assistant(tmp_path: Path) -> None:
     assert final["status"] == "finished", output(log)
     assert final["messages"][-1]["text"] == "A teapot and a kettle."
     first, second = model.requests
-    assert first["system"] == orders.INSTRUCTIONS
+    assert first["system"][0]["text"] == orders.INSTRUCTIONS
     assert (first["max_tokens"], first["temperature"]) == (2048, 0.2)
     given = tool_result(second)
     assert (given["user"], given["locale"], given["turn_id"]) == ("ada", "fr", final["turn_id"])
@@ -123,7 +123,7 @@ async def test_a_worker_on_another_process_gives_the_tool_the_same_context(
     assert final["status"] == "finished", output(worker_log)
     assert "orders:assistant ('Order desk')" in output(worker_log)
     first, second = model.requests
-    assert first["system"] == orders.INSTRUCTIONS
+    assert first["system"][0]["text"] == orders.INSTRUCTIONS
     given = tool_result(second)
     assert (given["user"], given["locale"], given["turn_id"]) == ("ada", "pt-BR", final["turn_id"])
 

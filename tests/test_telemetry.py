@@ -209,3 +209,28 @@ def test_an_application_that_sets_a_tracer_provider_gets_spans_without_asking() 
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == ["chat unknown", "invoke_agent"]  # no model requested
+
+
+async def test_spans_count_the_prompt_caches_tokens_as_the_conventions_say(
+    exporter: InMemorySpanExporter,
+) -> None:
+    """`gen_ai.usage.input_tokens` includes the cache's reads and writes, and
+    `gen_ai.usage.cache_read.input_tokens` / `cache_creation.input_tokens` count them apart,
+    on each call's span and the turn's."""
+    first = asks(tool_use("lookup"))
+    first["usage"] = usage(10, 30, cache_creation_input_tokens=6_000)
+    last = answer(
+        "done", usage=usage(12, 5, cache_creation_input_tokens=400, cache_read_input_tokens=6_010)
+    )
+    spans = await traced([first, last], exporter)
+    calls = [
+        dict(s.attributes or {}) for s in exporter.get_finished_spans() if s.name.startswith("chat")
+    ]
+    assert [c["gen_ai.usage.cache_creation.input_tokens"] for c in calls] == [6_000, 400]
+    assert [c["gen_ai.usage.cache_read.input_tokens"] for c in calls] == [0, 6_010]
+    assert [c["gen_ai.usage.input_tokens"] for c in calls] == [6_010, 6_422]
+    turn = dict(spans["invoke_agent"].attributes or {})
+    assert turn["gen_ai.usage.input_tokens"] == 6_010 + 6_422
+    assert turn["gen_ai.usage.cache_read.input_tokens"] == 6_010
+    assert turn["gen_ai.usage.cache_creation.input_tokens"] == 6_400
+    assert turn["gen_ai.usage.output_tokens"] == 35

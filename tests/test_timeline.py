@@ -131,3 +131,51 @@ def test_the_totals_hold_the_model_calls_time_and_the_tools_time() -> None:
     stored = {"iteration": 2, "seconds": 2.0, "tools_seconds": 0.25, "input_tokens": 0}
     totals = timeline.totals(timeline.rows([recorded, stored]))
     assert (totals["seconds"], totals["tool_seconds"]) == (3.5, 1.0)
+
+
+def cached_script() -> list[dict[str, object]]:
+    """Three calls of a cached turn: the prefix written, then each call reads the last one's
+    prompt and writes what was added since."""
+    calls = []
+    for written, read in ((6_000, 0), (400, 6_010), (400, 6_410)):
+        call = asks(tool_use("read_file", {"path": "todo.txt"}))
+        cached = {"cache_creation_input_tokens": written, "cache_read_input_tokens": read}
+        call.update(model=SONNET, usage=usage(10, 100) | cached)
+        calls.append(call)
+    calls[-1] = answer("write tests", model=SONNET, usage=calls[-1]["usage"])
+    return calls
+
+
+def test_trace_show_has_the_prompt_caches_tokens_per_call_and_in_all(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def stored() -> str:
+        store = await open_store(store_url)
+        try:
+            conversation_id = await store.create_conversation(new_token()[1])
+            turn = await store.create_turn(conversation_id, "todo?")
+            tools = FunctionToolset([Tool(ToolSpec("read_file", "Read."), slow_read)])
+            job = TurnJob(store, ScriptedProvider(cached_script()), tools, reporter=lambda r: None)
+            await job.run(turn.turn_id)
+            return turn.turn_id
+        finally:
+            await store.close()
+
+    turn_id = asyncio.run(stored())
+    assert main(["trace", "show", turn_id, "--database", store_url, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    rows, totals = shown["iterations"], shown["totals"]
+    assert [r["input_tokens"] for r in rows] == [6_010, 6_420, 6_820], "every token sent"
+    assert [r["cache_creation_input_tokens"] for r in rows] == [6_000, 400, 400]
+    assert [r["cache_read_input_tokens"] for r in rows] == [0, 6_010, 6_410]
+    assert (totals["cache_creation_input_tokens"], totals["cache_read_input_tokens"]) == (
+        6_800,
+        12_420,
+    )
+    # 30 in * $3 + 300 out * $15 + 6800 written * $3.75 + 12420 read * $0.30 per million
+    assert totals["cost_usd"] == pytest.approx((90 + 4_500 + 25_500 + 3_726) / 1e6)
+    assert main(["trace", "show", turn_id, "--database", store_url]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert "cache w cache r" in table[0]
+    assert table[2].split()[2:7] == ["6420", "+410", "400", "6010", "100"]
+    assert table[-1].split()[3:7] == ["19250", "6800", "12420", "300"]

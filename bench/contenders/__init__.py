@@ -29,6 +29,14 @@ CONTENDERS = {
     "turnkeeper-anthropic": ("turnkeeper_wire", "turnkeeper `run_turn`, `AnthropicProvider`"),
     "turnkeeper-sqlite": ("turnkeeper_sqlite", "turnkeeper `TurnJob`, SQLite store"),
     "turnkeeper-postgres": ("turnkeeper_postgres", "turnkeeper `TurnJob`, PostgreSQL store"),
+    "turnkeeper-cache": (
+        "turnkeeper_cache",
+        "turnkeeper `run_turn`, `AnthropicProvider` over HTTP",
+    ),
+    "pydantic-ai-anthropic": (
+        "pydanticai_cache",
+        "pydantic-ai `Agent.run`, `AnthropicModel` over HTTP",
+    ),
 }
 
 

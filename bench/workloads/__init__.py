@@ -19,6 +19,7 @@ ALL = [
     "c_store",
     "d_polling",
     "e_scale_out",
+    "f_prompt_cache",
 ]
 
 

@@ -35,6 +35,7 @@ from .budget import Budget
 from .errors import ConfigError
 from .i18n import Catalogs
 from .providers import Provider
+from .providers.cache_marks import ttl_of
 from .providers.select import NAMES, ModelSettings, choose_provider
 from .tools import CombinedToolset, Toolset
 from .tools.files import DEMO_ROOT, read_file_tool
@@ -73,6 +74,9 @@ class Assistant:
     temperature: float | None = None
     thinking: int | None = None
     """Extended thinking's budget in tokens (Anthropic; below `max_tokens`), or None."""
+    prompt_cache: bool | str = True
+    """Anthropic's prompt cache on every request: True (5 minutes), "1h", or False (off);
+    `--no-prompt-cache` turns it off from the command line."""
     budget: Budget = field(default_factory=Budget)
     authenticate: Authenticate | None = None
     """Who the reader is, for `serve` and `asgi()`: with it, conversations belong to users."""
@@ -120,7 +124,9 @@ class Assistant:
             )
 
     def model_settings(self) -> ModelSettings:
-        return ModelSettings(self.instructions, self.max_tokens, self.temperature, self.thinking)
+        return ModelSettings(
+            self.instructions, self.max_tokens, self.temperature, self.thinking, self.prompt_cache
+        )
 
     def choose_provider(
         self,
@@ -202,6 +208,7 @@ def _check_settings(a: Assistant) -> None:
     if a.authenticate is not None and not callable(a.authenticate):
         raise ConfigError("authenticate must be a function of the request")
     _check_model_settings(a)
+    ttl_of(a.prompt_cache)
 
 
 def _check_model_settings(a: Assistant) -> None:

@@ -31,6 +31,9 @@ TOKEN_KINDS = {
     "cache_write": "cache_creation_input_tokens",
     "cache_read": "cache_read_input_tokens",
 }
+"""`turnkeeper_tokens_total{kind}` by `Usage` field: `input` is what was billed at the input
+price; the prompt cache's writes and reads are apart from it, whatever the provider, so the
+kinds add up to every token sent and received."""
 
 DURATION_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 180)
 

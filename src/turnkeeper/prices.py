@@ -6,6 +6,13 @@ model name to USD per million tokens:
 
     {"my-model": {"input": 3, "output": 15, "cache_write": 3.75, "cache_read": 0.3}}
 
+`cache_write` prices the five-minute cache's writes, `cache_write_1h` the
+one-hour cache's, `cache_read` the reads. A cache price left out is the
+provider's documented multiple of `input` for the call's wire format: Anthropic
+writes 1.25× (2× for an hour), reads 0.1×; an OpenAI-compatible server's cached
+tokens at the input price itself, since their discount differs from model to
+model (an upper bound, never an underestimate).
+
 A model is found by its exact name, else by the longest known name it starts
 with followed by `-` (so `claude-sonnet-4-5-20250929` is `claude-sonnet-4-5`).
 A model with no price has no cost: `cost_usd` stays unknown, never zero.
@@ -27,20 +34,39 @@ from .usage import Usage
 ENV = "TURNKEEPER_PRICES"
 MILLION = 1_000_000
 
+MULTIPLES: dict[str, tuple[float, float, float]] = {
+    "anthropic": (1.25, 2.0, 0.1),
+    "openai": (1.0, 1.0, 1.0),
+}
+"""Per wire format, a cache price left out as a multiple of `input`: (five-minute write,
+one-hour write, read). Anthropic's are the same for every model; OpenAI's read discount
+is not, and it charges no write on the models that report none."""
+
 
 @dataclass(frozen=True, slots=True)
 class Price:
-    """USD per million tokens."""
+    """USD per million tokens; a cache price of None is a multiple of `input` (`MULTIPLES`)."""
 
     input: float
     output: float
-    cache_write: float = 0.0
-    cache_read: float = 0.0
+    cache_write: float | None = None
+    cache_read: float | None = None
+    cache_write_1h: float | None = None
+
+    def cache_rates(self, wire: str) -> tuple[float, float, float]:
+        """(five-minute write, one-hour write, read) in USD per million tokens on `wire`."""
+        write, write_1h, read = MULTIPLES.get(wire, MULTIPLES["openai"])
+        return (
+            self.input * write if self.cache_write is None else self.cache_write,
+            self.input * write_1h if self.cache_write_1h is None else self.cache_write_1h,
+            self.input * read if self.cache_read is None else self.cache_read,
+        )
 
 
 # Published list prices, USD per million tokens (standard tier, prompts of 200k tokens
 # or less). OpenAI does not charge for writing its cache: cache_write is the input price.
 SHIPPED: dict[str, Price] = {
+    "claude-opus-4-6": Price(5.0, 25.0, 6.25, 0.50),
     "claude-opus-4-5": Price(5.0, 25.0, 6.25, 0.50),
     "claude-opus-4-1": Price(15.0, 75.0, 18.75, 1.50),
     "claude-opus-4": Price(15.0, 75.0, 18.75, 1.50),
@@ -65,9 +91,6 @@ SHIPPED: dict[str, Price] = {
 
 MEMO_LIMIT = 1024
 """Model names a table remembers its lookup for."""
-
-CACHED_INCLUDED = {"openai"}
-"""Wire formats whose input token count includes the cached tokens."""
 
 
 class PriceTable:
@@ -95,25 +118,29 @@ class PriceTable:
             self._found[model] = found
         return found
 
-    def cost(self, usage: Usage, model: str | None, wire: str = "anthropic") -> float | None:
-        """What `usage` cost with `model`'s price, or None if it has none."""
+    def cost(
+        self, usage: Usage, model: str | None, wire: str = "anthropic", cache_ttl: str = "5m"
+    ) -> float | None:
+        """What `usage` cost with `model`'s price, or None if it has none: each kind of
+        token at its price, the cache's at the wire's multiples where the price has none.
+        Cache writes are at the TTL the request marked (`cache_ttl`: every mark has one)."""
         price = self.price(model)
         if price is None:
             return None
-        fresh = usage.input_tokens
-        if wire in CACHED_INCLUDED:
-            fresh = max(0, fresh - usage.cache_read_input_tokens)
+        write, write_1h, read = price.cache_rates(wire)
         dollars = (
-            fresh * price.input
+            usage.input_tokens * price.input
             + usage.output_tokens * price.output
-            + usage.cache_creation_input_tokens * price.cache_write
-            + usage.cache_read_input_tokens * price.cache_read
+            + usage.cache_creation_input_tokens * (write_1h if cache_ttl == "1h" else write)
+            + usage.cache_read_input_tokens * read
         ) / MILLION
         return round(dollars, 10)
 
-    def priced(self, usage: Usage, model: str | None, wire: str = "anthropic") -> Usage:
+    def priced(
+        self, usage: Usage, model: str | None, wire: str = "anthropic", cache_ttl: str = "5m"
+    ) -> Usage:
         """`usage` with its `cost_usd`, when `model` has a price."""
-        cost = self.cost(usage, model, wire)
+        cost = self.cost(usage, model, wire, cache_ttl)
         if cost is None:
             return usage
         priced = usage.copy()
@@ -135,18 +162,21 @@ def read_prices(path: str | Path) -> dict[str, Price]:
     return {str(model): _price(path, str(model), entry) for model, entry in data.items()}
 
 
+FIELDS = ("input", "output", "cache_write", "cache_read", "cache_write_1h")
+"""What a model's entry in a prices file may say, in USD per million tokens."""
+
+
 def _price(path: str | Path, model: str, entry: Any) -> Price:
-    fields = ("input", "output", "cache_write", "cache_read")
+    """One model's price from the file; the cache prices it leaves out stay None."""
     if not isinstance(entry, dict) or not {"input", "output"} <= entry.keys():
         raise ConfigError(f"prices {path}: {model} needs at least input and output")
-    unknown = set(entry) - set(fields)
+    unknown = set(entry) - set(FIELDS)
     if unknown:
         raise ConfigError(f"prices {path}: {model} has unknown fields {', '.join(sorted(unknown))}")
-    values = {k: entry.get(k, 0) for k in fields}
-    for k, v in values.items():
+    for k, v in entry.items():
         if not isinstance(v, int | float) or isinstance(v, bool) or v < 0:
             raise ConfigError(f"prices {path}: {model}.{k} must be a number of zero or more")
-    return Price(**{k: float(v) for k, v in values.items()})
+    return Price(**{k: float(v) for k, v in entry.items()})
 
 
 def load(path: str | Path | None = None, environ: Mapping[str, str] = os.environ) -> PriceTable:
@@ -173,4 +203,14 @@ def use(table: PriceTable | None) -> None:
     _current = table
 
 
-__all__ = ["ENV", "SHIPPED", "Price", "PriceTable", "current", "load", "read_prices", "use"]
+__all__ = [
+    "ENV",
+    "MULTIPLES",
+    "SHIPPED",
+    "Price",
+    "PriceTable",
+    "current",
+    "load",
+    "read_prices",
+    "use",
+]

@@ -7,7 +7,10 @@
 Spans go through `opentelemetry-api` (the `otel` extra) to whatever tracer
 provider the application configured; with none configured, turns are not
 traced at all. Spans carry no content (questions, answers, tool arguments)
-unless `content=True`.
+unless `content=True`. Usage follows the conventions: `gen_ai.usage.input_tokens`
+includes the prompt cache's reads and writes, which
+`gen_ai.usage.cache_read.input_tokens` and `gen_ai.usage.cache_creation.input_tokens`
+count apart.
 """
 
 from __future__ import annotations
@@ -89,8 +92,7 @@ class TurnSpans:
         if call.model:
             span.set_attribute("gen_ai.response.model", call.model)
         if call.usage is not None:
-            span.set_attribute("gen_ai.usage.input_tokens", call.usage.input_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", call.usage.output_tokens)
+            span.set_attributes(usage_attributes(call.usage))
         if call.finish_reason is not None:
             span.set_attribute("gen_ai.response.finish_reasons", [call.finish_reason])
         if self.content and call.text:
@@ -124,8 +126,7 @@ class TurnSpans:
         for span in [*self.calls.values(), *self.tools.values()]:
             span.end()
         self.span.set_attribute("turnkeeper.outcome", outcome.value)
-        self.span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
-        self.span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+        self.span.set_attributes(usage_attributes(usage))
         if usage.cost_usd is not None:
             self.span.set_attribute("turnkeeper.cost_usd", usage.cost_usd)
         if outcome in ERROR_OUTCOMES:
@@ -133,6 +134,17 @@ class TurnSpans:
         else:
             self.span.set_status(StatusCode.OK)
         self.span.end()
+
+
+def usage_attributes(usage: Usage) -> dict[str, int]:
+    """The GenAI conventions' usage attributes: `input_tokens` counts the cached tokens
+    too, and the cache's reads and writes are told apart."""
+    return {
+        "gen_ai.usage.input_tokens": usage.prompt_tokens,
+        "gen_ai.usage.output_tokens": usage.output_tokens,
+        "gen_ai.usage.cache_read.input_tokens": usage.cache_read_input_tokens,
+        "gen_ai.usage.cache_creation.input_tokens": usage.cache_creation_input_tokens,
+    }
 
 
 def _text(value: Any) -> str:

@@ -6,8 +6,13 @@ input and output tokens, the seconds the call took, the tools it called and the
 seconds they took, the activity caption key it left, and its cost when the
 model's price is known. The totals' two times add up to the turn's wall time,
 but for the loop's own microseconds.
+A row's input tokens are every input token the call sent, as the GenAI
+conventions and OpenAI count them; `cache_creation_input_tokens` and
+`cache_read_input_tokens` say how many of them the prompt cache wrote (at
+1.25×) and gave back (at 0.1×), the rest was billed at the input price.
 The input column's growth (`+in`) shows the history getting longer, the one
-cost that compounds with every iteration.
+cost that compounds with every iteration; the cache columns show how little of
+it is paid in full.
 """
 
 from __future__ import annotations
@@ -16,9 +21,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import prices
+from .providers import chat_api, messages_api
 from .usage import Usage, count
 
 Row = dict[str, Any]
+
+KINDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+"""A row's token counts: `input_tokens` is every input token sent (`Usage.prompt_tokens`)."""
+
+USAGE_OF = {"anthropic": messages_api.parse_usage, "openai": chat_api.parse_usage}
+"""How each wire format's response `usage` reads, as its adapter reads it."""
 
 
 def row(call: Mapping[str, Any], wire: str = "anthropic") -> Row:
@@ -28,22 +40,20 @@ def row(call: Mapping[str, Any], wire: str = "anthropic") -> Row:
         return _summarised(call)
     response = call.get("response")
     response = response if isinstance(response, dict) else {}
-    usage = response.get("usage")
-    usage = usage if isinstance(usage, dict) else {}
+    usage = _usage(response.get("usage"), wire)
     error = call.get("error")
     model = call.get("model") or response.get("model")
     return {
         "iteration": call.get("iteration"),
         "stop_reason": call.get("stop_reason"),
         "error": error.get("message") if isinstance(error, dict) else None,
-        "input_tokens": _tokens(usage, "input_tokens", "prompt_tokens"),
-        "output_tokens": _tokens(usage, "output_tokens", "completion_tokens"),
+        **_counts(usage),
         "seconds": round(float(call.get("duration", 0.0)), 3),
         "tool_seconds": round(float(call.get("tools_duration") or 0.0), 3),
         "tools": list(call.get("tools", [])),
         "activity": call.get("caption", call.get("activity")),
         "model": model if isinstance(model, str) else None,
-        "cost_usd": _cost(call, response, wire),
+        "cost_usd": _cost(call, response, usage, wire),
     }
 
 
@@ -53,8 +63,7 @@ def _summarised(call: Mapping[str, Any]) -> Row:
         "iteration": call.get("iteration"),
         "stop_reason": call.get("stop_reason"),
         "error": call.get("error"),
-        "input_tokens": count(call.get("input_tokens")),
-        "output_tokens": count(call.get("output_tokens")),
+        **_counts(Usage(**{kind: count(call.get(kind)) for kind in KINDS})),
         "seconds": round(float(call.get("seconds", 0.0)), 3),
         "tool_seconds": round(float(call.get("tools_seconds") or 0.0), 3),
         "tools": list(call.get("tools", [])),
@@ -76,8 +85,7 @@ def totals(timeline: Sequence[Row]) -> Row:
     costs = [r["cost_usd"] for r in billed]
     return {
         "iterations": len(timeline),
-        "input_tokens": sum(r["input_tokens"] for r in timeline),
-        "output_tokens": sum(r["output_tokens"] for r in timeline),
+        **{kind: sum(r[kind] for r in timeline) for kind in KINDS},
         "seconds": round(sum(r["seconds"] for r in timeline), 3),
         "tool_seconds": round(sum(r["tool_seconds"] for r in timeline), 3),
         "cost_usd": None if None in costs else round(sum(costs), 10),
@@ -87,8 +95,9 @@ def totals(timeline: Sequence[Row]) -> Row:
 def render(timeline: Sequence[Row], outcome: str | None) -> str:
     """The timeline as a table: a header, one line per call, and a totals line."""
     lines = [
-        f"{'#':>3}  {'stop reason or error':<28} {'in':>7} {'+in':>7} {'out':>6} "
-        f"{'seconds':>8} {'tools s':>8} {'cost $':>9}  {'activity':<22} tools"
+        f"{'#':>3}  {'stop reason or error':<28} {'in':>7} {'+in':>7} {'cache w':>7} "
+        f"{'cache r':>7} {'out':>6} {'seconds':>8} {'tools s':>8} {'cost $':>9}  "
+        f"{'activity':<22} tools"
     ]
     previous: int | None = None
     for r in timeline:
@@ -97,24 +106,45 @@ def render(timeline: Sequence[Row], outcome: str | None) -> str:
         previous = r["input_tokens"] if r["error"] is None else previous
         lines.append(
             f"{r['iteration']!s:>3}  {str(stop)[:28]:<28} {r['input_tokens']:>7} {growth:>7} "
-            f"{r['output_tokens']:>6} {r['seconds']:>8.3f} {r['tool_seconds']:>8.3f} "
+            f"{_tokens_of(r)} {r['seconds']:>8.3f} {r['tool_seconds']:>8.3f} "
             f"{_dollars(r['cost_usd']):>9}  "
             f"{r['activity'] or '':<22} {', '.join(r['tools'])}"
         )
     t = totals(timeline)
     lines.append(
         f"{'all':>3}  {'outcome: ' + str(outcome):<28} {t['input_tokens']:>7} {'':>7} "
-        f"{t['output_tokens']:>6} {t['seconds']:>8.3f} {t['tool_seconds']:>8.3f} "
+        f"{_tokens_of(t)} {t['seconds']:>8.3f} {t['tool_seconds']:>8.3f} "
         f"{_dollars(t['cost_usd']):>9}"
     )
     return "\n".join(lines)
+
+
+def _counts(usage: Usage) -> dict[str, int]:
+    """A row's token counts from a call's usage (a stored record from before the cache
+    was counted has none of it: its input is what it has)."""
+    return {
+        "input_tokens": usage.prompt_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "output_tokens": usage.output_tokens,
+    }
+
+
+def _tokens_of(r: Row) -> str:
+    """A row's cache write, cache read and output columns."""
+    return (
+        f"{r['cache_creation_input_tokens']:>7} {r['cache_read_input_tokens']:>7} "
+        f"{r['output_tokens']:>6}"
+    )
 
 
 def _dollars(cost: float | None) -> str:
     return "?" if cost is None else f"{cost:.4f}"
 
 
-def _cost(call: Mapping[str, Any], response: Mapping[str, Any], wire: str) -> float | None:
+def _cost(
+    call: Mapping[str, Any], response: Mapping[str, Any], usage: Usage, wire: str
+) -> float | None:
     """The call's recorded cost, else its price now (traces from before costs were kept)."""
     if call.get("error") is not None:
         return None
@@ -122,27 +152,9 @@ def _cost(call: Mapping[str, Any], response: Mapping[str, Any], wire: str) -> fl
     if isinstance(recorded, int | float):
         return float(recorded)
     model = call.get("model") or response.get("model")
-    usage = _usage(response.get("usage"))
     return prices.current().cost(usage, model if isinstance(model, str) else None, wire)
 
 
-def _usage(raw: Any) -> Usage:
-    """Token counts from a response's `usage`, in either wire format."""
-    raw = raw if isinstance(raw, dict) else {}
-    details = raw.get("prompt_tokens_details")
-    cached = count(details.get("cached_tokens")) if isinstance(details, dict) else 0
-    return Usage(
-        iterations=1,
-        input_tokens=_tokens(raw, "input_tokens", "prompt_tokens"),
-        output_tokens=_tokens(raw, "output_tokens", "completion_tokens"),
-        cache_creation_input_tokens=count(raw.get("cache_creation_input_tokens")),
-        cache_read_input_tokens=count(raw.get("cache_read_input_tokens")) or cached,
-    )
-
-
-def _tokens(usage: Mapping[str, Any], *names: str) -> int:
-    for name in names:
-        value = count(usage.get(name))
-        if value:
-            return value
-    return 0
+def _usage(raw: Any, wire: str) -> Usage:
+    """Token counts from a response's `usage`, read as its wire format's adapter reads them."""
+    return USAGE_OF.get(wire, messages_api.parse_usage)(raw if isinstance(raw, dict) else {})

@@ -89,7 +89,7 @@ class ModelCall:
 
     def summary(self) -> dict[str, Any]:
         """What `trace show` prints for the call, as the store keeps it with the turn
-        (with the model and cost when known)."""
+        (with the model, the cost and the prompt cache's tokens when there are any)."""
         usage = self.usage or Usage()
         summary = {
             "iteration": self.iteration,
@@ -102,6 +102,9 @@ class ModelCall:
             "caption": self.caption,
             "decision": self.decision,
         }
+        if usage.cache_creation_input_tokens or usage.cache_read_input_tokens:
+            summary["cache_creation_input_tokens"] = usage.cache_creation_input_tokens
+            summary["cache_read_input_tokens"] = usage.cache_read_input_tokens
         if self.tools_duration is not None:
             summary["tools_seconds"] = round(self.tools_duration, 3)
         if self.model is not None:
@@ -135,8 +138,11 @@ class Recorder:
         self._watch_asked = False
         self._closed = False
         self.started = self.now()
-        self.requested: str | None = provider.describe().get("model")
+        described = provider.describe()
+        self.requested: str | None = described.get("model")
         """The model requested, as the provider describes itself."""
+        self.cache_ttl = "1h" if described.get("prompt_cache") == "1h" else "5m"
+        """The TTL of the prompt cache's marks: its writes are priced at it."""
 
     def now(self) -> float:
         t = self._clock()
@@ -183,7 +189,7 @@ class Recorder:
             return None
         answered = reply.raw.get("model") if isinstance(reply.raw, dict) else None
         call.model = answered if isinstance(answered, str) else self.requested
-        usage = prices.current().priced(reply.usage, call.model, self.provider.wire.name)
+        usage = self._priced(reply.usage, call.model)
         call.response, call.stop_reason, call.usage = reply.raw, reply.raw_stop, usage
         call.tools = [u.name for u in reply.tool_uses]
         if self.watch is not UNWATCHED:  # a record per call only for someone who reads it
@@ -199,6 +205,10 @@ class Recorder:
                 )
             )
         return reply
+
+    def _priced(self, usage: Usage, model: str | None) -> Usage:
+        """`usage` priced for `model`, its cache writes at the TTL the requests marked."""
+        return prices.current().priced(usage, model, self.provider.wire.name, self.cache_ttl)
 
     async def _unless_stopped(
         self, call: Coroutine[Any, Any, Reply], stop: Callable[[], Awaitable[None]]

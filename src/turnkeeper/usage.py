@@ -1,4 +1,10 @@
-"""Token accounting, summed over a turn's model calls."""
+"""Token accounting, summed over a turn's model calls.
+
+One meaning whatever the provider (Anthropic's): `input_tokens` are billed at
+the input price; the prompt cache's writes (`cache_creation_input_tokens`) and
+reads (`cache_read_input_tokens`) come on top of them. An OpenAI-compatible
+server's `prompt_tokens` include its cached tokens: its adapter counts them out.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +28,11 @@ class Usage:
     web_fetch_requests: int = 0
     cost_usd: float | None = None
     """What the calls cost in US dollars, when every priced call's model has a known price."""
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Every input token the calls sent: plain, written to the cache, read from it."""
+        return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
 
     def add(self, other: Usage) -> None:
         self.cost_usd = _summed_cost(self, other)

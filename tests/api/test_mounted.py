@@ -90,7 +90,7 @@ async def test_a_signed_in_users_turn_runs_in_the_hosts_process(
     assert final["status"] == "finished"
     assert final["messages"][-1]["text"] == "You have a teapot and a kettle."
     first, second = model.requests
-    assert first["system"] == orders.INSTRUCTIONS
+    assert first["system"][0]["text"] == orders.INSTRUCTIONS
     assert (first["temperature"], first["max_tokens"]) == (0.2, 2048)
     assert [t["name"] for t in first["tools"]] == ["my_orders", "order_status"]
     result = json.loads(second["messages"][-1]["content"][0]["content"])

@@ -21,7 +21,7 @@ from turnkeeper.errors import ProviderFailed, ProviderUnavailable
 from turnkeeper.providers.anthropic import AnthropicProvider
 from turnkeeper.wire import ToolSpec
 
-from .turns import bubbles, run
+from .turns import bubbles, run, unmarked
 from .wire_server import (
     RECORDED,
     Canned,
@@ -163,11 +163,16 @@ async def test_second_request_carries_the_first_response_verbatim(
     assert sent[2] == {
         "role": "user",
         "content": [
-            {"type": "tool_result", "tool_use_id": use["id"], "content": "updateIssueList result 1"}
+            {
+                "type": "tool_result",
+                "tool_use_id": use["id"],
+                "content": "updateIssueList result 1",
+                "cache_control": {"type": "ephemeral"},  # the latest message: a cache mark
+            }
         ],
     }
     assert result.history == [
-        *sent,
+        *unmarked(sent),
         {"role": "assistant", "content": recording(TEXT)["response"]["body"]["content"]},
     ]
     # text in a tool_use response is shown; so is the answer
@@ -312,8 +317,9 @@ async def test_pause_turn_resends_the_paused_content(server: WireServer, make: M
     assert result.outcome is Outcome.FINISHED
     assert server.requests[1].body["messages"] == [
         {"role": "user", "content": "question"},
-        {"role": "assistant", "content": paused},
+        {"role": "assistant", "content": [{**paused[0], "cache_control": {"type": "ephemeral"}}]},
     ]
+    assert result.history[1] == {"role": "assistant", "content": paused}, "stored unmarked"
     assert any(s.activity == "activity.web_search" for s in hooks.published)
     assert hooks.reports == []
 
@@ -395,14 +401,14 @@ async def test_the_request_carries_the_configuration_and_the_call_timeout(
         "model": "claude-test",
         "max_tokens": 321,
         "messages": [{"role": "user", "content": "q"}],
-        "system": "be brief",
+        "system": [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}],
         "tools": [
             {
                 "name": "read_file",
                 "description": "reads",
                 "input_schema": {"type": "object", "properties": {}},
             },
-            web_search,
+            {**web_search, "cache_control": {"type": "ephemeral"}},
         ],
         "mcp_servers": [mcp],
     }
@@ -618,7 +624,7 @@ async def test_a_fault_ends_the_turn_once_with_status_and_request_id(
     assert report.details["kind"] == kind.__name__
     assert report.details["status"] == status
     assert report.details["request_id"] == request_id
-    assert result.history == server.requests[-1].body["messages"]  # nothing lost
+    assert result.history == unmarked(server.requests[-1].body["messages"])  # nothing lost
     assert result.state.to_json()["done"] is True
     assert result.state.to_json()["has_error"] is True
 

@@ -155,9 +155,13 @@ async def test_usage_comes_from_prompt_completion_and_cached_tokens(
     usage = body(DEEPSEEK_TOOL_CALL)["usage"]
     server.add(replayed(DEEPSEEK_TOOL_CALL))
     reply = await make().complete([{"role": "user", "content": "q"}], [], 10)
-    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (339, 92)
     assert reply.usage.cache_read_input_tokens == usage["prompt_tokens_details"]["cached_tokens"]
     assert reply.usage.cache_read_input_tokens == 320
+    # prompt_tokens (339) include the cached ones: they are counted out of the input billed
+    # at the input price, and DeepSeek's own count of the rest agrees
+    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (19, 92)
+    assert reply.usage.input_tokens == usage["prompt_cache_miss_tokens"]
+    assert reply.usage.prompt_tokens == usage["prompt_tokens"] == 339
 
 
 async def test_the_request_offers_function_tools_and_the_call_timeout(

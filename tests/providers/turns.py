@@ -40,6 +40,22 @@ async def run(
     return result, hooks
 
 
+def unmarked(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages as sent, without the prompt-cache marks the request added to some blocks."""
+    return [
+        {**m, "content": [_unmarked(b) for b in m["content"]]}
+        if isinstance(m.get("content"), list)
+        else m
+        for m in messages
+    ]
+
+
+def _unmarked(block: Any) -> Any:
+    if isinstance(block, dict):
+        return {k: v for k, v in block.items() if k != "cache_control"}
+    return block
+
+
 def bubbles(result: TurnResult) -> list[dict[str, Any]]:
     """The published bot messages of a turn."""
     return [m for m in result.state.to_json()["messages"] if m["role"] == "bot"]

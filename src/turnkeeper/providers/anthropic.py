@@ -7,6 +7,10 @@ accumulated message, which drops fields it has no model for: an
 `mcp_tool_use`'s input, a `compaction` block's content). Every block type passes
 through untouched, unknown ones included.
 
+Every request marks the prompt cache (`cache_marks`) unless `prompt_cache=False`:
+the tools, the instructions and the history up to the latest message are a cached
+prefix, read back by the next call at a tenth of the input price.
+
 SDK exceptions become turnkeeper errors in one place, `provider_error()`.
 """
 
@@ -23,7 +27,7 @@ import httpx2
 from ..credentials import redact_logger, redact_url
 from ..errors import ProviderError, ProviderFailed, ProviderUnavailable
 from ..wire import Message, Reply, ToolResult, ToolSpec
-from . import messages_api
+from . import cache_marks, messages_api
 from .attempts import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_MIN_ATTEMPT,
@@ -60,6 +64,7 @@ class AnthropicProvider:
         betas: Sequence[str] = (),
         extra_body: Mapping[str, Any] | None = None,
         stream: bool = False,
+        prompt_cache: bool | str = True,
         api_key: str | None = None,
         base_url: str | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
@@ -73,6 +78,7 @@ class AnthropicProvider:
         attempts together fit in the timeout of the call (see `attempts`).
         `transport` replaces the HTTP transport under the SDK's client (an
         `httpx2.MockTransport` in tests and benchmarks); the attempt hooks stay.
+        `prompt_cache` is True (the 5-minute cache), "5m", "1h" or False (no marks).
         """
         self.model = model
         self.max_tokens = max_tokens
@@ -82,6 +88,9 @@ class AnthropicProvider:
         self.betas = list(betas)
         self.extra_body = dict(extra_body or {})
         self.stream = stream
+        self.cache_ttl = cache_marks.ttl_of(prompt_cache)
+        """The prompt cache's TTL ("5m" or "1h"), or None when no request is marked."""
+        self._mark = None if self.cache_ttl is None else cache_marks.control(self.cache_ttl)
         self.max_retries = max_retries
         self.min_attempt = min_attempt
         self.client = anthropic.AsyncAnthropic(
@@ -110,18 +119,22 @@ class AnthropicProvider:
     def request(
         self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
     ) -> dict[str, Any]:
-        """The keyword arguments of one `messages.create` call."""
+        """The keyword arguments of one `messages.create` call, cache marks included
+        (on copies: `history` is never written to)."""
+        mark = self._mark
+        messages = list(history) if mark is None else cache_marks.marked_messages(history, mark)
         params: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.max_tokens,
-            "messages": list(history),
+            "messages": messages,
             "timeout": timeout,
         }
         offered = [_tool(t) for t in tools] + self.server_tools
         if offered:
-            params["tools"] = offered
+            params["tools"] = offered if mark is None else cache_marks.marked_tools(offered, mark)
         if self.system:
-            params["system"] = self.system
+            system = self.system
+            params["system"] = system if mark is None else cache_marks.marked_system(system, mark)
         extra = dict(self.extra_body)
         if self.mcp_servers:
             extra["mcp_servers"] = self.mcp_servers
@@ -179,6 +192,8 @@ class AnthropicProvider:
             "mcp_servers": [_without_secrets(s) for s in self.mcp_servers],
             "betas": self.betas,
             "stream": self.stream,
+            "prompt_cache": self.cache_ttl,
+            "cache_breakpoints": list(cache_marks.PLACES) if self.cache_ttl else [],
             "base_url": redact_url(str(self.client.base_url)),
             "max_retries": self.max_retries,
         }

@@ -110,16 +110,19 @@ def _arguments(arguments: Any) -> Any:
 
 
 def parse_usage(usage: Any) -> Usage:
-    """Usage as the server reports it: `input_tokens` is `prompt_tokens` (cached ones included)."""
+    """Usage with Anthropic's meaning, the one every view reads: `prompt_tokens` include the
+    cached ones (`prompt_tokens_details.cached_tokens`), which are cache reads, so they are
+    counted out of `input_tokens`, the tokens billed at the input price."""
     if not isinstance(usage, dict):
         return Usage(iterations=1)
     details = usage.get("prompt_tokens_details")
     details = details if isinstance(details, dict) else {}
+    prompt, cached = count(usage.get("prompt_tokens")), count(details.get("cached_tokens"))
     return Usage(
         iterations=1,
-        input_tokens=count(usage.get("prompt_tokens")),
+        input_tokens=max(0, prompt - cached),
         output_tokens=count(usage.get("completion_tokens")),
-        cache_read_input_tokens=count(details.get("cached_tokens")),
+        cache_read_input_tokens=cached,
     )
 
 

@@ -38,6 +38,9 @@ class ModelSettings:
     temperature: float | None = None
     thinking: int | None = None
     """Extended thinking's budget in tokens (Anthropic), or None for none."""
+    prompt_cache: bool | str = True
+    """Mark the prompt cache on every Anthropic request: True ("5m"), "1h", or False.
+    OpenAI-compatible servers cache long prefixes by themselves: nothing is sent to them."""
 
     def anthropic(self) -> dict[str, Any]:
         """The keyword arguments of `AnthropicProvider` these settings give."""
@@ -47,7 +50,7 @@ class ModelSettings:
         if self.thinking is not None:
             extra["thinking"] = {"type": "enabled", "budget_tokens": self.thinking}
         given = {"system": self.system, "max_tokens": self.max_tokens, "extra_body": extra}
-        return {k: v for k, v in given.items() if v}
+        return {k: v for k, v in given.items() if v} | {"prompt_cache": self.prompt_cache}
 
     def openai(self) -> dict[str, Any]:
         """The keyword arguments of `OpenAIProvider`; extended thinking is Anthropic's."""
