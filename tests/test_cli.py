@@ -81,7 +81,7 @@ def test_run_prints_the_conversation_in_the_readers_language(
     assert main(["run", "--script", str(script), "hola"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines() == [
-        "tú: hola",
+        "Tú: hola",
         "asistente: La respuesta se cortó antes de estar completa, así que no se muestra.",
     ]
     monkeypatch.setenv("LC_ALL", "en_US.UTF-8")

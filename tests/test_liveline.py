@@ -80,7 +80,7 @@ def test_piped_or_with_json_run_prints_only_the_result(tmp_path: Path) -> None:
     piped = subprocess.run(
         [*argv, "todo?"], capture_output=True, text=True, cwd=REPO, env=environment(), check=True
     )
-    assert piped.stdout == "you: todo?\nbot: your todos: write tests\n"
+    assert piped.stdout == "You: todo?\nbot: your todos: write tests\n"
     as_json = on_a_terminal(
         ["run", "--script", str(script), "--root", str(root), "--json", "todo?"], environment()
     )

@@ -4,6 +4,7 @@ from importlib.metadata import version as _version
 
 from .assistant import Assistant
 from .budget import Budget
+from .cards import Card, CardError
 from .errors import (
     ConfigError,
     ProviderError,
@@ -31,6 +32,8 @@ __all__ = [
     "Assistant",
     "Bubble",
     "Budget",
+    "Card",
+    "CardError",
     "Checkpoint",
     "ConfigError",
     "Hooks",

@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 from . import __version__, gc_policy, i18n, logs, prices, timeline
 from .assistant import Assistant, demo_assistant, load
 from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_ITERATIONS, Budget
+from .cards import Card
 from .credentials import redact_logs
 from .errors import ConfigError
 from .hooks import LocalHooks
@@ -32,7 +33,7 @@ from .loop import TurnResult, run_turn
 from .providers import Provider
 from .providers.demo import DemoProvider
 from .providers.scripted import ScriptedProvider
-from .providers.select import NAMES, choose_provider
+from .providers.select import NAMES, ModelSettings, choose_provider
 from .replay import replay
 from .report import Report
 from .tools import CombinedToolset, Toolset
@@ -83,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     model.add_argument("--script", type=Path, help="JSON array of Messages API response bodies")
     model.add_argument("--provider", choices=NAMES, help="a real model (keys from the environment)")
     run.add_argument("--model", help="the model name (with --provider)")
+    add_prompt_cache_option(run)
     run.add_argument("--root", type=directory, default=Path("."), help="read_file's root folder")
     run.add_argument("--max-iterations", type=positive_int, default=DEFAULT_MAX_ITERATIONS)
     run.add_argument("--deadline", type=seconds, default=DEFAULT_DEADLINE, help="seconds")
@@ -160,7 +162,8 @@ def _run_provider(args: argparse.Namespace) -> Provider:
         return ScriptedProvider.from_file(args.script)
     if args.provider is None:
         raise ConfigError("say which model answers: --script FILE or --provider NAME")
-    return choose_provider(args.provider, args.model, os.environ)
+    settings = ModelSettings(prompt_cache=not args.no_prompt_cache)
+    return choose_provider(args.provider, args.model, os.environ, settings=settings)
 
 
 def _run(
@@ -241,12 +244,15 @@ def _check_writable(path: Path) -> None:
 
 
 def transcript(messages: Sequence[dict[str, Any]], locale: str) -> str:
-    """The conversation as a person reads it, notices resolved in `locale`."""
+    """The conversation as a person reads it, notices resolved in `locale`, a card as its
+    plain text (`Card.as_text()`)."""
     you, bot = i18n.resolve("ui.you", locale), i18n.resolve("ui.bot", locale)
     lines = []
     for m in messages:
         text = m.get("text")
-        if text is None:
+        if m.get("card") is not None:
+            text = Card.from_json(m["card"]).as_text()
+        elif text is None:
             text = i18n.resolve(str(m.get("key")), locale)
         if text is not None:
             lines.append(f"{you if m.get('role') == 'user' else bot}: {text}")
@@ -348,6 +354,7 @@ def _serving_options(parser: argparse.ArgumentParser) -> None:
         "--provider", choices=["anthropic", "openai", "demo"], help="env TURNKEEPER_PROVIDER"
     )
     parser.add_argument("--model", help="env TURNKEEPER_MODEL")
+    add_prompt_cache_option(parser)
     parser.add_argument(
         "--root",
         type=directory,
@@ -376,6 +383,14 @@ def add_price_option(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="FILE",
         help="JSON of model prices in USD per million tokens (env TURNKEEPER_PRICES)",
+    )
+
+
+def add_prompt_cache_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-prompt-cache",
+        action="store_true",
+        help="send no prompt-cache marks to Anthropic (on by default: repeats cost a tenth)",
     )
 
 
@@ -419,7 +434,9 @@ def _assistant(args: argparse.Namespace) -> Assistant:
 
 def _provider(args: argparse.Namespace, assistant: Assistant) -> Provider:
     """The model `serve` and `worker` use: --provider and --model over the assistant's own,
-    over the environment's rule (docs/design.md §6)."""
+    over the environment's rule (docs/design.md §6); --no-prompt-cache over its prompt_cache."""
+    if getattr(args, "no_prompt_cache", False):
+        assistant = dataclasses.replace(assistant, prompt_cache=False)
     return assistant.choose_provider(
         os.environ, provider=args.provider, model=args.model, demo_pause=SERVED_DEMO_PAUSE
     )

@@ -1,6 +1,6 @@
 """The turn loop: call the model, run the tools it asks for, append, repeat.
 
-One `while` loop, top to bottom. Stop reasons are control flow (ARCHITECTURE
+One `while` loop, top to bottom. Stop reasons are control flow (docs/design.md
 §3): `decide()` maps each response to *continue* or *exit with an outcome*,
 the caps and the cancel flag are checked before every call (a cancel during one
 aborts it), and every exit leaves the loop by `break` so that the single
@@ -20,6 +20,7 @@ from typing import Any, assert_never
 
 from .activity import ACTIVITIES, caption
 from .budget import Budget
+from .cards import Card
 from .clock import Clock, monotonic
 from .errors import ProviderError
 from .hooks import Checkpoint, Hooks, LocalHooks
@@ -151,7 +152,8 @@ class _Turn:
         """Client tool uses appended to the history and not yet answered."""
         self.activity: str | None = None
         self.unshown: str | None = None
-        """Text of a response that is to be shown and is not published yet."""
+        self.cards: list[Card] = []
+        """Text of a response that is to be shown, then its tools' cards: not published yet."""
         self.written = (len(history), 0)
         """History messages and model calls already handed to the hooks."""
         self.deadline = recorder.started + budget.deadline
@@ -273,7 +275,7 @@ class _Turn:
 
     def answer(self, results: Sequence[ToolResult]) -> None:
         self.history.extend(self.provider.tool_results(results))
-        self.pending = ()
+        self.pending, self.cards = (), [*self.cards, *(r.card for r in results if r.card)]
 
     # ---- publishing -----------------------------------------------------
 
@@ -283,10 +285,8 @@ class _Turn:
             self.unshown = reply.text
 
     async def iteration_done(self) -> None:
-        self.state = self.state.iterated(
-            activity=self.activity, text=self.unshown, usage=self.usage
-        )
-        self.unshown = None
+        self.state = self.state.iterated(self.activity, self.unshown, self.usage, (*self.cards,))
+        self.unshown, self.cards = None, []
         await self.hooks.checkpoint(self.written_since())
 
     def written_since(self) -> Checkpoint:

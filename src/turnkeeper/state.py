@@ -1,11 +1,12 @@
-"""The published state (ARCHITECTURE §5): what the widget polls, as frozen types.
+"""The published state (docs/design.md §5): what the widget polls, as frozen types.
 
 A turn's state moves through pure transitions, each returning a new state one
 version on:
 
     queued(…)            version 1, the user's bubble (its only author)
       → running()        the worker has it
-      → iterated(…)      after each iteration: caption, the reply's text, usage
+      → iterated(…)      after each iteration: caption, the reply's text, the tools'
+                         cards, usage
       → ended(…)         once, on every exit: the outcome, its notice, done
     failed(…)            a turn that could not finish, from its last state
 
@@ -19,13 +20,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .cards import Card
 from .outcomes import ERROR_OUTCOMES, OUTCOME_KEYS, Outcome, Status
 from .usage import Usage
 
 
 @dataclass(frozen=True, slots=True)
 class Bubble:
-    """One published message: model `text`, or a runtime notice's i18n `key`."""
+    """One published message: model `text`, a runtime notice's i18n `key`, or a tool's
+    `card`."""
 
     id: str
     role: str
@@ -33,8 +36,11 @@ class Bubble:
     text: str | None = None
     key: str | None = None
     is_error: bool = False
+    card: Card | None = None
 
     def to_json(self) -> dict[str, Any]:
+        if self.card is not None:
+            return {"id": self.id, "role": self.role, "card": self.card.to_json()}
         if self.key is None:
             return {"id": self.id, "role": self.role, "text": self.text}
         return {"id": self.id, "role": self.role, "key": self.key, "is_error": self.is_error}
@@ -47,6 +53,7 @@ class Bubble:
             text=data.get("text"),
             key=data.get("key"),
             is_error=bool(data.get("is_error", False)),
+            card=Card.from_json(data["card"]) if data.get("card") is not None else None,
         )
 
 
@@ -116,30 +123,37 @@ class PublishedState:
             usage,
         )
 
-    def _with(self, *bubbles: tuple[str, str | None, str | None, bool]) -> tuple[Bubble, ...]:
+    def _with(
+        self, *bubbles: tuple[str | None, str | None, bool, Card | None]
+    ) -> tuple[Bubble, ...]:
+        """The messages with the runtime's new bubbles (`text`, `key`, `is_error`, `card`)."""
         if not bubbles:
             return self.messages
         n = int(self.messages[-1].id[1:]) if self.messages else 0
         added = (
-            Bubble(f"m{n + i}", role, text, key, is_error)
-            for i, (role, text, key, is_error) in enumerate(bubbles, 1)
+            Bubble(f"m{n + i}", "bot", text, key, is_error, card)
+            for i, (text, key, is_error, card) in enumerate(bubbles, 1)
         )
         return (*self.messages, *added)
 
     def running(self) -> PublishedState:
         return self._next(self.messages, self.usage, self.activity)
 
-    def iterated(self, *, activity: str | None, text: str | None, usage: Usage) -> PublishedState:
-        """After an iteration: its caption, the reply's text (if worth showing), usage so far."""
-        shown = (("bot", text, None, False),) if text and text.strip() else ()
-        return self._next(self._with(*shown), usage.as_dict(), activity)
+    def iterated(
+        self, activity: str | None, text: str | None, usage: Usage, cards: tuple[Card, ...] = ()
+    ) -> PublishedState:
+        """After an iteration: its caption, the reply's text (if worth showing), then the
+        cards its tools returned, each a bubble of its own, in the tools' order; usage so far."""
+        shown = ((text, None, False, None),) if text and text.strip() else ()
+        carded = tuple((None, None, False, card) for card in cards)
+        return self._next(self._with(*shown, *carded), usage.as_dict(), activity)
 
     def ended(
         self, outcome: Outcome, *, text: str | None, key: str | None, usage: Usage
     ) -> PublishedState:
         """The final state of any exit: the answer or the outcome's notice, done, no caption."""
-        shown = (("bot", text, None, False),) if text and text.strip() else ()
-        notice = (("bot", None, key, outcome is not Outcome.STOPPED),) if key else ()
+        shown = ((text, None, False, None),) if text and text.strip() else ()
+        notice = ((None, key, outcome is not Outcome.STOPPED, None),) if key else ()
         return PublishedState(
             self.turn_id,
             self.conversation_id,

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .cards import Card
 from .outcomes import Stop
 from .usage import Usage
 
@@ -46,6 +47,9 @@ class ToolResult:
     tool_use_id: str
     content: str
     is_error: bool = False
+    card: Card | None = None
+    """The `Card` the tool returned (its JSON is `content`), for the reader to see as a card;
+    the model reads only `content`."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ def store_url(tmp_path: Path) -> str:
         ("/", "text/html", "<turnkeeper-chat"),
         ("/widget.js", "text/javascript", 'customElements.define("turnkeeper-chat"'),
         ("/widget.css", "text/css", ".bubble"),
+        ("/vendor/markdown-it.esm.min.mjs", "text/javascript", "/*! markdown-it 15.0.3 | MIT"),
     ],
 )
 async def test_the_widget_files_need_no_token(
@@ -136,3 +137,38 @@ async def test_cors_allows_the_origins_given_and_only_those(store: Store) -> Non
     async with client_for(create_app(store, HeldQueue(), cors_origins=["https://a.example"])) as c:
         created = await c.post("/api/conversations", headers={"origin": "https://a.example"})
     assert created.headers["access-control-allow-origin"] == "https://a.example"
+
+
+VENDOR = "vendor/markdown-it.esm.min.mjs"
+
+
+async def test_a_widget_file_the_browser_has_is_not_sent_again(store: Store) -> None:
+    async with client_for(create_app(store, HeldQueue())) as client:
+        first = await client.get(f"/{VENDOR}")
+        again = await client.get(f"/{VENDOR}", headers={"if-none-match": first.headers["etag"]})
+        changed = await client.get(f"/{VENDOR}", headers={"if-none-match": '"other"'})
+    assert first.headers["cache-control"] == "no-cache"
+    assert (again.status_code, again.content) == (304, b"")
+    assert again.headers["etag"] == first.headers["etag"]
+    assert (changed.status_code, changed.content) == (200, first.content)
+
+
+def test_markdown_it_is_vendored_with_its_license_and_loaded_by_the_widget_itself() -> None:
+    """The package carries the library, its license and where it came from; the widget
+    imports it from beside itself, so a page needs only the widget's script tag."""
+    web = resources.files("turnkeeper").joinpath("web")
+    library = web.joinpath(*VENDOR.split("/")).read_text("utf-8")
+    license_ = web.joinpath("vendor", "markdown-it.LICENSE").read_text("utf-8")
+    readme = web.joinpath("vendor", "README.md").read_text("utf-8")
+    script = web.joinpath("widget.js").read_text("utf-8")
+    assert library.splitlines()[0].startswith("/*! markdown-it 15.0.3 | MIT License")
+    assert "export { vr as default }" in library
+    assert "Vitaly Puzrin, Alex Kocharin" in license_
+    assert "markdown-it-15.0.3.tgz" in readme
+    assert f'new URL("{VENDOR}", HOME)' in script
+    assert "html: false" in script
+
+
+def test_the_vendor_folder_is_package_data() -> None:
+    pyproject = Path(__file__).resolve().parents[2].joinpath("pyproject.toml").read_text("utf-8")
+    assert '"web/vendor/*"' in pyproject

@@ -13,8 +13,10 @@ import pytest
 
 from tests.scripts import answer, asks, tool_use
 from turnkeeper.budget import Budget
+from turnkeeper.cards import Card
 from turnkeeper.errors import ConfigError
 from turnkeeper.outcomes import Outcome
+from turnkeeper.tools.context import ToolContext
 from turnkeeper.tools.functions import FunctionToolset, Tool, ToolRefused, tool
 from turnkeeper.wire import ToolResult, ToolSpec, ToolUse
 
@@ -112,6 +114,28 @@ async def test_plain_functions_are_accepted_and_their_results_rendered_as_json()
     assert [s.name for s in await toolset.list_tools()] == ["origin", "nothing"]
     assert (await call(toolset, "origin", {})).content == '{"x":0,"y":0}'
     assert (await call(toolset, "nothing", {})) == ToolResult("toolu_1", "null")
+
+
+async def test_a_card_goes_to_the_model_as_its_json_and_with_the_result_as_itself() -> None:
+    """Sync or async, with the turn's context or not: the card is handed on as it is."""
+    card = Card(
+        "Order A-1", {"Status": "shipped", "Total": "€42"}, links=[("t", "https://t.example")]
+    )
+
+    def order(order_id: str) -> Card:
+        return card
+
+    async def order_later(ctx: ToolContext, order_id: str) -> Card:
+        return card
+
+    toolset = FunctionToolset([order, order_later])
+    for name in ("order", "order_later"):
+        result = await call(toolset, name, {"order_id": "A-1"})
+        assert result.card == card
+        assert json.loads(result.content) == card.to_json()
+        assert "€42" in result.content, "the model reads the text as written, not escaped"
+        assert not result.is_error
+    assert (await call(toolset, "order", {})).card is None, "invalid input: no card"
 
 
 # ---- validation -------------------------------------------------------------

@@ -77,10 +77,10 @@ def test_a_french_reader_gets_the_assistants_french_and_its_tools_get_fr(
     ("locale", "lang", "placeholder", "you"),
     [
         ("pt-BR", "pt-BR", "Pergunte algo…", "você"),
-        ("pt-PT", "en", "Ask something…", "you"),  # pt-BR is not Portugal's; no pt catalog
+        ("pt-PT", "en", "Ask something…", "You"),  # pt-BR is not Portugal's; no pt catalog
         ("fr-CA", "fr", "Posez une question…", "vous"),  # the shorter form, fr
-        ("de-DE", "en", "Ask something…", "you"),  # a language the assistant does not speak
-        ("es-ES", "es", "Pregunta algo…", "tú"),  # the shipped Spanish
+        ("de-DE", "en", "Ask something…", "You"),  # a language the assistant does not speak
+        ("es-ES", "es", "Pregunta algo…", "Tú"),  # the shipped Spanish
     ],
 )
 def test_the_locale_is_negotiated_against_the_assistants_locales(
@@ -144,8 +144,8 @@ def test_the_assistants_bubbles_carry_its_name_never_bot(browser: Browser, serve
         expect(chat.answers).to_have_text(["first"])
         chat.ask("two")
         expect(chat.answers).to_have_text(["first", "second"])
-        assert labels(chat.page) == ["you", NAME, "you", NAME]
+        assert labels(chat.page) == ["You", NAME, "You", NAME]
         chat.page.reload()  # a restored transcript is labelled the same
         expect(chat.bubbles).to_have_count(4)
-        assert labels(chat.page) == ["you", NAME, "you", NAME]
+        assert labels(chat.page) == ["You", NAME, "You", NAME]
         assert "bot" not in chat.page.locator("turnkeeper-chat").inner_text().lower()

@@ -66,7 +66,7 @@ def test_a_french_reader_signs_in_sees_the_caption_then_the_answer(
         served.model.release()
         expect(chat.answers).to_have_text([ANSWER])
         expect(chat.caption).to_have_text("")
-        expect(chat.locator(".bubble.user .who")).to_have_text(["vous"])
+        expect(chat.locator(".bubble.user .who")).to_have_text(["Vous"])
         expect(chat.locator(".bubble.bot .who")).to_have_text([NAME])
         expect(chat.trouble).to_be_hidden()
         RESULTS.mkdir(exist_ok=True)

@@ -64,8 +64,34 @@ class Queued(BaseModel):
     turn_id: str
 
 
+class CardField(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    label: str
+    value: str
+
+
+class CardLink(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    url: str = Field(description="Any address; the widget shows only `https:` ones.")
+
+
+class Card(BaseModel):
+    """A card a tool returned (`turnkeeper.Card.to_json()`): every value is text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str
+    fields: list[CardField] = Field(description="Label and value pairs, in order.")
+    columns: list[str] = Field(description="The table's headings; may be empty.")
+    rows: list[list[str]] = Field(description="The table's rows, each as wide as the others.")
+    links: list[CardLink]
+
+
 class Bubble(BaseModel):
-    """A published message: model `text`, or a runtime notice's i18n `key`."""
+    """A published message: model `text`, a runtime notice's i18n `key`, or a tool's `card`."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -74,6 +100,7 @@ class Bubble(BaseModel):
     text: str | None = None
     key: str | None = None
     is_error: bool | None = None
+    card: Card | None = None
 
 
 class Usage(BaseModel):
@@ -132,6 +159,16 @@ class Transcript(BaseModel):
     conversation_id: str
     messages: list[Bubble]
     usage: Usage = Field(description="Summed over the conversation's turns.")
+    running_turn_id: str | None = Field(
+        default=None, description="The turn that is not done yet (to follow), or null."
+    )
+
+
+class Busy(BaseModel):
+    """`409`: the conversation already has a turn that is not done: follow that one."""
+
+    error: str
+    turn_id: str | None = Field(description="The turn that is not done yet.")
 
 
 MODELS: tuple[type[BaseModel], ...] = (
@@ -141,6 +178,7 @@ MODELS: tuple[type[BaseModel], ...] = (
     Queued,
     State,
     Transcript,
+    Busy,
     Conversations,
     About,
 )
@@ -210,7 +248,8 @@ PATHS: dict[str, Any] = {
             },
             "responses": {
                 "202": _answer("queued", Queued),
-                **_errors(400, 401, 404, 409, 413, 415, 503),
+                **_errors(400, 401, 404, 413, 415, 503),
+                "409": _answer("a turn of the conversation is not done yet", Busy),
             },
         }
     },

@@ -1,16 +1,19 @@
 """The chat widget's files: `/` (the full-page chat), `/widget.js`, `/widget.css`,
-`/assistant.json` (the assistant's name, its locales, whether readers sign in) and
-`/locales/{lang}.json`, the same catalogs the CLI resolves keys from with the
-assistant's own entries over them, so the widget and the server never disagree on
-a sentence.
+`/vendor/markdown-it.esm.min.mjs` (web/vendor/README.md), `/assistant.json` (the
+assistant's name, its locales, whether readers sign in) and `/locales/{lang}.json`, the
+same catalogs the CLI resolves keys from with the assistant's own entries over them, so
+the widget and the server never disagree on a sentence.
 
 They need no token and are plain files: no build step, nothing fetched from elsewhere.
+Each file carries an ETag, so a browser revalidating it (`no-cache`) gets a `304`, not
+the file again.
 Mounted under a prefix (`Assistant.asgi()`), the page names it in a `<base>`, so the
 widget finds its files and the API under the same prefix.
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
 from collections.abc import Awaitable, Callable
 from importlib import resources
@@ -25,19 +28,27 @@ from .errors import ApiError
 FILES = {
     "/widget.js": ("widget.js", "text/javascript; charset=utf-8"),
     "/widget.css": ("widget.css", "text/css; charset=utf-8"),
+    "/vendor/markdown-it.esm.min.mjs": (
+        "vendor/markdown-it.esm.min.mjs",
+        "text/javascript; charset=utf-8",
+    ),
 }
 NO_CACHE = {"cache-control": "no-cache"}
 
 
 def _read(name: str) -> bytes:
-    return resources.files("turnkeeper").joinpath("web", name).read_bytes()
+    return resources.files("turnkeeper").joinpath("web", *name.split("/")).read_bytes()
 
 
 def _file(path: str, name: str, media_type: str) -> Route:
     body = _read(name)
+    etag = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
+    headers = {**NO_CACHE, "etag": etag}
 
     async def endpoint(request: Request) -> Response:
-        return Response(body, media_type=media_type, headers=NO_CACHE)
+        if etag in request.headers.get("if-none-match", ""):
+            return Response(status_code=304, headers=headers)
+        return Response(body, media_type=media_type, headers=headers)
 
     return Route(path, endpoint)
 

@@ -12,6 +12,8 @@ result the model can act on:
 
 A function whose first parameter is annotated `ToolContext` receives the
 turn's context there (tools/context.py); that parameter is not in the schema.
+A function that returns a `Card` (cards.py) answers the model with the card's
+JSON and hands the card itself on with the result, for the reader to see.
 
 Any other exception escapes `call`, so the loop reports it exactly once
 (`tool_error`) and answers `is_error`; the turn goes on. Sync functions run in
@@ -32,6 +34,7 @@ from typing import Any, cast, overload
 import pydantic
 import pydantic_core
 
+from ..cards import Card
 from ..errors import ConfigError
 from ..wire import ToolResult, ToolSpec, ToolUse
 from . import ToolFailed, docstrings, unknown_tool
@@ -39,6 +42,8 @@ from .context import ToolContext, current
 from .threads import in_thread
 
 ToolFunction = Callable[..., Any]
+Answer = str | Card
+"""What a tool's function gives back once rendered: text for the model, or a card."""
 MAX_PROBLEMS = 5
 """How many validation problems one error result lists."""
 
@@ -52,7 +57,7 @@ class Tool:
     """A Python function offered to the model under `spec`; called with the tool input."""
 
     spec: ToolSpec
-    function: Callable[[dict[str, Any]], Awaitable[str] | str]
+    function: Callable[[dict[str, Any]], Awaitable[Answer] | Answer]
     timeout: float | None = None
     """At most this many seconds per call, if shorter than what the turn has left."""
     is_async: bool = field(init=False, repr=False, compare=False)
@@ -85,7 +90,7 @@ def tool(
     Every parameter needs a type hint; its description comes from the
     docstring's `Args:` section (or `:param name:`) or from
     `Annotated[T, pydantic.Field(description=…)]`. The function returns a
-    string, or anything pydantic can serialise to JSON.
+    string, a `Card`, or anything pydantic can serialise to JSON.
     """
 
     def make(fn: ToolFunction) -> Tool:
@@ -182,20 +187,20 @@ def _schema(model: type[pydantic.BaseModel]) -> dict[str, Any]:
 
 def _validating(
     fn: ToolFunction, name: str, model: type[pydantic.BaseModel], takes_context: bool
-) -> Callable[[dict[str, Any]], Awaitable[str] | str]:
+) -> Callable[[dict[str, Any]], Awaitable[Answer] | Answer]:
     """`fn` called with validated keyword arguments (after the turn's context, if it takes
-    one); its result rendered as text."""
+    one); its result rendered as text, unless it is a `Card`."""
     if takes_context:
         fn = _with_context(fn)
     if inspect.iscoroutinefunction(fn):
 
-        async def run_async(args: dict[str, Any]) -> str:
-            return rendered(await fn(**_validated(name, model, args)))
+        async def run_async(args: dict[str, Any]) -> Answer:
+            return _answer(await fn(**_validated(name, model, args)))
 
         return run_async
 
-    def run(args: dict[str, Any]) -> str:
-        return rendered(fn(**_validated(name, model, args)))
+    def run(args: dict[str, Any]) -> Answer:
+        return _answer(fn(**_validated(name, model, args)))
 
     return run
 
@@ -233,6 +238,11 @@ def invalid_input(name: str, error: pydantic.ValidationError) -> str:
     more = len(problems) - MAX_PROBLEMS
     text = "; ".join(problems[:MAX_PROBLEMS]) + (f"; and {more} more" if more > 0 else "")
     return f"invalid input for {name}: {text}"
+
+
+def _answer(value: Any) -> Answer:
+    """A card as it is (the toolset gives the model its JSON), anything else `rendered`."""
+    return value if isinstance(value, Card) else rendered(value)
 
 
 def rendered(value: Any) -> str:
@@ -278,7 +288,7 @@ class FunctionToolset:
         scope = asyncio.timeout(limit) if limit is not None else None
         try:
             async with scope or UNBOUNDED:
-                content = await _invoke(tool, use.input)
+                answer = await _invoke(tool, use.input)
         except ToolRefused as e:
             return ToolResult(use.id, str(e) or f"{use.name} declined this input", True)
         except TimeoutError as e:
@@ -286,14 +296,16 @@ class FunctionToolset:
                 # The tool's own TimeoutError is a failure to report, not our deadline.
                 raise ToolFailed(f"{use.name} raised TimeoutError: {e}") from e
             return ToolResult(use.id, f"{use.name} did not finish within {limit:.1f} s", True)
-        return ToolResult(use.id, content)
+        if isinstance(answer, Card):
+            return ToolResult(use.id, rendered(answer.to_json()), card=answer)
+        return ToolResult(use.id, answer)
 
 
-async def _invoke(tool: Tool, args: dict[str, Any]) -> str:
+async def _invoke(tool: Tool, args: dict[str, Any]) -> Answer:
     if tool.is_async:
         result = await cast(Awaitable[Any], tool.function(args))
     else:
         result = await in_thread(tool.function, args)
         if inspect.isawaitable(result):
             result = await result
-    return result if isinstance(result, str) else str(result)
+    return result if isinstance(result, str | Card) else str(result)
