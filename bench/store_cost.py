@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from turnkeeper import state as published
-from turnkeeper.hooks import Checkpoint
+from turnkeeper.records import Checkpoint
 from turnkeeper.store import Store, new_token, open_store
 from turnkeeper.usage import Usage
 

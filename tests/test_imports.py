@@ -84,3 +84,54 @@ def test_no_module_imports_one_that_imports_it_back() -> None:
     for name in edges:
         edges[name] = {m for m in edges[name] if not name.startswith(m + ".")}
     assert cycle_in(edges) is None
+
+
+def reached_from(edges: dict[str, set[str]], start: str) -> set[str]:
+    """Every module `start` imports, directly or through another module."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for nxt in edges[todo.pop()] - seen:
+            seen.add(nxt)
+            todo.append(nxt)
+    return seen
+
+
+ABOVE_THE_STORE = (
+    "turnkeeper.hooks",
+    "turnkeeper.trace",
+    "turnkeeper.loop",
+    "turnkeeper.job",
+    "turnkeeper.providers",
+    "turnkeeper.instruments",
+    "turnkeeper.telemetry",
+)
+
+
+def test_the_store_imports_nothing_of_the_loops_side() -> None:
+    """The store sits below the loop: no module under `store/` reaches the hooks, the
+    trace, the loop, the job, a provider or the instruments, directly or through another
+    module. (Python runs a package's `__init__` before any of its modules; the package's
+    gathering of its public names is not counted, as in the cycle test above.)"""
+    edges = graph()
+    for name in edges:
+        edges[name] = {m for m in edges[name] if not name.startswith(m + ".")}
+    stores = sorted(n for n in edges if n.split(".")[:2] == ["turnkeeper", "store"])
+    assert "turnkeeper.store.sqlite" in stores
+    assert "turnkeeper.store.postgres" in stores
+    for store in stores:
+        above = sorted(
+            m
+            for m in reached_from(edges, store)
+            if any(m == a or m.startswith(a + ".") for a in ABOVE_THE_STORE)
+        )
+        assert not above, f"{store} reaches {', '.join(above)}"
+
+
+def test_the_records_import_only_the_state_usage_and_wire_types() -> None:
+    edges = graph()
+    assert edges["turnkeeper.records"] <= {
+        "turnkeeper.state",
+        "turnkeeper.usage",
+        "turnkeeper.wire",
+    }

@@ -14,8 +14,9 @@ from turnkeeper.budget import Budget
 from turnkeeper.job import TurnJob, failed, recovered_tail
 from turnkeeper.outcomes import Outcome
 from turnkeeper.providers.scripted import ScriptedProvider
+from turnkeeper.records import Recovery
 from turnkeeper.report import Report
-from turnkeeper.store import Recovery, Store, held_by, new_token
+from turnkeeper.store import Store, held_by, new_token
 
 
 async def queued(store: Store, question: str = "what's up?") -> tuple[str, str]:

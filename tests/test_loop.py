@@ -28,8 +28,8 @@ from turnkeeper import (
     ScriptedProvider,
     run_turn,
 )
-from turnkeeper.hooks import Checkpoint
 from turnkeeper.loop import TurnResult
+from turnkeeper.records import Checkpoint
 from turnkeeper.report import Report
 from turnkeeper.state import PublishedState
 from turnkeeper.tools.functions import FunctionToolset, Tool

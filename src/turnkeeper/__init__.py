@@ -14,10 +14,11 @@ from .errors import (
     TurnError,
     TurnkeeperError,
 )
-from .hooks import Checkpoint, Hooks, LocalHooks
+from .hooks import Hooks, LocalHooks
 from .loop import TurnResult, decide, run_turn
 from .outcomes import Outcome, Status, Stop
 from .providers.scripted import ScriptedProvider
+from .records import Checkpoint
 from .report import Report, log_report
 from .state import Bubble, PublishedState
 from .tools.context import ToolContext

@@ -10,7 +10,8 @@ fixed order:
   `checkpoint` or `finish` that carries its usage;
 - per iteration, **one** `checkpoint`: the history appended since the last
   write, the state that follows it, the usage and the model calls, written
-  together;
+  together (a `Checkpoint`, one of the records in `records.py` that the store
+  writes);
 - at the end, exactly once whatever happened, **one** `finish`: the history
   tail, the final state (`done: true`), usage and calls; it clears the turn's
   checkpoint and cancel flag. Nobody writes after it.
@@ -27,33 +28,12 @@ flag). `report` gets every reported exit.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
+from .records import Checkpoint
 from .report import Report, Reporter, log_report
 from .state import PublishedState
-from .trace import ModelCall
 from .usage import Usage
-from .wire import Message
-
-
-@dataclass(slots=True)
-class Checkpoint:
-    """One write: what changed since the previous one, and the state that follows it.
-
-    Enough to recover a turn that dies, and, when `state.done`, the final write.
-    Not frozen only because it is built every iteration and a frozen dataclass's
-    `__init__` costs several times more; nobody changes one once built."""
-
-    turn_id: str
-    iteration: int
-    appended: Sequence[Message]
-    """The messages added to the history since the previous write."""
-    state: PublishedState
-    usage: Usage
-    calls: Sequence[ModelCall] = ()
-    """The model calls made since the previous write."""
 
 
 class Hooks(Protocol):

@@ -22,15 +22,15 @@ from dataclasses import dataclass, field
 from . import state as published
 from .activity import ACTIVITIES
 from .budget import Budget
-from .hooks import Checkpoint
 from .instruments import Watcher
 from .leases import Leases
 from .loop import run_turn
 from .outcomes import Outcome
 from .providers import Provider, wire_format
+from .records import Checkpoint, Recovery
 from .report import Report, Reporter, log_report
 from .state import PublishedState
-from .store import EXPIRED, UNCLAIMED, FenceLost, Holder, Recovery, Store, held_by
+from .store import EXPIRED, UNCLAIMED, FenceLost, Holder, Store, held_by
 from .tools import NoTools, Toolset
 from .tools.context import ToolContext
 from .usage import Usage
@@ -179,11 +179,10 @@ class TurnJob:
         return Outcome.FAILED
 
     async def _turn(self, turn_id: str, hooks: StoreHooks) -> Outcome:
-        turn = await self.store.turn(turn_id)
-        assert turn is not None, "a claimed turn exists"
+        start = await self.store.start(turn_id)
+        assert start is not None, "a claimed turn exists"
+        turn = start.turn
         history = await self.store.history(turn.conversation_id)
-        start = await self.store.state_after(turn_id, 0)
-        assert start is not None, "a claimed turn has a state"
         result = await run_turn(
             turn.question,
             provider=self.provider,
@@ -194,7 +193,7 @@ class TurnJob:
             activities=self.activities,
             turn_id=turn_id,
             conversation_id=turn.conversation_id,
-            start=PublishedState.from_json(start),
+            start=start.state,
             watcher=self.watcher,
             context=ToolContext(turn.user, turn.locale, turn.conversation_id, turn_id),
         )

@@ -17,7 +17,8 @@ from contextlib import asynccontextmanager, suppress
 from typing import TextIO
 
 from . import i18n
-from .hooks import Checkpoint, LocalHooks
+from .hooks import LocalHooks
+from .records import Checkpoint
 from .report import Reporter
 
 CLEAR = "\r\x1b[K"

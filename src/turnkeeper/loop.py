@@ -23,11 +23,12 @@ from .budget import Budget
 from .cards import Card
 from .clock import Clock, monotonic
 from .errors import ProviderError
-from .hooks import Checkpoint, Hooks, LocalHooks
+from .hooks import Hooks, LocalHooks
 from .i18n import counted
 from .instruments import Watcher, watch_turn, watched_tools
 from .outcomes import OUTCOME_KEYS, Outcome, Stop
 from .providers import Provider
+from .records import Checkpoint
 from .report import REPORTED, Report
 from .state import PublishedState, queued
 from .tools import NoTools, Toolset

@@ -4,9 +4,11 @@ This module owns the trace format, in one place. The `Recorder` wraps the
 turn's clock and its model calls and keeps one `ModelCall` per call (the raw
 response or the error, or that a stop aborted it; its duration, the per-call
 timeout used, the decision), every clock reading the loop made, and the stop
-check that saw a cancel. `Recorder.trace()` writes them out with the history and the outcome;
-`replay.py` feeds them back through `run_turn`, so every decision and outcome,
-`time_limit` included, comes out the same.
+check that saw a cancel. `Recorder.trace()` writes them out with the history
+and the outcome; `replay.py` feeds them back through `run_turn`, so every
+decision and outcome, `time_limit` included, comes out the same. A `ModelCall`
+is data, one of the records the store keeps (`records.py`); `call_json` is what
+a trace makes of it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import json
 import logging
 import reprlib
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -28,90 +30,14 @@ from .instruments import UNWATCHED, TurnWatch
 from .observed import CallEnd
 from .providers import WIRES, Provider
 from .providers.scripted import read_json
+from .records import ModelCall
 from .usage import Usage
-from .wire import Json, Message, Reply, ToolSpec
+from .wire import Message, Reply, ToolSpec
 
 logger = logging.getLogger("turnkeeper.loop")
 
 FORMAT = "turnkeeper.trace/1"
 REQUIRED = ("wire", "question", "prior", "history", "calls", "clock", "outcome", "budget")
-
-
-@dataclass(slots=True)
-class ModelCall:
-    """One model call as recorded: what the trace replays and the store keeps per iteration."""
-
-    iteration: int
-    started: float
-    timeout: float
-    duration: float = 0.0
-    response: Json = None
-    error: dict[str, Any] | None = None
-    stop_reason: str | None = None
-    tools: list[str] | None = None
-    decision: str | None = None
-    caption: str | None = None
-    tools_duration: float | None = None
-    usage: Usage | None = None
-    """This call's usage, priced when its model's price is known."""
-    model: str | None = None
-    """The model that answered (the response's `model`), else the one requested."""
-    stopped: bool = False
-    """A stop aborted the call: it has no response, and its tokens are not counted."""
-
-    def to_json(self) -> dict[str, Any]:
-        """The call as the trace records it."""
-        record: dict[str, Any] = {
-            "iteration": self.iteration,
-            "started": self.started,
-            "timeout": self.timeout,
-            "duration": self.duration,
-        }
-        if self.error is not None:
-            record["error"] = self.error
-        elif self.stopped:
-            record["stopped"] = True
-        else:
-            record.update(
-                response=self.response, stop_reason=self.stop_reason, tools=self.tools or []
-            )
-        if self.decision is not None:
-            record["decision"] = self.decision
-        if self.tools_duration is not None:
-            record["tools_duration"] = self.tools_duration
-        if self.caption is not None:
-            record["caption"] = self.caption
-        if self.model is not None:
-            record["model"] = self.model
-        if self.usage is not None and self.usage.cost_usd is not None:
-            record["cost_usd"] = self.usage.cost_usd
-        return record
-
-    def summary(self) -> dict[str, Any]:
-        """What `trace show` prints for the call, as the store keeps it with the turn
-        (with the model, the cost and the prompt cache's tokens when there are any)."""
-        usage = self.usage or Usage()
-        summary = {
-            "iteration": self.iteration,
-            "stop_reason": self.stop_reason,
-            "error": None if self.error is None else self.error.get("message"),
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "seconds": round(self.duration, 3),
-            "tools": list(self.tools or ()),
-            "caption": self.caption,
-            "decision": self.decision,
-        }
-        if usage.cache_creation_input_tokens or usage.cache_read_input_tokens:
-            summary["cache_creation_input_tokens"] = usage.cache_creation_input_tokens
-            summary["cache_read_input_tokens"] = usage.cache_read_input_tokens
-        if self.tools_duration is not None:
-            summary["tools_seconds"] = round(self.tools_duration, 3)
-        if self.model is not None:
-            summary["model"] = self.model
-        if usage.cost_usd is not None:
-            summary["cost_usd"] = usage.cost_usd
-        return summary
 
 
 class Recorder:
@@ -319,10 +245,38 @@ class Recorder:
             "request": self.provider.describe(),
             "budget": self.budget.as_dict(),
             **turn,
-            "calls": [c.to_json() for c in self.calls],
+            "calls": [call_json(c) for c in self.calls],
             "clock": [t - first for t in self.clock_reads],
             "stopped_at_check": self.stopped_at_check,
         }
+
+
+def call_json(call: ModelCall) -> dict[str, Any]:
+    """A model call as the trace records it (`records.ModelCall`, which the store keeps
+    as its `summary()`)."""
+    record: dict[str, Any] = {
+        "iteration": call.iteration,
+        "started": call.started,
+        "timeout": call.timeout,
+        "duration": call.duration,
+    }
+    if call.error is not None:
+        record["error"] = call.error
+    elif call.stopped:
+        record["stopped"] = True
+    else:
+        record.update(response=call.response, stop_reason=call.stop_reason, tools=call.tools or [])
+    if call.decision is not None:
+        record["decision"] = call.decision
+    if call.tools_duration is not None:
+        record["tools_duration"] = call.tools_duration
+    if call.caption is not None:
+        record["caption"] = call.caption
+    if call.model is not None:
+        record["model"] = call.model
+    if call.usage is not None and call.usage.cost_usd is not None:
+        record["cost_usd"] = call.usage.cost_usd
+    return record
 
 
 def _provider_error(e: Exception, timeout: float) -> ProviderError:
@@ -392,7 +346,7 @@ def _malformed(data: dict[str, Any]) -> str | None:
 
 
 def _call_problem(call: dict[str, Any]) -> str | None:
-    """What is wrong with one recorded model call (as `ModelCall.to_json` writes it), or None."""
+    """What is wrong with one recorded model call (as `call_json` writes it), or None."""
     iteration, error, tools = call.get("iteration"), call.get("error"), call.get("tools", [])
     checks = [
         (

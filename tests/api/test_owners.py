@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from turnkeeper.api.owners import Owners
-from turnkeeper.store import Guard, Turn, new_token
+from turnkeeper.records import Guard, Turn
+from turnkeeper.store import new_token
 from turnkeeper.store.sqlite import SqliteStore
 
 

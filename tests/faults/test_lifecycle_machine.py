@@ -27,8 +27,8 @@ from hypothesis.stateful import (
 
 from tests import databases
 from tests.scripts import assert_valid_history
-from turnkeeper.hooks import Checkpoint
 from turnkeeper.job import failed
+from turnkeeper.records import Checkpoint
 from turnkeeper.state import PublishedState
 from turnkeeper.store import EXPIRED, UNCLAIMED, FenceLost, Store, held_by, new_token, open_store
 from turnkeeper.sweeper import Sweeper

@@ -11,20 +11,18 @@ from typing import Any
 import pytest
 from tests.waiting import eventually
 
-from turnkeeper.hooks import Checkpoint
-from turnkeeper.state import Bubble, PublishedState
+from turnkeeper.records import Checkpoint, Guard, ModelCall
+from turnkeeper.state import Bubble, PublishedState, queued
 from turnkeeper.store import (
     EXPIRED,
     Busy,
     FenceLost,
-    Guard,
     Store,
     hash_token,
     held_by,
     new_token,
     open_store,
 )
-from turnkeeper.trace import ModelCall
 from turnkeeper.usage import Usage
 from turnkeeper.wire import Message
 
@@ -106,6 +104,30 @@ async def test_a_turn_keeps_who_asked_it_and_in_which_locale(store: Store) -> No
     plain = await store.turn(turn_id)
     assert plain is not None
     assert (plain.user, plain.locale) == (None, "en"), "asked with the token alone, in English"
+
+
+async def test_a_claimed_turn_starts_from_its_row_and_its_state_as_last_published(
+    store: Store,
+) -> None:
+    conversation_id = await store.create_conversation(hash_token("a"), owner="u_1")
+    asked = await store.create_turn(conversation_id, "olá?", user="u_1", locale="pt-BR")
+    fence = await store.claim(asked.turn_id, 30, "anthropic")
+    assert fence is not None
+    start = await store.start(asked.turn_id)
+    assert start is not None
+    assert start.turn == await store.turn(asked.turn_id)
+    assert (start.turn.question, start.turn.user, start.turn.locale) == ("olá?", "u_1", "pt-BR")
+    assert start.state == queued(asked.turn_id, conversation_id, "olá?")
+    polled = await store.state_after(asked.turn_id, 0)
+    assert polled is not None
+    assert start.state == PublishedState.from_json(polled), "what a poll reads, typed"
+    started = running(2, {"id": "m1", "role": "user", "text": "olá?"})
+    await store.publish(asked.turn_id, fence, started)
+    again = await store.start(asked.turn_id)
+    assert again is not None
+    assert again.state == started
+    assert again.turn.version == 2
+    assert await store.start("t_missing") is None
 
 
 async def finished_turn(store: Store, conversation_id: str, question: str) -> None:

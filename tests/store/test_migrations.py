@@ -15,10 +15,10 @@ from tests.scripts import assert_valid_history
 
 from turnkeeper import state as published
 from turnkeeper.job import failed
+from turnkeeper.records import Guard
 from turnkeeper.state import PublishedState
 from turnkeeper.store import (
     UNCLAIMED,
-    Guard,
     Store,
     held_by,
     new_id,

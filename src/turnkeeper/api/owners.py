@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from ..store import Guard, Store
+from ..records import Guard
+from ..store import Store
 
 _V = TypeVar("_V")
 

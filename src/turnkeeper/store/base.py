@@ -1,18 +1,22 @@
-"""What every store is: the protocol, the records it hands back, and what both dialects share.
+"""What every store is: the protocol, and what both dialects share.
 
-The SQLite and PostgreSQL stores each import this module and nothing of each
-other's.
+The records a store writes and hands back (`Turn`, `Checkpoint`, `Recovery`, …)
+are `records.py`'s. The store imports those records, the state, usage and wire
+types, the errors and credentials' redaction, and nothing of the hooks, the
+trace, the loop, the job or a provider (`tests/test_imports.py` holds it so). The SQLite and
+PostgreSQL stores each import this module and nothing of each other's.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ..errors import TurnError
-from ..hooks import Checkpoint
+from ..records import Checkpoint, ConversationSummary, Guard, Recovery, Turn, TurnStart
 from ..state import PublishedState
 from ..usage import Usage
 from ..wire import Message
@@ -32,44 +36,6 @@ def refused(turn_id: str, fence: int) -> FenceLost:
 
 class Busy(TurnError):
     """The conversation already has a turn that is not done."""
-
-
-@dataclass(frozen=True, slots=True)
-class Turn:
-    """A turn as the store holds it."""
-
-    turn_id: str
-    conversation_id: str
-    question: str
-    version: int
-    """The last version published."""
-    message_offset: int
-    """How many published messages the conversation's earlier turns hold."""
-    done: bool
-    user: str | None = None
-    """The application's id of the user who asked it (None: asked with the token alone)."""
-    locale: str = "en"
-    """The asking reader's locale."""
-
-
-@dataclass(frozen=True, slots=True)
-class Guard:
-    """What guards a conversation: its token's hash, and the user who owns it."""
-
-    token_hash: str
-    owner: str | None
-    """The application's id of the user who owns it (None: the token alone guards it)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ConversationSummary:
-    """One of an owner's conversations, as `Store.conversations` lists it."""
-
-    conversation_id: str
-    created: float
-    """When it was created (Unix seconds)."""
-    title: str | None
-    """Its first turn's question (None before any turn)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,30 +64,6 @@ UNCLAIMED = Holder(unclaimed=True)
 
 def held_by(fence: int) -> Holder:
     return Holder(fence)
-
-
-@dataclass(frozen=True, slots=True)
-class Recovery:
-    """What `take_over` hands to `failed()`: the turn's row as its last checkpoint left it."""
-
-    turn_id: str
-    conversation_id: str
-    fence: int
-    question: str
-    wire: str | None
-    """The wire format the worker's provider wrote the history in (None if never claimed)."""
-    version: int
-    """The highest version published or checkpointed."""
-    message_offset: int
-    state: PublishedState
-    """The turn's state as last written: its last checkpoint's, or the state published
-    when it started if it has none; at the highest version published or checkpointed."""
-    checkpointed: bool
-    """A checkpoint wrote the turn's row: its history holds the question."""
-    last_message: Message | None
-    """The last history message this turn stored, if any."""
-    usage: Usage = field(default_factory=Usage)
-    """Usage as last recorded (after the last model call that returned)."""
 
 
 class Store(Protocol):
@@ -157,6 +99,11 @@ class Store(Protocol):
 
     async def open_turn(self, conversation_id: str) -> str | None:
         """The id of the conversation's turn that is not done (queued or running), if any."""
+        ...
+
+    async def start(self, turn_id: str) -> TurnStart | None:
+        """The turn and its state as last published, read together: what the job runs a
+        claimed turn from. None if there is no such turn."""
         ...
 
     async def state_after(self, turn_id: str, after: int) -> dict[str, Any] | None:
@@ -226,7 +173,8 @@ class Store(Protocol):
         ...
 
     async def iterations(self, turn_id: str) -> list[dict[str, Any]]:
-        """One record per model call of the turn, oldest first (`ModelCall.summary()`)."""
+        """One record per model call of the turn, oldest first (`ModelCall.summary()`, as
+        each checkpoint and the final write stored it)."""
         ...
 
     # ---- the sweeper's side ------------------------------------------------
@@ -259,6 +207,11 @@ def new_id(prefix: str) -> str:
 
 # ---- SQL both dialects share: `{p}` is the dialect's placeholder -----------------
 
+START = (
+    "SELECT turn_id, conversation_id, question, version, message_offset, done, asked_by, locale,"
+    " state, n_messages FROM turns WHERE turn_id = {p}"
+)
+"""A turn's row and its published state (its bubbles read after), for `start`."""
 OPEN_TURN = "SELECT turn_id FROM turns WHERE conversation_id = {p} AND done = {false}"
 """The one turn `turns_one_open` allows a conversation that is not done."""
 LAST_MESSAGE = "SELECT body FROM messages WHERE turn_id = {p} ORDER BY seq DESC LIMIT 1"
@@ -314,3 +267,11 @@ def recovered_state(
     """The state `take_over` hands back: stored JSON, its bubbles, the highest version."""
     state = PublishedState.from_json({**stored, "messages": bubbles})
     return replace(state, version=max(version, state.version))
+
+
+def turn_start(row: Sequence[Any], stored: dict[str, Any], bubbles: list[Any]) -> TurnStart:
+    """What `start` hands back: the turn from `row` (`START`'s columns before the state),
+    and its stored state with its bubbles."""
+    turn_id, conversation_id, question, version, offset, done, user, locale = row[:8]
+    turn = Turn(turn_id, conversation_id, question, version, offset, bool(done), user, locale)
+    return TurnStart(turn, PublishedState.from_json({**stored, "messages": bubbles}))

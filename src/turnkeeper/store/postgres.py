@@ -21,22 +21,12 @@ from typing import Any
 
 from ..credentials import redact_url
 from ..errors import ConfigError, MissingExtra
-from ..hooks import Checkpoint
+from ..records import Checkpoint, ConversationSummary, Guard, Recovery, Turn, TurnStart
 from ..state import PublishedState
 from ..usage import Usage
 from ..wire import Message
 from . import base
-from .base import (
-    Busy,
-    ConversationSummary,
-    Guard,
-    Holder,
-    Recovery,
-    Turn,
-    new_id,
-    recovered_state,
-    refused,
-)
+from .base import Busy, Holder, new_id, recovered_state, refused
 from .cancellations import Cancellations
 
 try:
@@ -377,6 +367,14 @@ class PostgresStore:
     async def open_turn(self, conversation_id: str) -> str | None:
         row = await self._one(base.OPEN_TURN.format(p="%s", false="false"), (conversation_id,))
         return None if row is None else str(row[0])
+
+    async def start(self, turn_id: str) -> TurnStart | None:
+        async with self.pool.connection() as db:
+            cursor = await db.execute(base.START.format(p="%s"), (turn_id,))
+            row = await cursor.fetchone()
+            if row is None:
+                return None
+            return base.turn_start(row, row[8], await _bubbles(db, turn_id, row[9]))
 
     async def state_after(self, turn_id: str, after: int) -> dict[str, Any] | None:
         async with self.pool.connection() as db:

@@ -22,22 +22,12 @@ from typing import Any
 
 from .. import state as published
 from ..errors import ConfigError
-from ..hooks import Checkpoint
+from ..records import Checkpoint, ConversationSummary, Guard, Recovery, Turn, TurnStart
 from ..state import PublishedState
 from ..usage import Usage
 from ..wire import Message
 from . import base
-from .base import (
-    Busy,
-    ConversationSummary,
-    Guard,
-    Holder,
-    Recovery,
-    Turn,
-    new_id,
-    recovered_state,
-    refused,
-)
+from .base import Busy, Holder, new_id, recovered_state, refused
 from .cancellations import Cancellations
 from .commits import GroupCommit, transaction
 from .seen import SeenVersions
@@ -228,6 +218,15 @@ class SqliteStore:
         def read(db: sqlite3.Connection) -> str | None:
             row = db.execute(base.OPEN_TURN.format(p="?", false="0"), (conversation_id,)).fetchone()
             return None if row is None else str(row[0])
+
+        return await self.commits.read(read)
+
+    async def start(self, turn_id: str) -> TurnStart | None:
+        def read(db: sqlite3.Connection) -> TurnStart | None:
+            row = db.execute(base.START.format(p="?"), (turn_id,)).fetchone()
+            if row is None:
+                return None
+            return base.turn_start(row, _load(row[8]), _bubbles(db, turn_id, row[9]))
 
         return await self.commits.read(read)
 

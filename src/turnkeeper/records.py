@@ -1,0 +1,157 @@
+"""The values a store writes and hands back: a turn's records, as data.
+
+`Checkpoint` and `ModelCall` are what the loop's hooks give the store to write;
+`Turn`, `TurnStart`, `Guard`, `ConversationSummary` and `Recovery` are what the
+store reads back. This module imports only the state, usage and wire types, so
+the store (`store/`) sits below the loop: nothing it imports leads to the
+hooks, the trace, the loop, the job or a provider (`tests/test_imports.py`
+holds it there). What a record means to the trace file is `trace.py`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .state import PublishedState
+from .usage import Usage
+from .wire import Json, Message
+
+
+@dataclass(slots=True)
+class ModelCall:
+    """One model call as recorded: what the trace replays and the store keeps per iteration."""
+
+    iteration: int
+    started: float
+    timeout: float
+    duration: float = 0.0
+    response: Json = None
+    error: dict[str, Any] | None = None
+    stop_reason: str | None = None
+    tools: list[str] | None = None
+    decision: str | None = None
+    caption: str | None = None
+    tools_duration: float | None = None
+    usage: Usage | None = None
+    """This call's usage, priced when its model's price is known."""
+    model: str | None = None
+    """The model that answered (the response's `model`), else the one requested."""
+    stopped: bool = False
+    """A stop aborted the call: it has no response, and its tokens are not counted."""
+
+    def summary(self) -> dict[str, Any]:
+        """What `trace show` prints for the call, as the store keeps it with the turn
+        (with the model, the cost and the prompt cache's tokens when there are any)."""
+        usage = self.usage or Usage()
+        summary = {
+            "iteration": self.iteration,
+            "stop_reason": self.stop_reason,
+            "error": None if self.error is None else self.error.get("message"),
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "seconds": round(self.duration, 3),
+            "tools": list(self.tools or ()),
+            "caption": self.caption,
+            "decision": self.decision,
+        }
+        if usage.cache_creation_input_tokens or usage.cache_read_input_tokens:
+            summary["cache_creation_input_tokens"] = usage.cache_creation_input_tokens
+            summary["cache_read_input_tokens"] = usage.cache_read_input_tokens
+        if self.tools_duration is not None:
+            summary["tools_seconds"] = round(self.tools_duration, 3)
+        if self.model is not None:
+            summary["model"] = self.model
+        if usage.cost_usd is not None:
+            summary["cost_usd"] = usage.cost_usd
+        return summary
+
+
+@dataclass(slots=True)
+class Checkpoint:
+    """One write: what changed since the previous one, and the state that follows it.
+
+    Enough to recover a turn that dies, and, when `state.done`, the final write.
+    Not frozen only because it is built every iteration and a frozen dataclass's
+    `__init__` costs several times more; nobody changes one once built."""
+
+    turn_id: str
+    iteration: int
+    appended: Sequence[Message]
+    """The messages added to the history since the previous write."""
+    state: PublishedState
+    usage: Usage
+    calls: Sequence[ModelCall] = ()
+    """The model calls made since the previous write."""
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A turn as the store holds it."""
+
+    turn_id: str
+    conversation_id: str
+    question: str
+    version: int
+    """The last version published."""
+    message_offset: int
+    """How many published messages the conversation's earlier turns hold."""
+    done: bool
+    user: str | None = None
+    """The application's id of the user who asked it (None: asked with the token alone)."""
+    locale: str = "en"
+    """The asking reader's locale."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStart:
+    """What a job starts a claimed turn from (`Store.start`): the turn, and its state as
+    last published."""
+
+    turn: Turn
+    state: PublishedState
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """What guards a conversation: its token's hash, and the user who owns it."""
+
+    token_hash: str
+    owner: str | None
+    """The application's id of the user who owns it (None: the token alone guards it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSummary:
+    """One of an owner's conversations, as `Store.conversations` lists it."""
+
+    conversation_id: str
+    created: float
+    """When it was created (Unix seconds)."""
+    title: str | None
+    """Its first turn's question (None before any turn)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """What `take_over` hands to `failed()`: the turn's row as its last checkpoint left it."""
+
+    turn_id: str
+    conversation_id: str
+    fence: int
+    question: str
+    wire: str | None
+    """The wire format the worker's provider wrote the history in (None if never claimed)."""
+    version: int
+    """The highest version published or checkpointed."""
+    message_offset: int
+    state: PublishedState
+    """The turn's state as last written: its last checkpoint's, or the state published
+    when it started if it has none; at the highest version published or checkpointed."""
+    checkpointed: bool
+    """A checkpoint wrote the turn's row: its history holds the question."""
+    last_message: Message | None
+    """The last history message this turn stored, if any."""
+    usage: Usage = field(default_factory=Usage)
+    """Usage as last recorded (after the last model call that returned)."""
