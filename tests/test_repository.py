@@ -33,6 +33,18 @@ def test_nothing_reads_from_beside_the_checkout() -> None:
     assert offenders == []
 
 
+def test_documents_cite_the_design_in_the_repository_not_one_beside_it() -> None:
+    """The contracts are cited as docs/design.md: ARCHITECTURE.md is not in a clone."""
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in OWN_FILES
+        if p.suffix in (".py", ".md", ".js", ".toml")
+        and p != Path(__file__)
+        and "ARCHITECTURE" in p.read_text("utf-8")
+    ]
+    assert offenders == []
+
+
 def test_the_recordings_are_whole_small_and_attributed() -> None:
     index = json.loads((RECORDINGS / "index.json").read_text("utf-8"))
     readme = (RECORDINGS / "README.md").read_text("utf-8")
