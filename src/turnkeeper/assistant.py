@@ -124,6 +124,8 @@ class Assistant:
             )
 
     def model_settings(self) -> ModelSettings:
+        """What goes with every request of this assistant's turns: the instructions,
+        `max_tokens`, temperature, thinking's budget and the prompt cache."""
         return ModelSettings(
             self.instructions, self.max_tokens, self.temperature, self.thinking, self.prompt_cache
         )

@@ -21,7 +21,9 @@ class Budget:
     """Caps and clock settings for one turn, in seconds where a duration."""
 
     max_iterations: int = DEFAULT_MAX_ITERATIONS
+    """The most model calls that return a response; reaching it ends the turn `iteration_limit`."""
     deadline: float = DEFAULT_DEADLINE
+    """The turn's wall-clock budget from its start; reaching it ends the turn `time_limit`."""
     call_timeout: float = 120.0
     """The most one model call may take, whatever remains."""
     margin: float = 1.0
@@ -29,6 +31,7 @@ class Budget:
     min_call: float = 2.0
     """A model call is refused when less than this would be left for it."""
     tool_timeout: float = 60.0
+    """The most one round of tool calls may take, whatever remains (a tool may set less)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.max_iterations, bool) or self.max_iterations < 1:
@@ -53,6 +56,7 @@ class Budget:
         return timeout if timeout > 0 else None
 
     def as_dict(self) -> dict[str, float]:
+        """The settings as JSON, as the trace records them (replay runs under the same budget)."""
         return {
             "max_iterations": self.max_iterations,
             "deadline": self.deadline,

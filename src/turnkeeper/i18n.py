@@ -148,6 +148,8 @@ def add_messages(locale: str, messages: Mapping[str, str]) -> None:
 
 
 def resolve(key: str, locale: str) -> str | None:
+    """The text of `key` in `locale` from the process's catalogs, falling back along the tag and
+    then to `en`; None for an unknown key."""
     return PROCESS.resolve(key, locale)
 
 

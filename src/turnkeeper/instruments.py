@@ -32,19 +32,35 @@ logger = logging.getLogger("turnkeeper.instruments")
 
 
 class TurnWatch(Protocol):
-    def call_started(self, iteration: int) -> None: ...
+    """What one turn tells its watcher, synchronously and cheaply; made by a `Watcher` per turn."""
 
-    def call_ended(self, call: CallEnd) -> None: ...
+    def call_started(self, iteration: int) -> None:
+        """A model call started (`iteration` counts the turn's calls from 1)."""
+        ...
 
-    def tool_started(self, use: ToolUse) -> None: ...
+    def call_ended(self, call: CallEnd) -> None:
+        """A model call ended: with a response, an error, or aborted by a stop."""
+        ...
 
-    def tool_ended(self, use: ToolUse, is_error: bool) -> None: ...
+    def tool_started(self, use: ToolUse) -> None:
+        """A tool call started."""
+        ...
 
-    def turn_ended(self, outcome: Outcome, usage: Usage) -> None: ...
+    def tool_ended(self, use: ToolUse, is_error: bool) -> None:
+        """A tool call ended; `is_error` if its result is an error."""
+        ...
+
+    def turn_ended(self, outcome: Outcome, usage: Usage) -> None:
+        """The turn ended, once, in the loop's finalisation."""
+        ...
 
 
 class Watcher(Protocol):
-    def turn(self, info: TurnInfo) -> TurnWatch: ...
+    """Watches turns (spans, metrics): makes one `TurnWatch` per turn."""
+
+    def turn(self, info: TurnInfo) -> TurnWatch:
+        """The watch of the turn `info` describes."""
+        ...
 
 
 class _Unwatched:

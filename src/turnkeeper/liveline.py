@@ -27,6 +27,9 @@ TICK = 0.2
 
 
 class LiveLine:
+    """The CLI's one live line while a turn runs: the activity caption, in the reader's
+    language, and the seconds elapsed."""
+
     def __init__(
         self, stream: TextIO, locale: str, clock: Callable[[], float] = time.monotonic
     ) -> None:
@@ -37,6 +40,7 @@ class LiveLine:
         self.caption = i18n.resolve("ui.working", locale) or ""
 
     def elapsed(self) -> float:
+        """Seconds since the line was made."""
         return self.clock() - self.started
 
     def update(self, key: str | None) -> None:
@@ -46,10 +50,12 @@ class LiveLine:
         self.draw()
 
     def draw(self) -> None:
+        """Redraw the line in place."""
         self.stream.write(f"{CLEAR}{self.caption} · {self.elapsed():.1f} s")
         self.stream.flush()
 
     def clear(self) -> None:
+        """Erase the line."""
         self.stream.write(CLEAR)
         self.stream.flush()
 

@@ -15,6 +15,8 @@ from .usage import Usage
 
 @dataclass(frozen=True, slots=True)
 class TurnInfo:
+    """A turn as its watchers first see it: ids, provider, the model requested, the question."""
+
     turn_id: str
     conversation_id: str
     provider: str

@@ -21,6 +21,9 @@ logger = logging.getLogger("turnkeeper.queue")
 
 
 class Queue(Protocol):
+    """Whoever runs queued turns: the in-process `LocalQueue`, or procrastinate on PostgreSQL
+    (`worker.py`)."""
+
     async def enqueue(self, turn_id: str) -> None:
         """Hand a queued turn to whoever runs turns."""
         ...

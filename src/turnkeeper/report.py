@@ -37,6 +37,14 @@ REPORTED: dict[Outcome, tuple[int, str]] = {
 
 @dataclass(frozen=True, slots=True)
 class Report:
+    """One reported exit or incident of a turn: what a reporter (`log_report` by default, or the
+    application's own) receives, and what goes to the `turnkeeper.report` log and to Sentry.
+
+    `event` is the outcome (`truncated`, `iteration_limit`, `failed`, …) or an incident that
+    does not end the turn (`tool_error`); `level` is the logging level it is reported at;
+    `usage` and `elapsed` say what the turn had cost and how long it had run when it happened.
+    """
+
     turn_id: str
     iteration: int
     event: str
@@ -56,6 +64,7 @@ class Report:
         return self.event if self.event in OUTCOMES else None
 
     def as_dict(self) -> dict[str, Any]:
+        """The report as JSON: the fields the log record carries as `extra`, Sentry as context."""
         return {
             "turn_id": self.turn_id,
             "conversation_id": self.conversation_id,

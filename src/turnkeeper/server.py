@@ -52,6 +52,9 @@ DEFAULT_GRACE = 10.0
 
 @dataclass(frozen=True, slots=True)
 class Settings:
+    """How `serve` and `worker` run: the database, the address, the queue, the lease, logging,
+    the grace period on shutdown, the app."""
+
     database: str = DEFAULT_URL
     host: str = "127.0.0.1"
     port: int = 8000
@@ -76,6 +79,7 @@ class Settings:
 
     @property
     def sweep_interval(self) -> float:
+        """Seconds between sweeps: a third of the lease, at most 5."""
         return min(5.0, self.lease / 3)
 
 

@@ -35,6 +35,8 @@ class Usage:
         return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
 
     def add(self, other: Usage) -> None:
+        """Add another call's (or turn's) usage to this one; the cost stays known only while
+        every priced call's is."""
         self.cost_usd = _summed_cost(self, other)
         self.iterations += other.iterations
         self.input_tokens += other.input_tokens
@@ -45,6 +47,7 @@ class Usage:
         self.web_fetch_requests += other.web_fetch_requests
 
     def copy(self) -> Usage:
+        """An independent copy, to hand to the hooks or keep while this one goes on adding."""
         return Usage(
             self.iterations,
             self.input_tokens,
@@ -73,6 +76,8 @@ class Usage:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Usage:
+        """Read back what `as_dict()` wrote (a stored or published `usage`); unknown keys are
+        ignored."""
         names = {f.name for f in fields(cls)} - {"cost_usd"}
         usage = cls(**{k: int(v) for k, v in data.items() if k in names})
         cost = data.get("cost_usd")

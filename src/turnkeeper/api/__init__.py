@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 
 async def openapi(request: Request) -> Response:
+    """`GET /openapi.json`: the OpenAPI document, generated from the models in `api/openapi.py`."""
     return JSONResponse(DOCUMENT)
 
 

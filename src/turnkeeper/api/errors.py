@@ -30,21 +30,26 @@ class ApiError(Exception):
 
 
 def error(status: int, message: str) -> JSONResponse:
+    """The JSON error answer every `4xx`/`5xx` has: `{"error": message}`."""
     return JSONResponse({"error": message}, status_code=status)
 
 
 async def api_error(request: Request, exc: Exception) -> Response:
+    """An `ApiError` raised by a route, as its answer."""
     assert isinstance(exc, ApiError)
     return error(exc.status, exc.message)
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own HTTP errors (no such route, method not allowed, …) as one clear sentence."""
     assert isinstance(exc, HTTPException)
     message = REASONS.get(exc.status_code, f"The request failed ({exc.status_code}).")
     return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
 
 
 async def server_error(request: Request, exc: Exception) -> Response:
+    """Anything a route did not expect: logged with its traceback, answered `500` without
+    details."""
     logger.exception("%s %s failed", request.method, request.url.path, exc_info=exc)
     return error(500, "The server failed to answer; the error was logged.")
 
@@ -63,5 +68,6 @@ def store_unavailable_errors() -> tuple[type[Exception], ...]:
 
 
 async def store_unavailable(request: Request, exc: Exception) -> Response:
+    """The store cannot answer now: `503` with `retry-after: 1`, logged as a warning."""
     logger.warning("%s %s: the store is unavailable: %s", request.method, request.url.path, exc)
     return JSONResponse({"error": UNAVAILABLE}, status_code=503, headers={"retry-after": "1"})

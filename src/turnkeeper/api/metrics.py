@@ -12,6 +12,9 @@ from ..store import Store
 
 
 def endpoint(store: Store, metrics: Metrics) -> Callable[[Request], Awaitable[Response]]:
+    """`GET /metrics`: the Prometheus text of `metrics`, with the store's count of turns in each
+    status read at each scrape."""
+
     async def exposition(request: Request) -> Response:
         metrics.store_counts(await store.counts())
         return Response(metrics.exposition(), media_type=CONTENT_TYPE)

@@ -20,6 +20,9 @@ DEFAULT_SIZE = 100_000
 
 
 class Owners:
+    """Which conversation a turn belongs to and what guards each conversation, remembered (up to
+    `size` of each) since neither ever changes."""
+
     def __init__(self, store: Store, size: int = DEFAULT_SIZE) -> None:
         self.store = store
         self.size = size

@@ -49,6 +49,9 @@ MAX_USER = 256
 
 
 class Routes:
+    """The API's routes over one store and queue; who may open what is decided here (tokens, or
+    `authenticate`'s users)."""
+
     def __init__(
         self,
         store: Store,

@@ -68,6 +68,9 @@ def _page(name: str) -> Callable[[Request], Awaitable[Response]]:
 
 
 def routes(name: str, catalogs: Catalogs, *, users: bool = False) -> list[Route]:
+    """The widget's routes: the chat page, its script, style and vendored Markdown library,
+    `assistant.json` (`name`, `locales`, `users`) and each catalog with the assistant's
+    entries."""
     about = {"name": name, "locales": list(catalogs.locales), "users": users}
 
     async def described(request: Request) -> Response:

@@ -25,6 +25,10 @@ GREETING = (
 
 
 class DemoProvider:
+    """turnkeeper's offline demo model: answers "what's on my todo list?" by calling `read_file`
+    on `todo.txt` and reading the result back, and anything else by saying how to configure a
+    real model. What `serve` runs when no provider is configured."""
+
     wire = messages_api.WIRE
 
     def __init__(self, *, pause: float = 0.0) -> None:
@@ -35,6 +39,8 @@ class DemoProvider:
     async def complete(
         self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
     ) -> Reply:
+        """The demo's next response after `history`, after `pause` seconds (at most half the
+        timeout)."""
         self.calls += 1
         if self.pause > 0:
             await asyncio.sleep(min(self.pause, timeout / 2))
@@ -60,12 +66,15 @@ class DemoProvider:
         return _body([{"type": "text", "text": GREETING}], "end_turn", self.calls)
 
     def user_message(self, text: str) -> Message:
+        """The question as an Anthropic Messages `user` message."""
         return messages_api.user_message(text)
 
     def tool_results(self, results: Sequence[ToolResult]) -> list[Message]:
+        """Tool results as one Anthropic Messages `user` message of `tool_result` blocks."""
         return messages_api.tool_results(results)
 
     def describe(self) -> dict[str, Any]:
+        """The request parameters a trace records: the demo model."""
         return {"provider": "demo", "model": "demo"}
 
 

@@ -66,6 +66,8 @@ class ScriptedProvider:
     async def complete(
         self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
     ) -> Reply:
+        """The next scripted response (or raise the next scripted error); `ScriptExhausted` when
+        none is left."""
         self.requests.append(list(history))
         if self._next >= len(self._responses):
             raise ScriptExhausted(
@@ -83,12 +85,15 @@ class ScriptedProvider:
         return messages_api.parse_reply(body)
 
     def user_message(self, text: str) -> Message:
+        """The question as an Anthropic Messages `user` message."""
         return messages_api.user_message(text)
 
     def tool_results(self, results: Sequence[ToolResult]) -> list[Message]:
+        """Tool results as one Anthropic Messages `user` message of `tool_result` blocks."""
         return messages_api.tool_results(results)
 
     def describe(self) -> dict[str, Any]:
+        """The request parameters a trace records: that it is scripted, and how many responses."""
         return {"provider": "scripted", "responses": len(self._responses)}
 
 

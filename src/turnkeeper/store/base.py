@@ -55,6 +55,7 @@ class Holder:
         return f"fence = {param}"
 
     def params(self) -> tuple[int, ...]:
+        """The SQL parameters `condition()` refers to: the fence, if it names one."""
         return () if self.fence is None else (self.fence,)
 
 
@@ -63,6 +64,8 @@ UNCLAIMED = Holder(unclaimed=True)
 
 
 def held_by(fence: int) -> Holder:
+    """The holder that owns the turn under `fence`: the job that claimed it, taking it over to
+    finalise it itself."""
     return Holder(fence)
 
 
@@ -72,7 +75,9 @@ class Store(Protocol):
     async def migrate(self) -> None:
         """Apply the numbered migrations not yet recorded in the database, in order."""
 
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        """Close the store's connections (and, on PostgreSQL, its listening one)."""
+        ...
 
     # ---- the API's side ----------------------------------------------------
 
@@ -95,7 +100,9 @@ class Store(Protocol):
         conversation has one not done."""
         ...
 
-    async def turn(self, turn_id: str) -> Turn | None: ...
+    async def turn(self, turn_id: str) -> Turn | None:
+        """The turn as stored, or None if there is no such turn."""
+        ...
 
     async def open_turn(self, conversation_id: str) -> str | None:
         """The id of the conversation's turn that is not done (queued or running), if any."""
@@ -118,7 +125,10 @@ class Store(Protocol):
         """Each turn's usage as last recorded, oldest first."""
         ...
 
-    async def request_cancel(self, turn_id: str) -> None: ...
+    async def request_cancel(self, turn_id: str) -> None:
+        """Set the turn's cancel flag (if it is not done) and wake its waiters: in this process
+        at once, and on PostgreSQL in every process, by NOTIFY (docs/design.md §4)."""
+        ...
 
     async def counts(self) -> dict[str, int]:
         """How many turns are in each status."""
@@ -138,16 +148,24 @@ class Store(Protocol):
         """Move a queued turn to running under a lease; its fence, or None if not queued."""
         ...
 
-    async def renew(self, turn_id: str, fence: int, lease: float) -> bool: ...
+    async def renew(self, turn_id: str, fence: int, lease: float) -> bool:
+        """Renew the lease of a turn held under `fence`: it expires `lease` seconds from now.
+        False if the turn was taken over (its fence moved on) or is done."""
+        ...
 
-    async def cancel_requested(self, turn_id: str) -> bool: ...
+    async def cancel_requested(self, turn_id: str) -> bool:
+        """Whether the turn's cancel flag is set."""
+        ...
 
     async def wait_cancel(self, turn_id: str) -> None:
         """Return once the turn's cancel is requested (at once if it was already): woken
         within a second by a cancel from this process or, on PostgreSQL, from any other."""
         ...
 
-    async def record_usage(self, turn_id: str, fence: int, usage: Usage) -> None: ...
+    async def record_usage(self, turn_id: str, fence: int, usage: Usage) -> None:
+        """Store the turn's usage so far, as soon as a model call returns; `FenceLost` if the
+        fence is not the turn's."""
+        ...
 
     async def publish(self, turn_id: str, fence: int, state: PublishedState) -> None:
         """Publish a state that is no checkpoint: the turn's `running` state, before its
@@ -198,10 +216,12 @@ def new_token() -> tuple[str, str]:
 
 
 def hash_token(token: str) -> str:
+    """The hash the store keeps of a bearer token (SHA-256, hex); never the token itself."""
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 def new_id(prefix: str) -> str:
+    """A new random id with its kind's prefix: `t_…` for a turn, `c_…` for a conversation."""
     return f"{prefix}_{secrets.token_hex(10)}"
 
 

@@ -237,6 +237,9 @@ async def _check_if_spoken_to(db: Connection) -> None:
 
 
 class PostgresStore:
+    """The shared store on PostgreSQL, through a psycopg connection pool; also holds
+    procrastinate's job queue. Open one with `PostgresStore.connect(url)` (or `open_store`)."""
+
     def __init__(self, pool: AsyncConnectionPool[Connection], url: str) -> None:
         self.pool = pool
         self.shown: dict[str, tuple[int, int]] = {}

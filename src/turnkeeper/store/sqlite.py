@@ -101,6 +101,8 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
 
 
 class SqliteStore:
+    """The embedded store: one SQLite file in WAL mode, shared by the processes on one machine."""
+
     def __init__(self, path: str | Path, *, busy_timeout: float = 10.0) -> None:
         self.path = str(path)
         self.busy_timeout = busy_timeout

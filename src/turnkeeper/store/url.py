@@ -23,6 +23,8 @@ FORMS = (
 
 @dataclass(frozen=True, slots=True)
 class StoreUrl:
+    """A parsed store URL: which kind of database (`scheme`) and where it is (`target`)."""
+
     scheme: Literal["sqlite", "postgresql"]
     target: str
     """The SQLite file path, or the libpq URL for PostgreSQL."""

@@ -54,9 +54,11 @@ class NoTools:
     """The empty toolset."""
 
     async def list_tools(self) -> Sequence[ToolSpec]:
+        """No tools."""
         return ()
 
     async def call(self, use: ToolUse, timeout: float) -> ToolResult:
+        """Every use names an unknown tool: an `is_error` result saying none is available."""
         return unknown_tool(use, ())
 
 
@@ -94,6 +96,7 @@ class CombinedToolset:
             await stack.__aexit__(exc_type, exc, tb)
 
     async def list_tools(self) -> Sequence[ToolSpec]:
+        """Every member's tools, in the members' order; `ConfigError` if two offer one name."""
         listed = await asyncio.gather(*(t.list_tools() for t in self.toolsets))
         routes: dict[str, Toolset] = {}
         specs: list[ToolSpec] = []
@@ -110,6 +113,8 @@ class CombinedToolset:
         return specs
 
     async def call(self, use: ToolUse, timeout: float) -> ToolResult:
+        """Route the use to the member that offered its tool (listing them first if need be); an
+        unknown name gets an `is_error` result naming the tools there are."""
         if self._routes is None:
             await self.list_tools()
         assert self._routes is not None

@@ -25,6 +25,9 @@ SPHINX_PARAM = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
 
 @dataclass(frozen=True, slots=True)
 class Docstring:
+    """What a tool function's docstring says: its description, and each parameter's (Google or
+    Sphinx style)."""
+
     description: str = ""
     params: dict[str, str] = field(default_factory=dict)
 

@@ -1,0 +1,109 @@
+"""The documents a newcomer reads: one design document, and a docstring on every public name."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DESIGN = (ROOT / "docs" / "design.md").read_text("utf-8")
+
+PUBLIC_MODULES = [
+    "turnkeeper",
+    "turnkeeper.tools",
+    "turnkeeper.tools.files",
+    "turnkeeper.tools.functions",
+    "turnkeeper.tools.mcp",
+    "turnkeeper.providers",
+    "turnkeeper.providers.scripted",
+    "turnkeeper.store",
+    "turnkeeper.api",
+]
+"""What a user imports from: the package and the subpackages behind one interface."""
+
+
+def public_names(module: ModuleType) -> list[str]:
+    """`__all__`, else the classes and functions the module defines itself."""
+    if hasattr(module, "__all__"):
+        return list(module.__all__)
+    return [
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and (inspect.isclass(value) or inspect.isfunction(value))
+        and value.__module__ == module.__name__
+    ]
+
+
+def own_docstring(value: object) -> str | None:
+    """The docstring written for `value`: not one inherited, nor the signature a dataclass
+    makes up for a class without one (`Name(field: type, ...)`)."""
+    if inspect.isclass(value):
+        doc = value.__dict__.get("__doc__")
+        if doc and re.match(rf"{re.escape(value.__name__)}\(", doc):
+            return None
+        return doc if isinstance(doc, str) else None
+    return getattr(value, "__doc__", None)
+
+
+PUBLIC = [
+    pytest.param(module, name, id=f"{module}.{name}")
+    for module in PUBLIC_MODULES
+    for name in public_names(importlib.import_module(module))
+    if callable(getattr(importlib.import_module(module), name))
+]
+"""Every public class and function (values such as `DEFAULT_URL` carry their type's doc)."""
+
+
+@pytest.mark.parametrize(("module", "name"), PUBLIC)
+def test_every_public_name_says_what_it_is_for(module: str, name: str) -> None:
+    doc = own_docstring(getattr(importlib.import_module(module), name))
+    assert (doc or "").strip(), f"{module}.{name} has no docstring of its own"
+
+
+def test_the_check_rejects_what_a_dataclass_makes_up() -> None:
+    from dataclasses import dataclass
+
+    @dataclass
+    class Bare:
+        field: int
+
+    @dataclass
+    class Told:
+        """What it is for."""
+
+        field: int
+
+    assert own_docstring(Bare) is None
+    assert own_docstring(Told) == "What it is for."
+
+
+def test_the_design_is_one_document() -> None:
+    """docs/state.md was folded into docs/design.md: nothing points at it any more."""
+    assert not (ROOT / "docs" / "state.md").exists()
+    texts = [
+        p
+        for folder in ("src", "tests", "docs", "examples", "bench", "scripts")
+        for p in (ROOT / folder).rglob("*")
+        if p.is_file() and p.suffix in (".py", ".md", ".js", ".toml") and p != Path(__file__)
+    ] + [ROOT / "README.md", ROOT / "CHANGELOG.md"]
+    offenders = [str(p.relative_to(ROOT)) for p in texts if "state.md" in p.read_text("utf-8")]
+    assert offenders == []
+
+
+@pytest.mark.parametrize(
+    "word", ["Turn", "Iteration", "Published state", "Checkpoint", "Lease", "Fence"]
+)
+def test_the_design_defines_its_words_before_it_uses_them(word: str) -> None:
+    glossary = DESIGN.split("## Words used here", 1)[1].split("\n## ", 1)[0]
+    assert DESIGN.index("## Words used here") < DESIGN.index("## 1. ")
+    assert f"- **{word}**:" in glossary
+
+
+def test_the_design_describes_what_is_not_a_change() -> None:
+    assert not re.search(r"(?i)before this change|no longer|this note", DESIGN)
