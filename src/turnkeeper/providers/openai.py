@@ -4,30 +4,22 @@ One adapter per wire format, not per vendor: `base_url` points it at OpenAI,
 vLLM, a llama.cpp server or Ollama alike. The assistant message appended to the
 history is `choices[0].message` read from the raw HTTP body, exactly as sent.
 
-SDK exceptions become turnkeeper errors in one place, `provider_error()`.
+The call, its timeout and the SDK's exceptions are `sdk.complete()`'s, shared
+with the Anthropic adapter.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import httpx2
 import openai
 
 from ..credentials import redact_logger, redact_url
-from ..errors import ProviderError, ProviderFailed, ProviderUnavailable
+from ..errors import ProviderError
 from ..wire import Message, Reply, ToolResult, ToolSpec
-from . import chat_api
-from .attempts import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_MIN_ATTEMPT,
-    Attempts,
-    event_hooks,
-    root_cause,
-)
+from . import chat_api, sdk
+from .attempts import DEFAULT_MAX_RETRIES, DEFAULT_MIN_ATTEMPT, event_hooks
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 REQUEST_ID_HEADER = "x-request-id"
@@ -76,18 +68,19 @@ class OpenAIProvider:
         self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
     ) -> Reply:
         params = self.request(history, tools, timeout)
-        with Attempts.opened(timeout, self.max_retries, min_attempt=self.min_attempt) as attempts:
-            try:
-                async with asyncio.timeout(timeout - min(0.25, timeout / 20)):
-                    raw = await self.client.chat.completions.with_raw_response.create(**params)
-                    content = await raw.http_response.aread()
-            except TimeoutError as e:
-                raise attempts.error(
-                    ProviderUnavailable, f"no complete response within the call's {timeout:.1f} s"
-                ) from e
-            except Exception as e:
-                raise provider_error(e, attempts) from e
-            return _parsed(content, attempts)
+        return await sdk.complete(
+            SDK,
+            lambda: self._sent(params),
+            chat_api.parse_reply,
+            timeout,
+            max_retries=self.max_retries,
+            min_attempt=self.min_attempt,
+        )
+
+    async def _sent(self, params: dict[str, Any]) -> Any:
+        """One call; the JSON body exactly as the server sent it."""
+        raw = await self.client.chat.completions.with_raw_response.create(**params)
+        return sdk.json_body(await raw.http_response.aread())
 
     def request(
         self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
@@ -140,37 +133,13 @@ def function_tool(spec: ToolSpec) -> dict[str, Any]:
     }
 
 
-def provider_error(e: Exception, attempts: Attempts) -> ProviderError:
-    """The turnkeeper error for anything the SDK (or its HTTP client) raised."""
-    if isinstance(e, ProviderError):  # the response itself said what went wrong
-        error = attempts.error(type(e), str(e), status=e.status)
-    elif isinstance(e, openai.APIStatusError):
-        error = _from_status(e, attempts)
-    elif isinstance(e, openai.APIConnectionError | httpx2.TransportError):
-        error = attempts.error(ProviderUnavailable, f"connection failed: {root_cause(e)}")
-    else:
-        error = attempts.error(ProviderFailed, f"{type(e).__name__}: {e}")
-    return error
-
-
-def _from_status(e: openai.APIStatusError, attempts: Attempts) -> ProviderError:
-    body = e.body
+def _error_body(body: object, status: int) -> ProviderError | None:
+    """The error a Chat Completions error body (`{"error": {...}}` or its inside) describes."""
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         body = body["error"]
     if isinstance(body, dict) and ("message" in body or "code" in body):
-        described = chat_api.error_from_body({"error": body}, e.status_code)
-        message, unavailable = str(described), isinstance(described, ProviderUnavailable)
-    else:
-        message, unavailable = f"HTTP {e.status_code}: {e.message}", False
-    return attempts.status_error(message, e.status_code, e.request_id, unavailable=unavailable)
+        return chat_api.error_from_body({"error": body}, status)
+    return None
 
 
-def _parsed(content: bytes, attempts: Attempts) -> Reply:
-    try:
-        body = json.loads(content)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise attempts.error(ProviderFailed, f"the response body is not JSON: {e}") from e
-    try:
-        return chat_api.parse_reply(body)
-    except ProviderError as e:
-        raise attempts.error(type(e), str(e)) from e
+SDK = sdk.Sdk(openai.APIStatusError, openai.APIConnectionError, openai.APITimeoutError, _error_body)
