@@ -24,7 +24,7 @@ from typing import Any
 import anthropic
 import httpx2
 
-from ..credentials import redact_logger, redact_url
+from ..credentials import keep_secret, keep_url_secrets, redact_logger, redact_url
 from ..errors import ProviderError
 from ..wire import Message, Reply, ToolResult, ToolSpec
 from . import cache_marks, messages_api, sdk
@@ -93,6 +93,7 @@ class AnthropicProvider:
             max_retries=max_retries,
             http_client=_http_client(transport),
         )
+        _keep_secrets(self.client, self.mcp_servers)
 
     async def complete(
         self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
@@ -197,6 +198,16 @@ def _error_body(body: object, status: int) -> ProviderError | None:
 SDK = sdk.Sdk(
     anthropic.APIStatusError, anthropic.APIConnectionError, anthropic.APITimeoutError, _error_body
 )
+
+
+def _keep_secrets(client: anthropic.AsyncAnthropic, mcp_servers: list[dict[str, Any]]) -> None:
+    """The key, the base URL's credentials and the MCP servers' tokens: a server may echo
+    them in an error, and every error message, log line and span hides them."""
+    keep_secret(client.api_key, client.auth_token)
+    keep_url_secrets(str(client.base_url))
+    for server in mcp_servers:
+        keep_secret(server.get("authorization_token"))
+        keep_url_secrets(server.get("url"))
 
 
 def _http_client(transport: httpx2.AsyncBaseTransport | None) -> httpx2.AsyncClient:

@@ -15,7 +15,7 @@ from typing import Any
 
 import openai
 
-from ..credentials import redact_logger, redact_url
+from ..credentials import keep_secret, keep_url_secrets, redact_logger, redact_url
 from ..errors import ProviderError
 from ..wire import Message, Reply, ToolResult, ToolSpec
 from . import chat_api, sdk
@@ -63,6 +63,9 @@ class OpenAIProvider:
             max_retries=max_retries,
             http_client=openai.DefaultAsyncHttpxClient(event_hooks=event_hooks(REQUEST_ID_HEADER)),
         )
+        # A server may echo them in an error; every error message, log line and span hides them.
+        keep_secret(self.client.api_key)
+        keep_url_secrets(str(self.client.base_url))
 
     async def complete(
         self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
