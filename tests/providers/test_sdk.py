@@ -15,6 +15,7 @@ from turnkeeper.providers.anthropic import AnthropicProvider
 from turnkeeper.providers.attempts import Attempts
 from turnkeeper.providers.openai import OpenAIProvider
 
+from .conftest import Adapters
 from .wire_server import Canned, WireServer
 
 REQUEST = httpx2.Request("POST", "http://model.invalid/v1/messages")
@@ -41,38 +42,30 @@ def test_every_timeout_an_sdk_raises_is_unavailable_with_one_message(
     assert str(error) == timed_out(2.0)
 
 
-async def test_the_http_clients_read_timeout_through_the_sdk_is_that_error() -> None:
+async def test_the_http_clients_read_timeout_through_the_sdk_is_that_error(
+    adapters: Adapters,
+) -> None:
     def times_out(request: httpx2.Request) -> httpx2.Response:
         raise httpx2.ReadTimeout("The read operation timed out", request=request)
 
-    adapter = AnthropicProvider(
-        api_key="test-key",
-        base_url="http://mock-api.invalid",
-        max_retries=0,
-        transport=httpx2.MockTransport(times_out),
-    )
-    try:
-        with pytest.raises(ProviderUnavailable) as raised:
-            await adapter.complete([{"role": "user", "content": "q"}], [], 3.0)
-    finally:
-        await adapter.aclose()
+    transport = httpx2.MockTransport(times_out)
+    adapter = adapters(AnthropicProvider, max_retries=0, transport=transport)
+    with pytest.raises(ProviderUnavailable) as raised:
+        await adapter.complete([{"role": "user", "content": "q"}], [], 3.0)
     assert str(raised.value) == timed_out(3.0)
 
 
 async def test_a_server_that_never_answers_is_that_error_for_both_adapters(
-    server: WireServer,
+    server: WireServer, adapters: Adapters
 ) -> None:
     server.add(Canned(hang=True), Canned(hang=True))
-    adapters: list[AnthropicProvider | OpenAIProvider] = [
-        AnthropicProvider(api_key="test-key", base_url=server.url, max_retries=0),
-        OpenAIProvider(api_key="test-key", base_url=f"{server.url}/v1", max_retries=0),
+    both: list[AnthropicProvider | OpenAIProvider] = [
+        adapters(AnthropicProvider, max_retries=0),
+        adapters(OpenAIProvider, path="/v1", max_retries=0),
     ]
     messages: list[str] = []
-    for adapter in adapters:
-        try:
-            with pytest.raises(ProviderUnavailable) as raised:
-                await adapter.complete([{"role": "user", "content": "q"}], [], 0.5)
-        finally:
-            await adapter.aclose()
+    for adapter in both:
+        with pytest.raises(ProviderUnavailable) as raised:
+            await adapter.complete([{"role": "user", "content": "q"}], [], 0.5)
         messages.append(str(raised.value))
     assert messages == [timed_out(0.5)] * 2
