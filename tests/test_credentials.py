@@ -92,3 +92,16 @@ def test_kept_secrets_are_hidden_wherever_they_stand_in_text() -> None:
 )
 def test_credential_header_values_are_hidden_even_when_not_kept(text: str, shown: str) -> None:
     assert redact_text(text) == shown
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "calling http://u:secret@h/v1?api-key=abc&x=1 failed: Authorization: Bearer tok-123",
+        'x-api-key: abc123; {"authorization": "Basic dXNlcjpwdw=="}',
+    ],
+)
+def test_redacting_twice_changes_nothing(text: str) -> None:
+    once = redact_text(text)
+    assert "secret" not in once
+    assert redact_text(once) == once

@@ -20,6 +20,7 @@ import base64
 import logging
 import re
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 HIDDEN = "***"
@@ -32,10 +33,12 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`]+")
 _SECRET_NAME = re.compile(r"key|token|secret|password|passwd|pwd|signature|sig|auth", re.I)
 _CONNINFO_PASSWORD = re.compile(r"\b(password\s*=\s*)('[^']*'|\S+)", re.I)
 _CREDENTIAL_HEADER = re.compile(
-    r"\b((?:proxy-)?authorization|x-api-key|api-key)(\W{0,3}[:=]\W{0,3})"
-    r"((?:bearer|basic|token)\s+)?([^\s\"',;}]+)",
+    r"\b((?:proxy-)?authorization|x-api-key|api-key)(\s*[\"']?\s*[:=]\s*[\"']?\s*)"
+    r"((?:bearer|basic|token)\s+)?+(?!\*\*\*|%2A%2A%2A)([^\s\"',;}&]+)",
     re.I,
 )
+"""A credential header's value as an error message may quote it (a URL's query value
+that is already hidden is left as it is: redacting twice changes nothing)."""
 _HEADER_NAMES = ("authorization", "api-key")
 
 _kept: set[str] = set()
@@ -78,6 +81,17 @@ def redact_text(text: str) -> str:
     if any(name in lowered for name in _HEADER_NAMES):
         text = _CREDENTIAL_HEADER.sub(_header_hidden, text)
     return text
+
+
+def redact_value(value: Any) -> Any:
+    """`value` with every text in it redacted, however deep (JSON-like data)."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {k: redact_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_value(v) for v in value]
+    return value
 
 
 def keep_secret(*values: str | None) -> None:
