@@ -29,12 +29,12 @@ TIMEOUTS = [
 
 @pytest.mark.parametrize(
     ("adapter", "raised"),
-    [(anthropic_adapter.SDK, e) for e in [*TIMEOUTS, anthropic.APITimeoutError(REQUEST)]]
-    + [(openai_adapter.SDK, e) for e in [*TIMEOUTS, openai.APITimeoutError(REQUEST)]],
+    [(anthropic_adapter.ERRORS, e) for e in [*TIMEOUTS, anthropic.APITimeoutError(REQUEST)]]
+    + [(openai_adapter.ERRORS, e) for e in [*TIMEOUTS, openai.APITimeoutError(REQUEST)]],
     ids=lambda value: type(value).__name__,
 )
 def test_every_timeout_an_sdk_raises_is_unavailable_with_one_message(
-    adapter: sdk.Sdk, raised: Exception
+    adapter: sdk.SdkErrors, raised: Exception
 ) -> None:
     with Attempts.opened(2.0, 0) as attempts:
         error = sdk.provider_error(adapter, raised, attempts, 2.0)

@@ -11,7 +11,7 @@ Every request marks the prompt cache (`cache_marks`) unless `prompt_cache=False`
 the tools, the instructions and the history up to the latest message are a cached
 prefix, read back by the next call at a tenth of the input price.
 
-The call, its timeout and the SDK's exceptions are `sdk.complete()`'s, shared
+The call, its timeout and the SDK's exceptions are `sdk.SdkProvider`'s, shared
 with the OpenAI adapter.
 """
 
@@ -26,7 +26,7 @@ import httpx2
 
 from ..credentials import keep_secret, keep_url_secrets, redact_logger, redact_url
 from ..errors import ProviderError
-from ..wire import Message, Reply, ToolResult, ToolSpec
+from ..wire import Message, ToolSpec
 from . import cache_marks, messages_api, sdk
 from .attempts import DEFAULT_MAX_RETRIES, DEFAULT_MIN_ATTEMPT, event_hooks
 from .messages_stream import MessageFold, sse_data
@@ -42,10 +42,23 @@ for _logger in ("anthropic._base_client", "httpx2"):
     redact_logger(_logger)
 
 
-class AnthropicProvider:
+def _error_body(body: object, status: int) -> ProviderError | None:
+    """The error a Messages API error body (`{"type": "error", ...}`) describes."""
+    if isinstance(body, dict) and body.get("type") == "error":
+        return messages_api.error_from_body(body, status)
+    return None
+
+
+ERRORS = sdk.SdkErrors(
+    anthropic.APIStatusError, anthropic.APIConnectionError, anthropic.APITimeoutError, _error_body
+)
+
+
+class AnthropicProvider(sdk.SdkProvider):
     """Claude through the Messages API; history in its own wire format."""
 
     wire = messages_api.WIRE
+    errors = ERRORS
 
     def __init__(
         self,
@@ -95,19 +108,6 @@ class AnthropicProvider:
         )
         _keep_secrets(self.client, self.mcp_servers)
 
-    async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
-    ) -> Reply:
-        params = self.request(history, tools, timeout)
-        return await sdk.complete(
-            SDK,
-            lambda: self._streamed(params) if self.stream else self._plain(params),
-            messages_api.parse_reply,
-            timeout,
-            max_retries=self.max_retries,
-            min_attempt=self.min_attempt,
-        )
-
     def request(
         self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
     ) -> dict[str, Any]:
@@ -136,6 +136,9 @@ class AnthropicProvider:
             params["extra_headers"] = {"anthropic-beta": ",".join(self.betas)}
         return params
 
+    async def send(self, params: dict[str, Any]) -> Any:
+        return await (self._streamed(params) if self.stream else self._plain(params))
+
     async def _plain(self, params: dict[str, Any]) -> Any:
         """One non-streaming call: the body encoded once, sent by the SDK client's `post`.
 
@@ -161,16 +164,6 @@ class AnthropicProvider:
                 fold.add(event)
         return fold.body()
 
-    async def aclose(self) -> None:
-        """Close the SDK client's connections."""
-        await self.client.close()
-
-    def user_message(self, text: str) -> Message:
-        return messages_api.user_message(text)
-
-    def tool_results(self, results: Sequence[ToolResult]) -> list[Message]:
-        return messages_api.tool_results(results)
-
     def describe(self) -> dict[str, Any]:
         return {
             "provider": "anthropic",
@@ -186,18 +179,6 @@ class AnthropicProvider:
             "base_url": redact_url(str(self.client.base_url)),
             "max_retries": self.max_retries,
         }
-
-
-def _error_body(body: object, status: int) -> ProviderError | None:
-    """The error a Messages API error body (`{"type": "error", ...}`) describes."""
-    if isinstance(body, dict) and body.get("type") == "error":
-        return messages_api.error_from_body(body, status)
-    return None
-
-
-SDK = sdk.Sdk(
-    anthropic.APIStatusError, anthropic.APIConnectionError, anthropic.APITimeoutError, _error_body
-)
 
 
 def _keep_secrets(client: anthropic.AsyncAnthropic, mcp_servers: list[dict[str, Any]]) -> None:

@@ -4,7 +4,7 @@ One adapter per wire format, not per vendor: `base_url` points it at OpenAI,
 vLLM, a llama.cpp server or Ollama alike. The assistant message appended to the
 history is `choices[0].message` read from the raw HTTP body, exactly as sent.
 
-The call, its timeout and the SDK's exceptions are `sdk.complete()`'s, shared
+The call, its timeout and the SDK's exceptions are `sdk.SdkProvider`'s, shared
 with the Anthropic adapter.
 """
 
@@ -17,7 +17,7 @@ import openai
 
 from ..credentials import keep_secret, keep_url_secrets, redact_logger, redact_url
 from ..errors import ProviderError
-from ..wire import Message, Reply, ToolResult, ToolSpec
+from ..wire import Message, ToolSpec
 from . import chat_api, sdk
 from .attempts import DEFAULT_MAX_RETRIES, DEFAULT_MIN_ATTEMPT, event_hooks
 
@@ -29,10 +29,25 @@ for _logger in ("openai._base_client", "httpx2"):
     redact_logger(_logger)
 
 
-class OpenAIProvider:
+def _error_body(body: object, status: int) -> ProviderError | None:
+    """The error a Chat Completions error body (`{"error": {...}}` or its inside) describes."""
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
+    if isinstance(body, dict) and ("message" in body or "code" in body):
+        return chat_api.error_from_body({"error": body}, status)
+    return None
+
+
+ERRORS = sdk.SdkErrors(
+    openai.APIStatusError, openai.APIConnectionError, openai.APITimeoutError, _error_body
+)
+
+
+class OpenAIProvider(sdk.SdkProvider):
     """A Chat Completions model; history in that wire format."""
 
     wire = chat_api.WIRE
+    errors = ERRORS
 
     def __init__(
         self,
@@ -67,20 +82,7 @@ class OpenAIProvider:
         keep_secret(self.client.api_key)
         keep_url_secrets(str(self.client.base_url))
 
-    async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
-    ) -> Reply:
-        params = self.request(history, tools, timeout)
-        return await sdk.complete(
-            SDK,
-            lambda: self._sent(params),
-            chat_api.parse_reply,
-            timeout,
-            max_retries=self.max_retries,
-            min_attempt=self.min_attempt,
-        )
-
-    async def _sent(self, params: dict[str, Any]) -> Any:
+    async def send(self, params: dict[str, Any]) -> Any:
         """One call; the JSON body exactly as the server sent it."""
         raw = await self.client.chat.completions.with_raw_response.create(**params)
         return sdk.json_body(await raw.http_response.aread())
@@ -103,16 +105,6 @@ class OpenAIProvider:
             params["extra_body"] = self.extra_body
         return params
 
-    async def aclose(self) -> None:
-        """Close the SDK client's connections."""
-        await self.client.close()
-
-    def user_message(self, text: str) -> Message:
-        return chat_api.user_message(text)
-
-    def tool_results(self, results: Sequence[ToolResult]) -> list[Message]:
-        return chat_api.tool_results(results)
-
     def describe(self) -> dict[str, Any]:
         return {
             "provider": "openai",
@@ -134,15 +126,3 @@ def function_tool(spec: ToolSpec) -> dict[str, Any]:
             "parameters": spec.input_schema,
         },
     }
-
-
-def _error_body(body: object, status: int) -> ProviderError | None:
-    """The error a Chat Completions error body (`{"error": {...}}` or its inside) describes."""
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        body = body["error"]
-    if isinstance(body, dict) and ("message" in body or "code" in body):
-        return chat_api.error_from_body({"error": body}, status)
-    return None
-
-
-SDK = sdk.Sdk(openai.APIStatusError, openai.APIConnectionError, openai.APITimeoutError, _error_body)
