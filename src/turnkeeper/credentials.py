@@ -42,7 +42,9 @@ that is already hidden is left as it is: redacting twice changes nothing)."""
 _HEADER_NAMES = ("authorization", "api-key")
 
 _kept: set[str] = set()
-_kept_longest_first: list[str] = []
+_kept_longest_first: tuple[str, ...] = ()
+"""The kept secrets, longest first (one that contains another is hidden whole); replaced,
+never changed in place, so a thread redacting while another keeps a secret reads either."""
 
 
 def redact_url(url: str) -> str:
@@ -96,10 +98,11 @@ def redact_value(value: Any) -> Any:
 
 def keep_secret(*values: str | None) -> None:
     """Hide these values (API keys, passwords, tokens) in every text redacted from now on."""
+    global _kept_longest_first
     fresh = {v for v in values if v and len(v) >= MIN_SECRET} - _kept
     if fresh:
         _kept.update(fresh)
-        _kept_longest_first[:] = sorted(_kept, key=len, reverse=True)
+        _kept_longest_first = tuple(sorted(_kept, key=len, reverse=True))
 
 
 def keep_url_secrets(url: str | None) -> None:
