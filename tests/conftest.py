@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.providers.wire_server import WireServer
 from turnkeeper.store import Store, open_store
 
 PROVIDER_VARIABLES = (
@@ -71,6 +72,16 @@ def _shipped_prices() -> Iterator[None]:
     prices.use(None)
     yield
     prices.use(None)
+
+
+@pytest.fixture
+def server() -> Iterator[WireServer]:
+    """The model's wire server, which the official SDK clients talk to over a real socket
+    (the web tests' own `server` is the served widget)."""
+    wire = WireServer()
+    wire.start()
+    yield wire
+    wire.close()
 
 
 # ---- stores: every store test runs on SQLite and on PostgreSQL --------------------

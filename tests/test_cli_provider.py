@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,14 +13,6 @@ from turnkeeper.cli import main
 ANTHROPIC_TEXT = "vercel__ai/anthropic__anthropic-text.json"
 OPENAI_TOOL_CALL = "vercel__ai/xai__xai-tool-call.json"
 OPENAI_TEXT = "vercel__ai/openai__chat__openai-text.json"
-
-
-@pytest.fixture
-def server() -> Iterator[WireServer]:
-    wire = WireServer()
-    wire.start()
-    yield wire
-    wire.close()
 
 
 @pytest.mark.parametrize(

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import logging
 
 import pytest
 
-from turnkeeper.credentials import RedactingFilter, redact_text, redact_url
+from turnkeeper.credentials import (
+    RedactingFilter,
+    keep_secret,
+    keep_url_secrets,
+    redact_text,
+    redact_url,
+)
 
 
 @pytest.mark.parametrize(
@@ -57,3 +64,44 @@ def test_the_log_filter_redacts_messages_and_tracebacks() -> None:
     assert "http://u:***@h/v1" in written
     assert "could not reach" in written, "the traceback is kept, redacted"
     assert "secret" not in written
+
+
+def test_kept_secrets_are_hidden_wherever_they_stand_in_text() -> None:
+    keep_secret("sk-kept-0123456789abcdef", "short")
+    keep_url_secrets("http://alice:pa%40ss-word@proxy.example:8080/v1?api_key=q-key-987654")
+    basic = base64.b64encode(b"alice:pa@ss-word").decode()
+    text = (
+        f"invalid key sk-kept-0123456789abcdef; sent Basic {basic}; password pa@ss-word "
+        "(pa%40ss-word); query key q-key-987654; a short word stays short"
+    )
+    redacted = redact_text(text)
+    assert redacted == (
+        "invalid key ***; sent Basic ***; password *** (***); query key ***; "
+        "a short word stays short"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("x-api-key: abc123 was refused", "x-api-key: *** was refused"),
+        ('{"Authorization": "Bearer tok-1"}', '{"Authorization": "Bearer ***"}'),
+        ("authorization=Basic dXNlcjpwdw==, next", "authorization=Basic ***, next"),
+        ("the authorization_error was raised", "the authorization_error was raised"),
+    ],
+)
+def test_credential_header_values_are_hidden_even_when_not_kept(text: str, shown: str) -> None:
+    assert redact_text(text) == shown
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "calling http://u:secret@h/v1?api-key=abc&x=1 failed: Authorization: Bearer tok-123",
+        'x-api-key: abc123; {"authorization": "Basic dXNlcjpwdw=="}',
+    ],
+)
+def test_redacting_twice_changes_nothing(text: str) -> None:
+    once = redact_text(text)
+    assert "secret" not in once
+    assert redact_text(once) == once

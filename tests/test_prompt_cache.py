@@ -167,32 +167,24 @@ async def test_a_worker_on_postgresql_marks_the_cache_of_the_turns_it_runs(
 # ---- the command line --------------------------------------------------------------
 
 
-@pytest.fixture
-def wire() -> Iterator[WireServer]:
-    server = WireServer()
-    server.start()
-    yield server
-    server.close()
-
-
 @pytest.mark.parametrize("opt_out", [False, True])
 def test_run_marks_the_cache_unless_told_not_to(
-    wire: WireServer,
+    server: WireServer,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
     opt_out: bool,
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", wire.url)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
     (tmp_path / "todo.txt").write_text("write tests")
-    wire.add(replayed("vercel__ai/anthropic__anthropic-tool-no-args.json"))
-    wire.add(replayed("vercel__ai/anthropic__anthropic-text.json"))
+    server.add(replayed("vercel__ai/anthropic__anthropic-tool-no-args.json"))
+    server.add(replayed("vercel__ai/anthropic__anthropic-text.json"))
     trace = tmp_path / "t.json"
     argv = ["run", "--provider", "anthropic", "--root", str(tmp_path), "--trace", str(trace)]
     assert main([*argv, *(["--no-prompt-cache"] if opt_out else []), "--json", "todo?"]) == 0
     capsys.readouterr()
-    first, second = (r.body for r in wire.requests)
+    first, second = (r.body for r in server.requests)
     recorded = json.loads(trace.read_text())
     if opt_out:
         assert all("cache_control" not in json.dumps(b) for b in (first, second))
@@ -230,10 +222,10 @@ def fresh_prices() -> Iterator[None]:
     prices.use(None)
 
 
-async def recorded_turns(wire: WireServer, names: list[str], **watch: Any) -> list[Any]:
+async def recorded_turns(server: WireServer, names: list[str], **watch: Any) -> list[Any]:
     """One turn per recorded stream, each continuing the conversation."""
-    wire.add(*(streamed(n) for n in names))
-    provider = AnthropicProvider(api_key="k", base_url=wire.url, stream=True)
+    server.add(*(streamed(n) for n in names))
+    provider = AnthropicProvider(api_key="k", base_url=server.url, stream=True)
     history: list[Any] = []
     results = []
     try:
@@ -250,12 +242,12 @@ async def recorded_turns(wire: WireServer, names: list[str], **watch: Any) -> li
 
 
 @pytest.mark.usefixtures("fresh_prices")
-async def test_a_recorded_write_then_read_is_published_and_priced(wire: WireServer) -> None:
+async def test_a_recorded_write_then_read_is_published_and_priced(server: WireServer) -> None:
     """vercel/ai's recordings of one prompt (claude-sonnet-4-6): 18,639 tokens written,
     then the same 18,639 read back."""
     written, read = (recording(n)["summary"]["usage"] for n in (CACHE_WRITE, CACHE_READ))
     assert written["cache_creation_input_tokens"] == read["cache_read_input_tokens"] == 18_639
-    first, second = await recorded_turns(wire, [CACHE_WRITE, CACHE_READ])
+    first, second = await recorded_turns(server, [CACHE_WRITE, CACHE_READ])
     assert first.state.to_json()["usage"] | {"cost_usd": 0} == {
         "iterations": 1, "input_tokens": 3, "output_tokens": 1,
         "cache_creation_input_tokens": 18_639, "cache_read_input_tokens": 0,
@@ -271,14 +263,14 @@ async def test_a_recorded_write_then_read_is_published_and_priced(wire: WireServ
 
 @pytest.mark.usefixtures("fresh_prices")
 async def test_a_model_without_cache_prices_is_priced_at_the_documented_multiples(
-    wire: WireServer, tmp_path: Path
+    server: WireServer, tmp_path: Path
 ) -> None:
     """A real response that both wrote (3,337) and read (6,289), from a model the shipped
     table lacks; the price file gives only input and output."""
     path = tmp_path / "prices.json"
     path.write_text(json.dumps({"claude-sonnet-5": {"input": 3, "output": 15}}))
     prices.use(prices.load(path, environ={}))
-    (result,) = await recorded_turns(wire, [CODE_EXECUTION])
+    (result,) = await recorded_turns(server, [CODE_EXECUTION])
     usage = result.usage
     assert (usage.input_tokens, usage.output_tokens) == (6, 198)
     assert (usage.cache_creation_input_tokens, usage.cache_read_input_tokens) == (3_337, 6_289)
@@ -289,15 +281,15 @@ async def test_a_model_without_cache_prices_is_priced_at_the_documented_multiple
 
 @pytest.mark.usefixtures("fresh_prices")
 def test_trace_show_has_the_cache_per_call_and_in_the_totals(
-    wire: WireServer,
+    server: WireServer,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
 ) -> None:
     """An OpenAI-compatible turn of two real responses (244 of the first's 291 prompt
     tokens cached), traced by `run` and shown as text and as JSON."""
-    monkeypatch.setenv("OPENAI_BASE_URL", f"{wire.url}/v1")
-    wire.add(replayed(XAI_TOOL_CALL), replayed(OPENAI_TEXT))
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+    server.add(replayed(XAI_TOOL_CALL), replayed(OPENAI_TEXT))
     trace = tmp_path / "t.json"
     argv = ["run", "--provider", "openai", "--model", "m", "--root", str(tmp_path), "--json"]
     assert main([*argv, "--trace", str(trace), "weather?"]) == 0
@@ -318,14 +310,14 @@ def test_trace_show_has_the_cache_per_call_and_in_the_totals(
     assert totals.split()[3:6] == ["307", "0", "244"]
 
 
-async def test_metrics_and_spans_count_the_recorded_cache_tokens(wire: WireServer) -> None:
+async def test_metrics_and_spans_count_the_recorded_cache_tokens(server: WireServer) -> None:
     metrics, exporter = Metrics(), InMemorySpanExporter()
     tracer = TracerProvider()
     tracer.add_span_processor(SimpleSpanProcessor(exporter))
     from turnkeeper.instruments import Watchers
 
     watcher = Watchers([metrics, Telemetry(tracer)])
-    await recorded_turns(wire, [CACHE_WRITE, CACHE_READ], watcher=watcher)
+    await recorded_turns(server, [CACHE_WRITE, CACHE_READ], watcher=watcher)
     exposition = metrics.exposition().decode()
     assert 'turnkeeper_tokens_total{kind="cache_write"} 18639.0' in exposition
     assert 'turnkeeper_tokens_total{kind="cache_read"} 18639.0' in exposition

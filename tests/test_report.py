@@ -15,7 +15,7 @@ from sentry_sdk.transport import Transport
 from tests.scripts import answer, asks, body, tool_use, usage
 from turnkeeper import ScriptedProvider, run_turn
 from turnkeeper.budget import Budget
-from turnkeeper.credentials import redact_logs
+from turnkeeper.credentials import keep_secret, redact_logs
 from turnkeeper.logs import JsonFormatter
 from turnkeeper.report import Report, report
 
@@ -158,3 +158,26 @@ def test_warnings_and_errors_go_to_sentry_with_their_fields(sentry: Captured) ->
     assert "boom" in event["message"]
     assert event["tags"]["turnkeeper.outcome"] == "failed"
     assert event["contexts"]["turnkeeper"]["conversation_id"] == "c_1"
+
+
+def test_a_report_is_redacted_before_it_is_logged_or_sent(
+    sentry: Captured, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Whatever made its text (a tool's exception, the job's): a kept secret goes nowhere."""
+    secret = "sk-report-SECRET-0123456789"
+    keep_secret(secret)
+    failure = f"RuntimeError: upstream refused key {secret}"
+    with caplog.at_level(logging.ERROR, logger="turnkeeper.report"):
+        report(Report("t_1", 1, "failed", failure, logging.ERROR, details={"exception": [failure]}))
+    sentry_sdk.flush()
+    [event] = sentry.events
+    [record] = caplog.records
+    assert record.getMessage() == (
+        "turn t_1 iteration 1: failed: RuntimeError: upstream refused key ***"
+    )
+    assert record.__dict__["turnkeeper"]["details"] == {
+        "exception": ["RuntimeError: upstream refused key ***"]
+    }
+    sent = json.dumps(event, default=str)
+    assert "upstream refused key ***" in sent
+    assert secret not in sent

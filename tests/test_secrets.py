@@ -33,27 +33,18 @@ def refused_key() -> dict[str, Any]:
     return {"type": "error", "error": error}
 
 
-@pytest.fixture
-def server() -> Any:
-    wire = WireServer(
-        [
-            json_response(asks(tool_use("lookup", {"q": "x"}))),
-            json_response(answer("found it", model="claude-sonnet-4-5")),
-            json_response(refused_key(), status=400),
-            json_response(refused_key(), status=400),
-        ]
-    )
-    wire.start()
-    yield wire
-    wire.close()
-
-
 async def test_the_key_is_nowhere_but_in_the_requests_to_the_provider(
     server: WireServer,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
     tmp_path: Path,
 ) -> None:
+    server.add(
+        json_response(asks(tool_use("lookup", {"q": "x"}))),
+        json_response(answer("found it", model="claude-sonnet-4-5")),
+        json_response(refused_key(), status=400),
+        json_response(refused_key(), status=400),
+    )
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     environ = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": server.url}
     provider = choose_provider("anthropic", "claude-sonnet-4-5", environ)

@@ -16,6 +16,8 @@ from opentelemetry.trace import StatusCode
 
 from tests.scripts import answer, asks, body, tool_use, usage
 from turnkeeper import LocalHooks, Outcome, ScriptedProvider, run_turn
+from turnkeeper.credentials import keep_secret
+from turnkeeper.observed import CallEnd, TurnInfo
 from turnkeeper.telemetry import Telemetry
 from turnkeeper.tools.functions import FunctionToolset, Tool
 from turnkeeper.usage import Usage
@@ -234,3 +236,18 @@ async def test_spans_count_the_prompt_caches_tokens_as_the_conventions_say(
     assert turn["gen_ai.usage.cache_read.input_tokens"] == 6_010
     assert turn["gen_ai.usage.cache_creation.input_tokens"] == 6_400
     assert turn["gen_ai.usage.output_tokens"] == 35
+
+
+def test_a_call_spans_error_hides_the_configured_secrets(exporter: InMemorySpanExporter) -> None:
+    """Whatever made the error text, a kept secret in it never reaches a span."""
+    secret = "sk-span-SECRET-0123456789"
+    keep_secret(secret)
+    spans = telemetry(exporter).turn(TurnInfo("t_1", "c_1", "anthropic", "claude-x"))
+    spans.call_started(1)
+    spans.call_ended(CallEnd(1, 0.5, "claude-x", error=f"ProviderFailed: bad key {secret}"))
+    spans.turn_ended(Outcome.FAILED, Usage())
+    (call,) = [s for s in exporter.get_finished_spans() if s.name.startswith("chat")]
+    assert call.status.status_code is StatusCode.ERROR
+    assert call.status.description == "ProviderFailed: bad key ***"
+    assert call.attributes is not None
+    assert call.attributes["error.type"] == "ProviderFailed"

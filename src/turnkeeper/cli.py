@@ -24,7 +24,7 @@ from . import __version__, gc_policy, i18n, logs, prices, timeline
 from .assistant import Assistant, demo_assistant, load
 from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_ITERATIONS, Budget
 from .cards import Card
-from .credentials import redact_logs
+from .credentials import redact_logs, redact_text, redact_url
 from .errors import ConfigError
 from .hooks import LocalHooks
 from .liveline import LiveHooks, LiveLine
@@ -114,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args)
     except ConfigError as e:
-        print(f"turnkeeper: error: {e}", file=sys.stderr)
+        print(f"turnkeeper: error: {redact_text(str(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("turnkeeper: interrupted", file=sys.stderr)
@@ -232,7 +232,7 @@ def mcp_servers(args: argparse.Namespace) -> list[Toolset]:
 
 def _stderr_report(report: Report) -> None:
     """The CLI's reporter: one line on stderr per report (the logger would repeat it)."""
-    print(f"turnkeeper: {report.event}: {report.message}", file=sys.stderr)
+    print(f"turnkeeper: {report.event}: {redact_text(report.message)}", file=sys.stderr)
 
 
 def _check_writable(path: Path) -> None:
@@ -296,7 +296,7 @@ async def _stored_timeline(turn_id: str, database: str | None) -> tuple[list[Any
     try:
         turn = await store.turn(turn_id)
         if turn is None:
-            raise ConfigError(f"the store at {url} has no turn {turn_id}")
+            raise ConfigError(f"the store at {redact_url(url)} has no turn {turn_id}")
         records = await store.iterations(turn_id)
         state = await store.state_after(turn_id, 0)
     finally:

@@ -1,23 +1,50 @@
-"""Credentials in URLs, hidden before anything is written or logged.
+"""Credentials, hidden before anything is written, logged, printed or traced.
 
 A base URL or database URL may carry a user and password
 (`http://user:secret@host`) or a key in its query (`?api-key=…`). Traces, logs,
 reports, error messages and banners show such a URL through `redact_url`, and
 free text that may quote one (an error page, an exception) through
 `redact_text`. This is the one place that knows what a credential looks like.
+
+A server may also echo a credential outside any URL: an error body that quotes
+the request's `x-api-key` or `Authorization` header. So the secrets this
+process was configured with are kept here (`keep_secret`, `keep_url_secrets`:
+the providers' API keys and base URLs, the database URL, MCP servers' headers),
+and `redact_text` hides each of them, and any `Authorization: …` or
+`x-api-key: …` value, wherever it appears.
 """
 
 from __future__ import annotations
 
+import base64
 import logging
 import re
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 HIDDEN = "***"
+
+MIN_SECRET = 6
+"""A kept secret shorter than this is not looked for in free text (it would hide words);
+in a URL it is still hidden by its place."""
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`]+")
 _SECRET_NAME = re.compile(r"key|token|secret|password|passwd|pwd|signature|sig|auth", re.I)
 _CONNINFO_PASSWORD = re.compile(r"\b(password\s*=\s*)('[^']*'|\S+)", re.I)
+_CREDENTIAL_HEADER = re.compile(
+    r"\b((?:proxy-)?authorization|x-api-key|api-key)(\s*[\"']?\s*[:=]\s*[\"']?\s*)"
+    r"((?:bearer|basic|token)\s+)?+(?!\*\*\*|%2A%2A%2A)([^\s\"',;}&]+)",
+    re.I,
+)
+"""A credential header's value as an error message may quote it (a URL's query value
+that is already hidden is left as it is: redacting twice changes nothing)."""
+_HEADER_NAMES = ("authorization", "api-key")
+
+_kept: set[str] = set()
+_kept_longest_first: tuple[str, ...] = ()
+"""The kept secrets, longest first (one that contains another is hidden whole); replaced,
+never changed in place, so a thread redacting while another keeps a secret reads either."""
 
 
 def redact_url(url: str) -> str:
@@ -43,12 +70,68 @@ def redact_url(url: str) -> str:
 
 
 def redact_text(text: str) -> str:
-    """The text with every URL in it redacted, and any libpq `password=…` hidden."""
+    """The text with every URL in it redacted, any libpq `password=…`, `Authorization: …` or
+    `x-api-key: …` value hidden, and every secret kept with `keep_secret` hidden."""
+    for secret in _kept_longest_first:
+        if secret in text:
+            text = text.replace(secret, HIDDEN)
     if "://" in text:
         text = _URL.sub(lambda m: redact_url(m.group(0)), text)
-    if "password" in text.lower():
+    lowered = text.lower()
+    if "password" in lowered:
         text = _CONNINFO_PASSWORD.sub(lambda m: m.group(1) + HIDDEN, text)
+    if any(name in lowered for name in _HEADER_NAMES):
+        text = _CREDENTIAL_HEADER.sub(_header_hidden, text)
     return text
+
+
+def redact_value(value: Any) -> Any:
+    """`value` with every text in it redacted, however deep (JSON-like data)."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {k: redact_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_value(v) for v in value]
+    return value
+
+
+def keep_secret(*values: str | None) -> None:
+    """Hide these values (API keys, passwords, tokens) in every text redacted from now on."""
+    global _kept_longest_first
+    fresh = {v for v in values if v and len(v) >= MIN_SECRET} - _kept
+    if fresh:
+        _kept.update(fresh)
+        _kept_longest_first = tuple(sorted(_kept, key=len, reverse=True))
+
+
+def keep_url_secrets(url: str | None) -> None:
+    """Keep the secrets a URL carries: its password, its user-info as HTTP Basic sends it
+    (`Authorization: Basic …`), and its secret-looking query values."""
+    if not url:
+        return
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return
+    if password is not None:
+        user = unquote(parts.username or "")
+        basic = base64.b64encode(f"{user}:{unquote(password)}".encode()).decode()
+        keep_secret(password, unquote(password), basic)
+    keep_secret(*(v for n, v in parse_qsl(parts.query) if _SECRET_NAME.search(n)))
+
+
+def keep_header_secrets(headers: Iterable[tuple[str, str]]) -> None:
+    """Keep the values of credential headers (`Authorization`, `x-api-key`, …), and the
+    token after an `Authorization` value's scheme."""
+    for name, value in headers:
+        if _SECRET_NAME.search(name):
+            keep_secret(value, value.partition(" ")[2].strip())
+
+
+def _header_hidden(m: re.Match[str]) -> str:
+    return f"{m.group(1)}{m.group(2)}{m.group(3) or ''}{HIDDEN}"
 
 
 def _userinfo_hidden(url: str) -> str:

@@ -85,6 +85,11 @@ class ScriptExhausted(ProviderFailed):
     """The scripted model was asked for more responses than it holds."""
 
 
+def timed_out(timeout: float) -> str:
+    """The one message of a model call that ran out of time, however it did."""
+    return f"no complete response within the call's {timeout:.1f} s"
+
+
 ERROR_KINDS: dict[str, type[ProviderError]] = {
     cls.__name__: cls for cls in (ProviderUnavailable, ProviderFailed, ScriptExhausted)
 }

@@ -4,7 +4,7 @@
 message; a report's structured fields (`record.turnkeeper`: turn and
 conversation ids, outcome, stop reason, iteration, elapsed, usage, cost) are
 merged in, so a log pipeline can filter and sum them without parsing text.
-A JSON line is redacted like a text line (`credentials.redact_text`): the
+A JSON line is redacted like a text line (`credentials.redact_value`): the
 message, the traceback and the structured fields.
 """
 
@@ -16,7 +16,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from .credentials import redact_text
+from .credentials import redact_value
 
 FORMATS = ("text", "json")
 TEXT = "%(asctime)s %(name)s: %(message)s"
@@ -37,7 +37,7 @@ class JsonFormatter(logging.Formatter):
             data.update({k: v for k, v in fields.items() if k not in ("level", "message")})
         if record.exc_info:
             data["exception"] = record.exc_text or self.formatException(record.exc_info)
-        return json.dumps(_redacted(data), ensure_ascii=False, default=str)
+        return json.dumps(redact_value(data), ensure_ascii=False, default=str)
 
 
 def configure(log_format: str = "text", level: int = logging.INFO) -> None:
@@ -49,14 +49,3 @@ def configure(log_format: str = "text", level: int = logging.INFO) -> None:
     else:
         handler.setFormatter(logging.Formatter(TEXT))
     logging.basicConfig(level=level, handlers=[handler])
-
-
-def _redacted(value: Any) -> Any:
-    """`value` with every text in it redacted, however deep."""
-    if isinstance(value, str):
-        return redact_text(value)
-    if isinstance(value, dict):
-        return {k: _redacted(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_redacted(v) for v in value]
-    return value

@@ -5,18 +5,22 @@ table goes through one `report()`, once, with the turn and conversation ids,
 the outcome, the stop reason, the iteration, the elapsed time and the usage
 (cost included). `report()` writes one structured log record to the
 `turnkeeper.report` logger and, when `sentry-sdk` is installed and initialised,
-sends warnings and errors to Sentry. Finished turns are never reported;
+sends warnings and errors to Sentry, its text redacted first (`credentials`:
+whatever made the message, a configured secret in it goes nowhere). Finished
+turns are never reported;
 refusals are reported at info (and not sent to Sentry). An application can
 pass its own reporter instead.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .credentials import redact_text, redact_value
 from .outcomes import Outcome
 from .usage import Usage
 
@@ -86,7 +90,8 @@ Reporter = Callable[[Report], None]
 
 def report(r: Report) -> None:
     """The default reporter: one log record with the report's fields as `extra`
-    (`record.turnkeeper`), and the report in Sentry when Sentry is set up."""
+    (`record.turnkeeper`), and the report in Sentry when Sentry is set up; both redacted."""
+    r = redacted(r)
     logger.log(
         r.level,
         "turn %s iteration %d: %s: %s",
@@ -101,6 +106,13 @@ def report(r: Report) -> None:
 
 
 log_report = report
+
+
+def redacted(r: Report) -> Report:
+    """The report with its message and details redacted (`credentials.redact_text`)."""
+    return dataclasses.replace(r, message=redact_text(r.message), details=redact_value(r.details))
+
+
 """The name earlier releases used for `report`."""
 
 

@@ -7,10 +7,10 @@
 Spans go through `opentelemetry-api` (the `otel` extra) to whatever tracer
 provider the application configured; with none configured, turns are not
 traced at all. Spans carry no content (questions, answers, tool arguments)
-unless `content=True`. Usage follows the conventions: `gen_ai.usage.input_tokens`
-includes the prompt cache's reads and writes, which
-`gen_ai.usage.cache_read.input_tokens` and `gen_ai.usage.cache_creation.input_tokens`
-count apart.
+unless `content=True`; a call's error text is redacted (`credentials.redact_text`).
+Usage follows the conventions: `gen_ai.usage.input_tokens` includes the prompt
+cache's reads and writes, which `gen_ai.usage.cache_read.input_tokens` and
+`gen_ai.usage.cache_creation.input_tokens` count apart.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .credentials import redact_text
 from .errors import MissingExtra
 from .observed import CallEnd, TurnInfo
 from .outcomes import ERROR_OUTCOMES, Outcome
@@ -98,8 +99,9 @@ class TurnSpans:
         if self.content and call.text:
             span.set_attribute("turnkeeper.answer", call.text)
         if call.error is not None:
-            span.set_attribute("error.type", call.error.split(":", 1)[0])
-            span.set_status(StatusCode.ERROR, call.error)
+            error = redact_text(call.error)  # the exporter's edge: whatever made the text
+            span.set_attribute("error.type", error.split(":", 1)[0])
+            span.set_status(StatusCode.ERROR, error)
         span.end()
 
     def tool_started(self, use: ToolUse) -> None:

@@ -1,17 +1,46 @@
-"""The wire server every provider test talks to through the official SDK clients."""
+"""What the fault tests share: databases of their own, where every connection is the
+test's and may be ended, killed or restarted (the model's wire server, `server`, is
+every test's: tests/conftest.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
-from tests.providers.wire_server import WireServer
+from tests import databases
+from turnkeeper.store import Store, open_store
 
 
 @pytest.fixture
-def server() -> Iterator[WireServer]:
-    wire = WireServer()
-    wire.start()
-    yield wire
-    wire.close()
+def own_database() -> Iterator[str]:
+    """A PostgreSQL database of the test's own, dropped afterwards."""
+    with databases.test_database() as url:
+        yield url
+
+
+@pytest.fixture
+async def pg_store(own_database: str) -> AsyncIterator[Store]:
+    """An open store in the test's own PostgreSQL database."""
+    opened = await open_store(own_database)
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def own_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A store of each kind in a database of the test's own: a SQLite file, or a PostgreSQL
+    database (not a schema of a shared one: a killed process's connections die with it)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'turnkeeper.db'}"
+    else:
+        yield request.getfixturevalue("own_database")
+
+
+@pytest.fixture
+async def own_store(own_store_url: str) -> AsyncIterator[Store]:
+    """An open store at `own_store_url`."""
+    opened = await open_store(own_store_url)
+    yield opened
+    await opened.close()

@@ -16,20 +16,20 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests import databases, scripts
+from tests import scripts
 from tests.fake_model import HOLD, FakeModelServer
 from tests.scripts import assert_valid_history
 from tests.test_server import free_port
 from tests.waiting import eventually
 from turnkeeper.report import Report
-from turnkeeper.store import Store, new_token, open_store
+from turnkeeper.store import Store, new_token
 from turnkeeper.sweeper import Sweeper
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,22 +55,6 @@ CHECKPOINTED = {
 }
 """History messages stored when the process is killed: the question, then each finished
 iteration's call and tool results."""
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def crash_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'crash.db'}"
-    else:
-        with databases.test_database() as url:
-            yield url
-
-
-@pytest.fixture
-async def crash_store(crash_url: str) -> AsyncIterator[Store]:
-    opened = await open_store(crash_url)
-    yield opened
-    await opened.close()
 
 
 @contextmanager
@@ -136,10 +120,10 @@ async def finalised(store: Store, turn_id: str, reports: list[Report]) -> dict[s
 
 @pytest.mark.parametrize("point", list(CALLS_MADE))
 async def test_a_process_killed_at_each_point_loses_nothing(
-    crash_store: Store, crash_url: str, point: str, tmp_path: Path
+    own_store: Store, own_store_url: str, point: str, tmp_path: Path
 ) -> None:
-    store = crash_store
-    conversation_id, turn_id = await queued(store, crash_url)
+    store = own_store
+    conversation_id, turn_id = await queued(store, own_store_url)
     first, second = (
         scripts.asks(scripts.tool_use("read_file", {"path": "todo.txt"}, id=f"toolu_{n}"))
         for n in ("read", "again")
@@ -149,7 +133,7 @@ async def test_a_process_killed_at_each_point_loses_nothing(
         script.insert(1, HOLD)  # the second call is held
     ready, log = tmp_path / "ready", tmp_path / "process.log"
     with FakeModelServer(script) as model:
-        with turnkeeper(point, ready, crash_url, model.url, log) as process:
+        with turnkeeper(point, ready, own_store_url, model.url, log) as process:
             await paused(point, ready, model, process, log)
             before = await store.history(conversation_id)
             assert len(before) == CHECKPOINTED[point], before

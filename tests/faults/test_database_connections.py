@@ -6,34 +6,20 @@ request is answered (at worst 503 with the JSON error body, never a 500).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Sequence
 
 import psycopg
 import pytest
 
-from tests import databases, scripts
+from tests import scripts
 from tests.api.test_routes import HeldQueue, client_for, start_turn
 from turnkeeper.api import create_app
 from turnkeeper.job import TurnJob
 from turnkeeper.providers import messages_api
-from turnkeeper.store import Store, open_store
+from turnkeeper.store import Store
 from turnkeeper.wire import Message, Reply, ToolResult, ToolSpec
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture
-def own_database() -> Iterator[str]:
-    """A database of its own: every connection to it is the store's, and may be ended."""
-    with databases.test_database() as url:
-        yield url
-
-
-@pytest.fixture
-async def pg_store(own_database: str) -> AsyncIterator[Store]:
-    opened = await open_store(own_database)
-    yield opened
-    await opened.close()
 
 
 def terminate_connections(url: str) -> int:

@@ -10,8 +10,7 @@ nothing, done ⇒ no lease, the history valid.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterator
-from pathlib import Path
+from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 import pytest
@@ -25,7 +24,6 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from tests import databases
 from tests.scripts import assert_valid_history
 from turnkeeper.job import failed
 from turnkeeper.records import Checkpoint
@@ -183,18 +181,9 @@ class Lifecycle(RuleBasedStateMachine):
             assert_valid_history(history)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def lifecycle_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'lifecycle.db'}"
-    else:
-        with databases.test_database() as url:
-            yield url
-
-
-def test_the_turn_lifecycle_keeps_its_invariants(lifecycle_url: str) -> None:
+def test_the_turn_lifecycle_keeps_its_invariants(own_store_url: str) -> None:
     loop = asyncio.new_event_loop()
-    store = loop.run_until_complete(open_store(lifecycle_url))
+    store = loop.run_until_complete(open_store(own_store_url))
     machine = type("Machine", (Lifecycle,), {"store": store, "loop": loop})
     try:
         run_state_machine_as_test(

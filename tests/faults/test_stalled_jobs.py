@@ -10,7 +10,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -18,28 +18,15 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests import databases, scripts
+from tests import scripts
 from tests.fake_model import HOLD, FakeModelServer
 from tests.waiting import eventually
-from turnkeeper.store import Store, new_token, open_store
+from turnkeeper.store import Store, new_token
 from turnkeeper.worker import ProcrastinateQueue
 
 pytestmark = pytest.mark.postgres
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def own_database() -> Iterator[str]:
-    with databases.test_database() as url:
-        yield url
-
-
-@pytest.fixture
-async def pg_store(own_database: str) -> AsyncIterator[Store]:
-    opened = await open_store(own_database)
-    yield opened
-    await opened.close()
 
 
 @contextmanager

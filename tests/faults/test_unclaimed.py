@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from tests import databases, scripts
+from tests import scripts
 from tests.waiting import eventually
 from turnkeeper.job import TurnJob
 from turnkeeper.outcomes import Outcome
@@ -130,30 +129,24 @@ def failing_once(method: Any) -> Any:
 # ---- the distributed queue: a real procrastinate worker ----------------------------
 
 
-@pytest.fixture
-async def pg_url() -> AsyncIterator[str]:
-    with databases.test_database() as url:
-        yield url
-
-
 @pytest.mark.postgres
-async def test_a_turn_never_deferred_is_finalised_by_a_worker(pg_url: str) -> None:
+async def test_a_turn_never_deferred_is_finalised_by_a_worker(own_database: str) -> None:
     from turnkeeper.worker import ProcrastinateQueue, run_worker
 
-    store = await open_store(pg_url)
+    store = await open_store(own_database)
     try:
         # The API died after creating `orphan`, before deferring it; `deferred` waits.
         other = await store.create_conversation(new_token()[1])
         orphan = (await store.create_turn(other, "do the thing")).turn_id
         _, deferred = await queued(store)
-        async with ProcrastinateQueue(pg_url) as queue:
+        async with ProcrastinateQueue(own_database) as queue:
             await queue.enqueue(deferred)
             assert await queue.holding() == {deferred}
 
         provider = ScriptedProvider([scripts.answer("done")])
         job = TurnJob(store, provider)
         sweeper = Sweeper(store, interval=0.2, unheld_after=0)
-        worker = asyncio.create_task(run_worker(pg_url, job, sweeper=sweeper, grace=1))
+        worker = asyncio.create_task(run_worker(own_database, job, sweeper=sweeper, grace=1))
         try:
 
             async def finished() -> bool:

@@ -9,7 +9,7 @@ the recordings lack: `pause_turn`, `model_context_window_exceeded`, 529
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from turnkeeper.errors import ProviderFailed, ProviderUnavailable
 from turnkeeper.providers.anthropic import AnthropicProvider
 from turnkeeper.wire import ToolSpec
 
+from .conftest import Adapters
 from .turns import bubbles, run, unmarked
 from .wire_server import (
     RECORDED,
@@ -56,17 +57,9 @@ Make = Callable[..., AnthropicProvider]
 
 
 @pytest.fixture
-async def make(server: WireServer) -> AsyncIterator[Make]:
-    """Builds adapters pointed at the wire server; closes their connections afterwards."""
-    made: list[AnthropicProvider] = []
-
-    def build(**options: Any) -> AnthropicProvider:
-        made.append(AnthropicProvider(api_key="test-key", base_url=server.url, **options))
-        return made[-1]
-
-    yield build
-    for adapter in made:
-        await adapter.aclose()
+def make(adapters: Adapters) -> Make:
+    """Builds Anthropic adapters pointed at the wire server."""
+    return lambda **options: adapters(AnthropicProvider, **options)
 
 
 def fold_reference(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -645,7 +638,7 @@ async def test_stop_reasons_map_once_into_the_closed_set(server: WireServer, mak
 # ---- a transport of the caller's -------------------------------------------------
 
 
-async def test_a_given_transport_carries_the_calls_and_keeps_the_attempt_hooks() -> None:
+async def test_a_given_transport_carries_the_calls_and_keeps_the_attempt_hooks(make: Make) -> None:
     """`transport=` (a mock, for tests and benchmarks) replaces only the socket layer."""
     body = recording(TEXT)["response"]["body"]
     seen: list[httpx2.Request] = []
@@ -657,18 +650,10 @@ async def test_a_given_transport_carries_the_calls_and_keeps_the_attempt_hooks()
         fault = {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}
         return httpx2.Response(529, json=fault, headers={"request-id": "req_mock_2"})
 
-    adapter = AnthropicProvider(
-        api_key="test-key",
-        base_url="http://mock-api.invalid",
-        max_retries=0,
-        transport=httpx2.MockTransport(answer),
-    )
-    try:
-        reply = await adapter.complete([{"role": "user", "content": "q"}], [], 5)
-        with pytest.raises(ProviderUnavailable) as raised:
-            await adapter.complete([{"role": "user", "content": "q"}], [], 5)
-    finally:
-        await adapter.aclose()
+    adapter = make(max_retries=0, transport=httpx2.MockTransport(answer))
+    reply = await adapter.complete([{"role": "user", "content": "q"}], [], 5)
+    with pytest.raises(ProviderUnavailable) as raised:
+        await adapter.complete([{"role": "user", "content": "q"}], [], 5)
     assert reply.message == {"role": "assistant", "content": body["content"]}
     assert [r.url.path for r in seen] == ["/v1/messages", "/v1/messages"]
     assert all(0 < t <= 5 for t in seen[0].extensions["timeout"].values())  # hook shrank them

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -21,6 +21,7 @@ from turnkeeper.providers import cache_marks
 from turnkeeper.providers.anthropic import AnthropicProvider
 from turnkeeper.providers.openai import OpenAIProvider
 
+from .conftest import Adapters
 from .turns import EchoTools, run
 from .wire_server import WireServer, json_response, recording, replayed
 
@@ -40,17 +41,14 @@ EARLIER_TURN: list[dict[str, Any]] = [
 
 
 @pytest.fixture
-async def anthropic(server: WireServer) -> AsyncIterator[Callable[..., AnthropicProvider]]:
-    made: list[AnthropicProvider] = []
+def anthropic(adapters: Adapters) -> Callable[..., AnthropicProvider]:
+    """Anthropic adapters for the shop's assistant (its instructions unless told otherwise)."""
 
     def build(**options: Any) -> AnthropicProvider:
         options.setdefault("system", "You help customers of Example Shop.")
-        made.append(AnthropicProvider(api_key="test-key", base_url=server.url, **options))
-        return made[-1]
+        return adapters(AnthropicProvider, **options)
 
-    yield build
-    for adapter in made:
-        await adapter.aclose()
+    return build
 
 
 def marked(body: dict[str, Any]) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from turnkeeper.errors import ProviderFailed, ProviderUnavailable
 from turnkeeper.providers.openai import OpenAIProvider
 from turnkeeper.wire import ToolSpec
 
+from .conftest import Adapters
 from .turns import bubbles, run
 from .wire_server import (
     RECORDED,
@@ -42,17 +43,9 @@ Make = Callable[..., OpenAIProvider]
 
 
 @pytest.fixture
-async def make(server: WireServer) -> AsyncIterator[Make]:
-    """Builds adapters pointed at the wire server; closes their connections afterwards."""
-    made: list[OpenAIProvider] = []
-
-    def build(**options: Any) -> OpenAIProvider:
-        made.append(OpenAIProvider(api_key="test-key", base_url=f"{server.url}/v1", **options))
-        return made[-1]
-
-    yield build
-    for adapter in made:
-        await adapter.aclose()
+def make(adapters: Adapters) -> Make:
+    """Builds OpenAI-compatible adapters pointed at the wire server's `/v1`."""
+    return lambda **options: adapters(OpenAIProvider, path="/v1", **options)
 
 
 def body(name: str, folder: Path = RECORDED) -> dict[str, Any]:

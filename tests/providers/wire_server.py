@@ -55,6 +55,17 @@ class Canned:
     """Answer only once this is set (the request is recorded at once)."""
     hang: bool = False
     """Read the request, then send nothing at all until the server closes."""
+    echo: bool = False
+    """Fill `{header-name}` fields of the body from the request's headers (an error body
+    that quotes the request's `x-api-key` or `Authorization`, as some servers' do)."""
+
+    def body_for(self, headers: Mapping[str, str]) -> bytes:
+        if not self.echo:
+            return self.body
+        body = self.body
+        for name, value in headers.items():
+            body = body.replace(f"{{{name}}}".encode(), value.encode("latin-1"))
+        return body
 
 
 @dataclass(frozen=True)
@@ -176,17 +187,18 @@ class WireServer:
         if canned.hang:
             return await self._held()
         status_line = f"HTTP/1.1 {canned.status} X\r\n"
-        fields = {**canned.headers, "content-length": str(len(canned.body))}
+        body = canned.body_for(headers)
+        fields = {**canned.headers, "content-length": str(len(body))}
         writer.write((status_line + "".join(f"{k}: {v}\r\n" for k, v in fields.items())).encode())
         writer.write(b"\r\n")
         await writer.drain()
         if canned.hold:
             return await self._held()
         if canned.cut_after is not None:
-            writer.write(canned.body[: canned.cut_after])
+            writer.write(body[: canned.cut_after])
             await writer.drain()
             return False
-        writer.write(canned.body)
+        writer.write(body)
         await writer.drain()
         return True
 

@@ -11,12 +11,12 @@ Every request marks the prompt cache (`cache_marks`) unless `prompt_cache=False`
 the tools, the instructions and the history up to the latest message are a cached
 prefix, read back by the next call at a tenth of the input price.
 
-SDK exceptions become turnkeeper errors in one place, `provider_error()`.
+The call, its timeout and the SDK's exceptions are `sdk.SdkProvider`'s, shared
+with the OpenAI adapter.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -24,17 +24,11 @@ from typing import Any
 import anthropic
 import httpx2
 
-from ..credentials import redact_logger, redact_url
-from ..errors import ProviderError, ProviderFailed, ProviderUnavailable
-from ..wire import Message, Reply, ToolResult, ToolSpec
-from . import cache_marks, messages_api
-from .attempts import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_MIN_ATTEMPT,
-    Attempts,
-    event_hooks,
-    root_cause,
-)
+from ..credentials import keep_secret, keep_url_secrets, redact_logger, redact_url
+from ..errors import ProviderError
+from ..wire import Message, ToolSpec
+from . import cache_marks, messages_api, sdk
+from .attempts import DEFAULT_MAX_RETRIES, DEFAULT_MIN_ATTEMPT, event_hooks
 from .messages_stream import MessageFold, sse_data
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
@@ -48,10 +42,23 @@ for _logger in ("anthropic._base_client", "httpx2"):
     redact_logger(_logger)
 
 
-class AnthropicProvider:
+def _error_body(body: object, status: int) -> ProviderError | None:
+    """The error a Messages API error body (`{"type": "error", ...}`) describes."""
+    if isinstance(body, dict) and body.get("type") == "error":
+        return messages_api.error_from_body(body, status)
+    return None
+
+
+ERRORS = sdk.SdkErrors(
+    anthropic.APIStatusError, anthropic.APIConnectionError, anthropic.APITimeoutError, _error_body
+)
+
+
+class AnthropicProvider(sdk.SdkProvider):
     """Claude through the Messages API; history in its own wire format."""
 
     wire = messages_api.WIRE
+    errors = ERRORS
 
     def __init__(
         self,
@@ -99,22 +106,7 @@ class AnthropicProvider:
             max_retries=max_retries,
             http_client=_http_client(transport),
         )
-
-    async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
-    ) -> Reply:
-        params = self.request(history, tools, timeout)
-        with Attempts.opened(timeout, self.max_retries, min_attempt=self.min_attempt) as attempts:
-            try:
-                async with asyncio.timeout(timeout - min(0.25, timeout / 20)):
-                    body = await (self._streamed(params) if self.stream else self._plain(params))
-            except TimeoutError as e:
-                raise attempts.error(
-                    ProviderUnavailable, f"no complete response within the call's {timeout:.1f} s"
-                ) from e
-            except Exception as e:
-                raise provider_error(e, attempts) from e
-            return _parsed(body, attempts)
+        _keep_secrets(self.client, self.mcp_servers)
 
     def request(
         self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
@@ -144,6 +136,9 @@ class AnthropicProvider:
             params["extra_headers"] = {"anthropic-beta": ",".join(self.betas)}
         return params
 
+    async def send(self, params: dict[str, Any]) -> Any:
+        return await (self._streamed(params) if self.stream else self._plain(params))
+
     async def _plain(self, params: dict[str, Any]) -> Any:
         """One non-streaming call: the body encoded once, sent by the SDK client's `post`.
 
@@ -159,10 +154,7 @@ class AnthropicProvider:
             content=_encoded(params),
             options={"headers": headers, "timeout": params["timeout"]},
         )
-        try:
-            return json.loads(response.content)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise _Unreadable(f"the response body is not JSON: {e}") from e
+        return sdk.json_body(response.content)
 
     async def _streamed(self, params: dict[str, Any]) -> Any:
         fold = MessageFold()
@@ -171,16 +163,6 @@ class AnthropicProvider:
             async for event in sse_data(response.iter_lines()):
                 fold.add(event)
         return fold.body()
-
-    async def aclose(self) -> None:
-        """Close the SDK client's connections."""
-        await self.client.close()
-
-    def user_message(self, text: str) -> Message:
-        return messages_api.user_message(text)
-
-    def tool_results(self, results: Sequence[ToolResult]) -> list[Message]:
-        return messages_api.tool_results(results)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -199,41 +181,14 @@ class AnthropicProvider:
         }
 
 
-class _Unreadable(Exception):
-    """A 2xx response whose body could not be read."""
-
-
-def provider_error(e: Exception, attempts: Attempts) -> ProviderError:
-    """The turnkeeper error for anything the SDK (or its HTTP client) raised."""
-    if isinstance(e, ProviderError):  # the response itself said what went wrong
-        error = attempts.error(type(e), str(e), status=e.status)
-    elif isinstance(e, anthropic.APIStatusError):
-        error = _from_status(e, attempts)
-    elif isinstance(e, _Unreadable):
-        error = attempts.error(ProviderFailed, str(e))
-    elif isinstance(e, anthropic.APIConnectionError | httpx2.TransportError):
-        error = attempts.error(ProviderUnavailable, f"connection failed: {root_cause(e)}")
-    else:
-        error = attempts.error(ProviderFailed, f"{type(e).__name__}: {e}")
-    return error
-
-
-def _from_status(e: anthropic.APIStatusError, attempts: Attempts) -> ProviderError:
-    body = e.body
-    if isinstance(body, dict) and body.get("type") == "error":
-        described = messages_api.error_from_body(body, e.status_code)
-        message = str(described)
-        unavailable = isinstance(described, ProviderUnavailable)
-    else:
-        message, unavailable = f"HTTP {e.status_code}: {e.message}", False
-    return attempts.status_error(message, e.status_code, e.request_id, unavailable=unavailable)
-
-
-def _parsed(body: Any, attempts: Attempts) -> Reply:
-    try:
-        return messages_api.parse_reply(body)
-    except ProviderError as e:
-        raise attempts.error(type(e), str(e)) from e
+def _keep_secrets(client: anthropic.AsyncAnthropic, mcp_servers: list[dict[str, Any]]) -> None:
+    """The key, the base URL's credentials and the MCP servers' tokens: a server may echo
+    them in an error, and every error message, log line and span hides them."""
+    keep_secret(client.api_key, client.auth_token)
+    keep_url_secrets(str(client.base_url))
+    for server in mcp_servers:
+        keep_secret(server.get("authorization_token"))
+        keep_url_secrets(server.get("url"))
 
 
 def _http_client(transport: httpx2.AsyncBaseTransport | None) -> httpx2.AsyncClient:

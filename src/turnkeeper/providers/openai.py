@@ -4,30 +4,22 @@ One adapter per wire format, not per vendor: `base_url` points it at OpenAI,
 vLLM, a llama.cpp server or Ollama alike. The assistant message appended to the
 history is `choices[0].message` read from the raw HTTP body, exactly as sent.
 
-SDK exceptions become turnkeeper errors in one place, `provider_error()`.
+The call, its timeout and the SDK's exceptions are `sdk.SdkProvider`'s, shared
+with the Anthropic adapter.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import httpx2
 import openai
 
-from ..credentials import redact_logger, redact_url
-from ..errors import ProviderError, ProviderFailed, ProviderUnavailable
-from ..wire import Message, Reply, ToolResult, ToolSpec
-from . import chat_api
-from .attempts import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_MIN_ATTEMPT,
-    Attempts,
-    event_hooks,
-    root_cause,
-)
+from ..credentials import keep_secret, keep_url_secrets, redact_logger, redact_url
+from ..errors import ProviderError
+from ..wire import Message, ToolSpec
+from . import chat_api, sdk
+from .attempts import DEFAULT_MAX_RETRIES, DEFAULT_MIN_ATTEMPT, event_hooks
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 REQUEST_ID_HEADER = "x-request-id"
@@ -37,10 +29,25 @@ for _logger in ("openai._base_client", "httpx2"):
     redact_logger(_logger)
 
 
-class OpenAIProvider:
+def _error_body(body: object, status: int) -> ProviderError | None:
+    """The error a Chat Completions error body (`{"error": {...}}` or its inside) describes."""
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
+    if isinstance(body, dict) and ("message" in body or "code" in body):
+        return chat_api.error_from_body({"error": body}, status)
+    return None
+
+
+ERRORS = sdk.SdkErrors(
+    openai.APIStatusError, openai.APIConnectionError, openai.APITimeoutError, _error_body
+)
+
+
+class OpenAIProvider(sdk.SdkProvider):
     """A Chat Completions model; history in that wire format."""
 
     wire = chat_api.WIRE
+    errors = ERRORS
 
     def __init__(
         self,
@@ -71,23 +78,14 @@ class OpenAIProvider:
             max_retries=max_retries,
             http_client=openai.DefaultAsyncHttpxClient(event_hooks=event_hooks(REQUEST_ID_HEADER)),
         )
+        # A server may echo them in an error; every error message, log line and span hides them.
+        keep_secret(self.client.api_key)
+        keep_url_secrets(str(self.client.base_url))
 
-    async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
-    ) -> Reply:
-        params = self.request(history, tools, timeout)
-        with Attempts.opened(timeout, self.max_retries, min_attempt=self.min_attempt) as attempts:
-            try:
-                async with asyncio.timeout(timeout - min(0.25, timeout / 20)):
-                    raw = await self.client.chat.completions.with_raw_response.create(**params)
-                    content = await raw.http_response.aread()
-            except TimeoutError as e:
-                raise attempts.error(
-                    ProviderUnavailable, f"no complete response within the call's {timeout:.1f} s"
-                ) from e
-            except Exception as e:
-                raise provider_error(e, attempts) from e
-            return _parsed(content, attempts)
+    async def send(self, params: dict[str, Any]) -> Any:
+        """One call; the JSON body exactly as the server sent it."""
+        raw = await self.client.chat.completions.with_raw_response.create(**params)
+        return sdk.json_body(await raw.http_response.aread())
 
     def request(
         self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
@@ -106,16 +104,6 @@ class OpenAIProvider:
         if self.extra_body:
             params["extra_body"] = self.extra_body
         return params
-
-    async def aclose(self) -> None:
-        """Close the SDK client's connections."""
-        await self.client.close()
-
-    def user_message(self, text: str) -> Message:
-        return chat_api.user_message(text)
-
-    def tool_results(self, results: Sequence[ToolResult]) -> list[Message]:
-        return chat_api.tool_results(results)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -138,39 +126,3 @@ def function_tool(spec: ToolSpec) -> dict[str, Any]:
             "parameters": spec.input_schema,
         },
     }
-
-
-def provider_error(e: Exception, attempts: Attempts) -> ProviderError:
-    """The turnkeeper error for anything the SDK (or its HTTP client) raised."""
-    if isinstance(e, ProviderError):  # the response itself said what went wrong
-        error = attempts.error(type(e), str(e), status=e.status)
-    elif isinstance(e, openai.APIStatusError):
-        error = _from_status(e, attempts)
-    elif isinstance(e, openai.APIConnectionError | httpx2.TransportError):
-        error = attempts.error(ProviderUnavailable, f"connection failed: {root_cause(e)}")
-    else:
-        error = attempts.error(ProviderFailed, f"{type(e).__name__}: {e}")
-    return error
-
-
-def _from_status(e: openai.APIStatusError, attempts: Attempts) -> ProviderError:
-    body = e.body
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        body = body["error"]
-    if isinstance(body, dict) and ("message" in body or "code" in body):
-        described = chat_api.error_from_body({"error": body}, e.status_code)
-        message, unavailable = str(described), isinstance(described, ProviderUnavailable)
-    else:
-        message, unavailable = f"HTTP {e.status_code}: {e.message}", False
-    return attempts.status_error(message, e.status_code, e.request_id, unavailable=unavailable)
-
-
-def _parsed(content: bytes, attempts: Attempts) -> Reply:
-    try:
-        body = json.loads(content)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise attempts.error(ProviderFailed, f"the response body is not JSON: {e}") from e
-    try:
-        return chat_api.parse_reply(body)
-    except ProviderError as e:
-        raise attempts.error(type(e), str(e)) from e

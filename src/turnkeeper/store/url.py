@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
-from ..credentials import redact_url
+from ..credentials import keep_url_secrets, redact_url
 from ..errors import ConfigError
 
 DEFAULT_URL = "sqlite:///turnkeeper.db"
@@ -35,6 +35,7 @@ def parse_url(url: str) -> StoreUrl:
     if not isinstance(url, str) or not url.strip():
         raise ConfigError(f"the database URL is empty; use {FORMS}")
     url = url.strip()
+    keep_url_secrets(url)  # its password is hidden in every message from now on
     if url.startswith("sqlite:"):
         return _sqlite(url)
     if url.startswith(("postgresql://", "postgres://")):

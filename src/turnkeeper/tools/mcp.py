@@ -27,6 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO
 
+from ..credentials import keep_header_secrets, keep_url_secrets, redact_text
 from ..errors import ConfigError, MissingExtra
 from ..wire import ToolResult, ToolSpec, ToolUse
 from . import ToolFailed, unknown_tool
@@ -62,6 +63,9 @@ class MCPToolset:
         self.server = server
         self.name = name or _describe(server)
         self.headers = dict(headers or {})
+        keep_header_secrets(self.headers.items())  # a server's error may echo them
+        if isinstance(server, str):
+            keep_url_secrets(server)
         self.connect_timeout = connect_timeout
         self._client: Client | None = None
         self._holder: asyncio.Task[None] | None = None
@@ -230,7 +234,8 @@ class MCPToolset:
                 raise ToolFailed(f"MCP server {self.name} closed the connection") from e
             if e.code == mcp_types.REQUEST_TIMEOUT:
                 return ToolResult(use.id, f"{use.name} did not finish within {timeout:.1f} s", True)
-            return ToolResult(use.id, f"{use.name}: the server answered: {e.message}", True)
+            answered = redact_text(f"{use.name}: the server answered: {e.message}")
+            return ToolResult(use.id, answered, True)
         return ToolResult(use.id, result_text(result), result.is_error)
 
 
