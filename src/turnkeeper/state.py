@@ -7,8 +7,8 @@ version on:
       → running()        the worker has it
       → iterated(…)      after each iteration: caption, the reply's text, the tools'
                          cards, usage
-      → ended(…)         once, on every exit: the outcome, its notice, done
-    failed(…)            a turn that could not finish, from its last state
+      → ended(…)         once, however the turn ends (its `Ending`): the outcome, its
+                         notice, done
 
 Nobody else counts versions or numbers bubbles: a new bubble's id follows the
 last one's (`m1`, `m2`, … across the conversation's turns). `to_json()` is
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .cards import Card
-from .outcomes import ERROR_OUTCOMES, OUTCOME_KEYS, Outcome, Status
+from .outcomes import Ending, Status
 from .usage import Usage
 
 
@@ -148,20 +148,19 @@ class PublishedState:
         carded = tuple((None, None, False, card) for card in cards)
         return self._next(self._with(*shown, *carded), usage.as_dict(), activity)
 
-    def ended(
-        self, outcome: Outcome, *, text: str | None, key: str | None, usage: Usage
-    ) -> PublishedState:
-        """The final state of any exit: the answer or the outcome's notice, done, no caption."""
+    def ended(self, end: Ending, *, text: str | None, usage: Usage) -> PublishedState:
+        """The final state, however the turn ended: the answer or the ending's notice (shown
+        as an error unless the reader stopped it), done, no caption."""
         shown = ((text, None, False, None),) if text and text.strip() else ()
-        notice = ((None, key, outcome is not Outcome.STOPPED, None),) if key else ()
+        notice = ((None, end.key, not end.stopped, None),) if end.key else ()
         return PublishedState(
             self.turn_id,
             self.conversation_id,
             self.version + 1,
-            outcome.value,
+            end.outcome.value,
             True,
-            outcome is Outcome.STOPPED,
-            outcome in ERROR_OUTCOMES,
+            end.stopped,
+            end.has_error,
             None,
             self._with(*shown, *notice),
             usage.as_dict(),
@@ -185,10 +184,3 @@ def queued(
         messages=(Bubble(f"m{message_offset + 1}", "user", question),),
         usage=Usage().as_dict(),
     )
-
-
-def failed(state: PublishedState, usage: Usage, *, stopped: bool = False) -> PublishedState:
-    """`state` finalised as `failed`: done, has_error, an `errors.ai_failed` bubble, no caption;
-    as `stopped` (a `notices.stopped` bubble, no error) when its cancel had been accepted."""
-    outcome = Outcome.STOPPED if stopped else Outcome.FAILED
-    return state.ended(outcome, text=None, key=OUTCOME_KEYS[outcome], usage=usage)

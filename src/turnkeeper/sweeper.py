@@ -62,8 +62,11 @@ class Sweeper:
         holds; the ids finalised here."""
         swept = []
         for turn_id in await self.store.expired():
-            if await failed(self.store, turn_id, EXPIRED, reporter=self.reporter):
-                logger.warning("turn %s: its worker's lease expired; finalised as failed", turn_id)
+            end = await failed(self.store, turn_id, EXPIRED, reporter=self.reporter)
+            if end is not None:
+                logger.warning(
+                    "turn %s: its worker's lease expired; finalised as %s", turn_id, end.outcome
+                )
                 swept.append(turn_id)
         swept += await self._unheld()
         if self.metrics is not None and swept:
@@ -79,10 +82,13 @@ class Sweeper:
         held = await self.queue.holding()  # read after: a turn claimed meanwhile is not queued
         swept = []
         for turn_id in waiting:
-            if turn_id not in held and await failed(
-                self.store, turn_id, UNCLAIMED, reporter=self.reporter
-            ):
-                logger.warning("turn %s: queued with no job behind it; finalised", turn_id)
+            if turn_id in held:
+                continue
+            end = await failed(self.store, turn_id, UNCLAIMED, reporter=self.reporter)
+            if end is not None:
+                logger.warning(
+                    "turn %s: queued with no job behind it; finalised as %s", turn_id, end.outcome
+                )
                 swept.append(turn_id)
         return swept
 

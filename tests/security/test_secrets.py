@@ -126,7 +126,7 @@ async def run_both_ways(tmp_path: Path, first: Provider, second: Provider) -> di
         await provider.aclose()  # type: ignore[attr-defined]
     stored = store_bytes(tmp_path)
     return {
-        "the trace": json.dumps(result.trace),
+        "the trace": json.dumps(result.trace.to_json()),
         "the reports": json.dumps([r.as_dict() for r in hooks.reports], default=str),
         "the published state": json.dumps(state),
         "the stored turn": stored.decode("latin-1"),
