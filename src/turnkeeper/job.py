@@ -24,7 +24,7 @@ from .budget import Budget
 from .instruments import Watcher
 from .leases import Leases
 from .loop import run_turn
-from .outcomes import Ending, Outcome, ending
+from .outcomes import Ending, Outcome, ending, unfinished
 from .providers import Provider, wire_format
 from .records import Checkpoint, Recovery
 from .report import Report, Reporter, log_report
@@ -206,7 +206,8 @@ def _job_failed(turn_id: str, e: Exception | str) -> Report:
         why = "the job's timeout fired"
     else:
         why = f"{type(e).__name__}: {e}"
-    return Report(turn_id, 0, Outcome.FAILED.value, f"the turn failed: {why}", logging.ERROR)
+    end = ending(Outcome.FAILED)
+    return Report(turn_id, 0, end.outcome.value, f"{end.why}: {why}", end.level or logging.ERROR)
 
 
 def _quiet(report: Report) -> None:
@@ -232,7 +233,7 @@ async def failed(
     recovery = await store.take_over(turn_id, holder)
     if recovery is None:
         return None
-    end = ending(Outcome.STOPPED if stopped else Outcome.FAILED)
+    end = unfinished(stopped)
     final = Checkpoint(
         turn_id=turn_id,
         iteration=recovery.usage.iterations,

@@ -29,7 +29,7 @@ from .errors import ProviderError
 from .hooks import Hooks, LocalHooks
 from .i18n import counted
 from .instruments import Watcher, watch_turn, watched_tools
-from .outcomes import Ending, Outcome, Stop, ending
+from .outcomes import Ending, Outcome, Stop, ending, unfinished
 from .providers import Provider
 from .records import Checkpoint
 from .report import Report
@@ -338,7 +338,7 @@ class _Turn:
         stop = False
         with contextlib.suppress(Exception):
             stop = await self.hooks.should_stop()
-        self.ending = ending(Outcome.STOPPED if stop else Outcome.FAILED)
+        self.ending = unfinished(stop)
         return self.ending
 
     def report(self, event: str, message: str, level: int, **about: Any) -> None:

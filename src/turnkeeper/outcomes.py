@@ -92,7 +92,7 @@ _ENDINGS: dict[Outcome, tuple[str | None, bool, int | None, str]] = {
         logging.WARNING,
         "hit its wall-clock budget",
     ),
-    Outcome.STOPPED: ("notices.stopped", False, None, "the reader stopped it"),
+    Outcome.STOPPED: ("notices.stopped", False, None, ""),
     Outcome.FAILED: ("errors.ai_failed", True, logging.ERROR, "the turn failed"),
 }
 
@@ -102,3 +102,9 @@ def ending(outcome: Outcome, key: str | None = None) -> Ending:
     failure's comes from its error: `errors.ai_unavailable`), else as the outcome's own."""
     own, has_error, level, why = _ENDINGS[outcome]
     return Ending(outcome, key or own, has_error, outcome is Outcome.STOPPED, level, why)
+
+
+def unfinished(stopped: bool) -> Ending:
+    """How a turn that could not finish ends: `stopped` if the reader had asked for that
+    (not an error), else `failed`."""
+    return ending(Outcome.STOPPED if stopped else Outcome.FAILED)
