@@ -9,6 +9,7 @@ published state shows it, the job and the sweeper finalise with one.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -44,6 +45,14 @@ class Status(StrEnum):
 
     QUEUED = "queued"
     RUNNING = "running"
+
+
+TurnStatus = Status | Outcome
+"""The published `status`: queued, running, or how the turn ended. The state
+(`PublishedState.status`) and the OpenAPI document (`State.status`) both use this."""
+
+STATUSES: Mapping[str, TurnStatus] = {s.value: s for s in (*Status, *Outcome)}
+"""Each status by its value, as the store and the API write it."""
 
 
 @dataclass(frozen=True, slots=True)
