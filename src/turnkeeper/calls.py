@@ -79,6 +79,7 @@ class CallRoom:
     # ---- the clock ------------------------------------------------------
 
     def now(self) -> float:
+        """Read the turn's clock (kept, for the trace)."""
         t = self._clock()
         self.readings.append(t)
         return t
@@ -164,6 +165,7 @@ class CallRoom:
         self.calls[-1].decision, self.calls[-1].caption = decision, caption
 
     def tools_took(self, seconds: float) -> None:
+        """How long the tools the last call asked for took."""
         self.calls[-1].tools_duration = seconds
 
     def overran(self) -> str:

@@ -127,6 +127,7 @@ class TurnJob:
 
     @property
     def timeout(self) -> float:
+        """The job's own timeout: the turn's deadline and a margin for the final write."""
         return self.budget.deadline + self.margin
 
     async def run(self, turn_id: str) -> Outcome | None:

@@ -43,6 +43,8 @@ from .wire import Message, Reply, ToolResult, ToolSpec, ToolUse
 
 @dataclass(frozen=True, slots=True)
 class Exit:
+    """`decide()`'s answer when a response ends the turn: with this outcome."""
+
     outcome: Outcome
 
 
@@ -71,8 +73,7 @@ def decide(reply: Reply) -> Exit | None:
 
 @dataclass
 class TurnResult:
-    """What `run_turn` returns: how the turn ended, its final state and history, its usage,
-    and its trace."""
+    """What `run_turn` returns: how the turn ended, its state, history, usage and trace."""
 
     outcome: Outcome
     state: PublishedState
@@ -129,41 +130,32 @@ async def run_turn(
     return turn.result(question)
 
 
+@dataclass(eq=False)
 class _Turn:
     """The mutable state of one turn and the steps the loop takes on it."""
 
-    def __init__(
-        self,
-        *,
-        provider: Provider,
-        toolset: Toolset,
-        budget: Budget,
-        hooks: Hooks,
-        room: CallRoom,
-        activities: Mapping[str, str],
-        history: list[Message],
-        state: PublishedState,
-    ) -> None:
-        self.provider = provider
-        self.toolset = toolset
-        self.budget = budget
-        self.hooks = hooks
-        self.room = room
-        self.activities = activities
-        self.history = history
-        self.prior = len(history)
-        self.state = state
-        self.usage = Usage()
-        self.ending: Ending | None = None
-        self.pending: tuple[ToolUse, ...] = ()
-        """Client tool uses appended to the history and not yet answered."""
-        self.activity: str | None = None
-        self.unshown: str | None = None
-        self.cards: list[Card] = []
-        """Text of a response that is to be shown, then its tools' cards: not published yet."""
-        self.written = (len(history), 0)
+    provider: Provider
+    toolset: Toolset
+    budget: Budget
+    hooks: Hooks
+    room: CallRoom
+    activities: Mapping[str, str]
+    history: list[Message]
+    state: PublishedState
+    usage: Usage = field(default_factory=Usage)
+    ending: Ending | None = None
+    pending: tuple[ToolUse, ...] = ()
+    """Client tool uses appended to the history and not yet answered."""
+    activity: str | None = None
+    unshown: str | None = None
+    cards: list[Card] = field(default_factory=list)
+    """Text of a response that is to be shown, then its tools' cards: not published yet."""
+
+    def __post_init__(self) -> None:
+        self.prior = len(self.history)
+        self.written = (self.prior, 0)
         """History messages and model calls already handed to the hooks."""
-        self.deadline = room.started + budget.deadline
+        self.deadline = self.room.started + self.budget.deadline
 
     # ---- the loop -------------------------------------------------------
 
@@ -378,17 +370,16 @@ class _Turn:
             state=self.state,
             history=self.history,
             usage=self.usage,
-            record=partial(self.traced, question),
+            record=partial(self.traced, question, self.ending.outcome),
         )
 
-    def traced(self, question: str) -> Trace:
-        assert self.ending is not None
+    def traced(self, question: str, outcome: Outcome) -> Trace:
         return Trace(
             self.provider.wire.name,
             question,
             self.prior,
             self.history,
-            self.ending.outcome,
+            outcome,
             self.budget,
             self.room.calls,
             self.room.clock(),

@@ -28,6 +28,8 @@ OUTCOMES = frozenset(o.value for o in Outcome)
 
 @dataclass(frozen=True, slots=True)
 class Report:
+    """One reported exit or incident of a turn, with what it had spent by then."""
+
     turn_id: str
     iteration: int
     event: str
@@ -47,6 +49,7 @@ class Report:
         return self.event if self.event in OUTCOMES else None
 
     def as_dict(self) -> dict[str, Any]:
+        """The report's fields as JSON: the log record's `turnkeeper` extra, Sentry's context."""
         return {
             "turn_id": self.turn_id,
             "conversation_id": self.conversation_id,

@@ -52,6 +52,7 @@ class Bubble:
     card: Card | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The message as the API serves it: its `text`, its notice's `key`, or its `card`."""
         if self.card is not None:
             return {"id": self.id, "role": self.role, "card": self.card.to_json()}
         if self.key is None:
@@ -72,6 +73,10 @@ class Bubble:
 
 @dataclass(frozen=True, slots=True)
 class PublishedState:
+    """A turn's state as the widget polls it (`GET /api/turns/{id}`, docs/design.md §5):
+    `version` strictly increases with every publish, the last one is `done`. Built only by
+    `queued()` and the transitions below; `to_json()` is exactly what the API serves."""
+
     turn_id: str
     conversation_id: str
     version: int
@@ -85,6 +90,7 @@ class PublishedState:
     """Summed over the turn's model calls so far; never changed once published."""
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON the API serves."""
         return {**self.bare(), "messages": [m.to_json() for m in self.messages]}
 
     def bare(self) -> dict[str, Any]:
@@ -150,6 +156,7 @@ class PublishedState:
         return (*self.messages, *added)
 
     def running(self) -> PublishedState:
+        """A worker has the turn."""
         return self._next(self.messages, self.usage, self.activity)
 
     def iterated(

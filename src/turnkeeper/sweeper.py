@@ -34,12 +34,18 @@ UNHELD_AFTER = 60.0
 
 @runtime_checkable
 class Holding(Protocol):
+    """A queue that can say which turns it will still run (`LocalQueue`, the
+    procrastinate queue)."""
+
     async def holding(self) -> set[str]:
         """The ids of the turns this queue will still run."""
         ...
 
 
 class Sweeper:
+    """Finalises, through `job.failed()`, the turns whose worker's lease expired and the
+    queued turns no queue holds; `run()` sweeps every `interval` seconds."""
+
     def __init__(
         self,
         store: Store,

@@ -105,14 +105,18 @@ def _row(
 
 
 def rows(calls: Sequence[ModelCall], wire: str = "anthropic") -> list[Row]:
+    """The rows of a trace's model calls."""
     return [row(call, wire) for call in calls]
 
 
 def stored_rows(summaries: Sequence[Mapping[str, Any]]) -> list[Row]:
+    """The rows of a stored turn's calls (`Store.iterations`)."""
     return [stored_row(summary) for summary in summaries]
 
 
 def totals(timeline: Sequence[Row]) -> Row:
+    """The rows summed: calls, tokens, seconds (the calls' and the tools'), and the cost,
+    unknown if any billed call's is."""
     # A call that failed, or never answered (cut off in flight), has no tokens to price.
     billed = (
         r for r in timeline if r["error"] is None and (r["input_tokens"] or r["output_tokens"])

@@ -104,6 +104,7 @@ def call_json(call: ModelCall) -> Json:
 
 
 def write_trace(trace: Trace, path: str | Path) -> None:
+    """Save `trace` as its file (`read_trace` reads it back)."""
     Path(path).write_text(json.dumps(trace.to_json(), ensure_ascii=False, indent=1) + "\n", "utf-8")
 
 
