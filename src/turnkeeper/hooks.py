@@ -39,8 +39,8 @@ from .usage import Usage
 class Hooks(Protocol):
     """What the loop tells the world, and asks of it, while a turn runs, in the order the
     module's docstring gives. `LocalHooks` keeps it all in memory; the job's `StoreHooks`
-    writes it to the store. The loop handles nothing a hook raises: it ends the turn
-    `failed`, and the one final write is still attempted."""
+    writes it to the store. A hook that raises mid-turn ends it `failed` (reported once);
+    the one final write is still attempted, then the exception goes on."""
 
     async def should_stop(self) -> bool:
         """Whether the turn has been asked to stop; asked before every model call."""
