@@ -41,7 +41,7 @@ USAGE_OF = {"anthropic": messages_api.parse_usage, "openai": chat_api.parse_usag
 
 @dataclass(slots=True)
 class Trace:
-    """A turn as its trace file holds it."""
+    """A turn as its trace file holds it: `to_json()` writes it, `read_trace()` reads it."""
 
     wire: str
     question: str
@@ -94,8 +94,12 @@ def call_json(call: ModelCall) -> Json:
         record["stopped"] = True
     else:
         record.update(response=call.response, stop_reason=call.stop_reason, tools=call.tools or [])
-    optional = ("decision", call.decision), ("tools_duration", call.tools_duration)
-    for name, value in (*optional, ("caption", call.caption), ("model", call.model)):
+    for name, value in (
+        ("decision", call.decision),
+        ("tools_duration", call.tools_duration),
+        ("caption", call.caption),
+        ("model", call.model),
+    ):
         if value is not None:
             record[name] = value
     if call.usage is not None and call.usage.cost_usd is not None:
