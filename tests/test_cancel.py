@@ -26,11 +26,10 @@ from turnkeeper.job import TurnJob
 from turnkeeper.loop import TurnResult
 from turnkeeper.providers import messages_api
 from turnkeeper.queue import LocalQueue
-from turnkeeper.replay import replay
+from turnkeeper.replay import first_difference, replay
 from turnkeeper.report import Report
 from turnkeeper.store import Store, new_token, open_store
 from turnkeeper.tools.functions import FunctionToolset, Tool
-from turnkeeper.trace import first_difference
 from turnkeeper.wire import ToolSpec
 
 QUESTION = "take your time"
@@ -82,8 +81,8 @@ async def calls_made(model: GatedModel, n: int) -> None:
 async def replays_identically(result: TurnResult) -> None:
     replayed = (await replay(result.trace)).trace
     assert first_difference(result.trace, replayed) is None
-    assert replayed["outcome"] == "stopped"
-    assert replayed["calls"][-1].get("stopped") is True
+    assert replayed.outcome == "stopped"
+    assert replayed.calls[-1].stopped is True
 
 
 # ---- the loop -------------------------------------------------------------------
@@ -103,7 +102,7 @@ async def test_a_stop_during_a_call_aborts_it_and_appends_nothing() -> None:
     assert (state["status"], state["has_error"], state["done"]) == ("stopped", False, True)
     assert state["messages"][-1]["key"] == "notices.stopped"
     assert not [m for m in state["messages"] if m["role"] == "bot" and "text" in m]
-    assert result.trace["calls"][0]["stopped"] is True
+    assert result.trace.calls[0].stopped is True
     assert hooks.reports == [], "a stop is not an error"
     await replays_identically(result)
 

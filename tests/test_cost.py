@@ -123,7 +123,7 @@ async def test_a_turn_stopped_mid_call_keeps_its_priced_call_records(store: Stor
     assert (record["input_tokens"], record["output_tokens"]) == (1_000, 200)
     assert unanswered["stop_reason"] is None, "the call in flight is kept, unanswered"
     assert "cost_usd" not in unanswered
-    totals = timeline.totals(timeline.rows([record, unanswered]))
+    totals = timeline.totals(timeline.stored_rows([record, unanswered]))
     assert totals["cost_usd"] == pytest.approx(0.0135), "an unanswered call costs nothing known"
 
 
@@ -206,4 +206,7 @@ async def test_a_turn_marked_for_an_hour_pays_its_writes_at_the_hours_price() ->
     five = await run_turn("q", provider=Requested([dict(reply)]))
     assert hour.usage.cost_usd == pytest.approx(6.0 + 0.3)
     assert five.usage.cost_usd == pytest.approx(3.75 + 0.3)
-    assert hour.trace["calls"][0]["cost_usd"] == pytest.approx(6.3)
+    priced = hour.trace.calls[0].usage
+    assert priced is not None
+    assert priced.cost_usd == pytest.approx(6.3)
+    assert hour.trace.to_json()["calls"][0]["cost_usd"] == pytest.approx(6.3)

@@ -428,7 +428,9 @@ async def test_provider_errors_fail_the_turn_with_their_key_reported_once(
     assert report.event == "failed"
     assert report.level == logging.ERROR
     assert str(error) in report.message
-    assert result.trace["calls"][0]["error"]["message"].endswith(str(error))
+    recorded = result.trace.calls[0].error
+    assert recorded is not None
+    assert str(recorded["message"]).endswith(str(error))
 
 
 async def test_the_scripted_model_fails_loudly_when_asked_for_more_than_it_holds() -> None:
@@ -703,7 +705,9 @@ async def test_a_provider_that_ignores_its_timeout_is_stopped_at_the_deadline() 
     assert hooks.finishes == 1
     assert [r.event for r in hooks.reports] == ["time_limit"]
     assert result.state.to_json()["done"] is True
-    assert "ignored their timeout" in result.trace["calls"][0]["error"]["message"]
+    recorded = result.trace.calls[0].error
+    assert recorded is not None
+    assert "ignored their timeout" in recorded["message"]
 
 
 async def test_a_tool_round_timeout_answers_only_the_unfinished_tools() -> None:

@@ -11,10 +11,9 @@ from hypothesis import strategies as st
 
 from tests.scripts import assert_valid_history, body, server_tool_use, text, tool_use
 from turnkeeper import Budget, LocalHooks, Outcome, ScriptedProvider, run_turn
-from turnkeeper.outcomes import ERROR_OUTCOMES
-from turnkeeper.replay import replay
+from turnkeeper.outcomes import ending
+from turnkeeper.replay import first_difference, replay
 from turnkeeper.tools.functions import FunctionToolset, Tool
-from turnkeeper.trace import first_difference
 from turnkeeper.wire import ToolSpec
 
 words = st.sampled_from(["", " ", "\n", "ok", "the answer", "  spaced  "])
@@ -120,7 +119,7 @@ def test_loop_invariants(
     assert final == result.state.to_json()
     assert final["status"] == result.outcome.value
     assert final["activity"] is None
-    assert final["has_error"] == (result.outcome in ERROR_OUTCOMES)
+    assert final["has_error"] == ending(result.outcome).has_error
     assert final["stopped"] == (result.outcome is Outcome.STOPPED)
 
     # iterations never exceed the cap

@@ -74,7 +74,7 @@ async def test_the_key_is_nowhere_but_in_the_requests_to_the_provider(
     assert {r.levelname for r in caplog.records} >= {"ERROR"}, "the failed turns were reported"
     logged = "\n".join(JsonFormatter().format(r) for r in caplog.records)
     assert KEY not in logged
-    assert KEY not in json.dumps(traced.trace, default=str)
+    assert KEY not in json.dumps(traced.trace.to_json())
     exported = [
         (s.name, dict(s.attributes or {}), s.status.description, [e.attributes for e in s.events])
         for s in spans.get_finished_spans()

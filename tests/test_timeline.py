@@ -14,6 +14,7 @@ from tests.scripts import answer, asks, tool_use, usage
 from turnkeeper import ScriptedProvider
 from turnkeeper.cli import main
 from turnkeeper.job import TurnJob
+from turnkeeper.records import ModelCall
 from turnkeeper.store import new_token, open_store
 from turnkeeper.tools.functions import FunctionToolset, Tool
 from turnkeeper.wire import ToolSpec
@@ -115,7 +116,7 @@ def test_a_summarised_record_gives_the_same_row() -> None:
         "caption": "activity.read_file",
         "cost_usd": 0.0063,
     }
-    [row] = timeline.rows([summary])
+    [row] = timeline.stored_rows([summary])
     assert row["activity"] == "activity.read_file"
     assert (row["input_tokens"], row["cost_usd"], row["seconds"]) == (1_600, 0.0063, 0.25)
     assert timeline.totals([row, {**row, "cost_usd": None}])["cost_usd"] is None
@@ -127,9 +128,9 @@ def test_the_totals_hold_the_model_calls_time_and_the_tools_time() -> None:
     keeps it."""
     from turnkeeper import timeline
 
-    recorded = {"iteration": 1, "duration": 1.5, "tools_duration": 0.75, "response": {}}
+    recorded = ModelCall(1, 0.0, 60.0, 1.5, response={}, tools_duration=0.75)
     stored = {"iteration": 2, "seconds": 2.0, "tools_seconds": 0.25, "input_tokens": 0}
-    totals = timeline.totals(timeline.rows([recorded, stored]))
+    totals = timeline.totals([*timeline.rows([recorded]), *timeline.stored_rows([stored])])
     assert (totals["seconds"], totals["tool_seconds"]) == (3.5, 1.0)
 
 

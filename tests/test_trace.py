@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,9 +11,9 @@ import pytest
 from tests.scripts import asks, tool_use
 from tests.test_loop import QUESTION, Clock, SlowScripted, echo_tool, quiet_hooks
 from turnkeeper import Budget, ConfigError, Outcome, run_turn
-from turnkeeper.replay import replay
+from turnkeeper.replay import first_difference, replay
 from turnkeeper.tools.functions import FunctionToolset
-from turnkeeper.trace import first_difference, read_trace, write_trace
+from turnkeeper.trace import read_trace, write_trace
 
 
 async def test_a_time_limit_after_some_calls_replays_from_the_recorded_clock(
@@ -32,15 +33,15 @@ async def test_a_time_limit_after_some_calls_replays_from_the_recorded_clock(
     path = tmp_path / "trace.json"
     write_trace(result.trace, path)
     trace = read_trace(path)
-    assert [round(c["duration"]) for c in trace["calls"]] == [40, 40, 40]
-    assert [c["timeout"] for c in trace["calls"]] == [60, 59, 19]
+    assert [round(c.duration) for c in trace.calls] == [40, 40, 40]
+    assert [c.timeout for c in trace.calls] == [60, 59, 19]
 
     replayed = (await replay(trace)).trace
     assert first_difference(trace, replayed) is None
-    assert replayed["outcome"] == "time_limit"
+    assert replayed.outcome == "time_limit"
 
     # with more time on the recorded clock, the replay takes another call and says so
-    trace["budget"]["deadline"] = 1000
+    trace.budget = replace(trace.budget, deadline=1000)
     assert (
         first_difference(trace, (await replay(trace)).trace) == "recorded 3 model calls, replayed 4"
     )

@@ -34,12 +34,12 @@ from .providers import Provider
 from .providers.demo import DemoProvider
 from .providers.scripted import ScriptedProvider
 from .providers.select import NAMES, ModelSettings, choose_provider
-from .replay import replay
+from .replay import first_difference, replay
 from .report import Report
 from .tools import CombinedToolset, Toolset
 from .tools.files import DEMO_ROOT, read_file_tool
 from .tools.functions import FunctionToolset
-from .trace import first_difference, read_trace, write_trace
+from .trace import read_trace, write_trace
 
 DEMO_QUESTION = "what's on my todo list?"
 
@@ -266,7 +266,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if difference is not None:
         print(f"replay differs: {difference}")
         return 1
-    print(f"replay matches: {len(recorded['calls'])} model calls, outcome {recorded['outcome']}")
+    print(f"replay matches: {len(recorded.calls)} model calls, outcome {recorded.outcome.value}")
     return 0
 
 
@@ -274,8 +274,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
     use_prices(args)
     if Path(args.trace).exists() and args.database is None:
         trace = read_trace(args.trace)
-        rows = timeline.rows(trace["calls"], trace["wire"])
-        outcome = trace["outcome"]
+        rows = timeline.rows(trace.calls, trace.wire)
+        outcome: str | None = trace.outcome.value
     else:
         rows, outcome = asyncio.run(_stored_timeline(args.trace, args.database))
     if args.json:
@@ -302,7 +302,7 @@ async def _stored_timeline(turn_id: str, database: str | None) -> tuple[list[Any
     finally:
         await store.close()
     outcome = state.get("status") if state is not None else None
-    return timeline.rows(records), outcome
+    return timeline.stored_rows(records), outcome
 
 
 # ---- serve and worker ------------------------------------------------------------

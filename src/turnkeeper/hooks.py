@@ -37,22 +37,41 @@ from .usage import Usage
 
 
 class Hooks(Protocol):
-    async def should_stop(self) -> bool: ...
+    """What the loop tells the world, and asks of it, while a turn runs, in the order the
+    module's docstring gives. `LocalHooks` keeps it all in memory; the job's `StoreHooks`
+    writes it to the store. A hook that raises mid-turn ends it `failed` (reported once);
+    the one final write is still attempted, then the exception goes on."""
+
+    async def should_stop(self) -> bool:
+        """Whether the turn has been asked to stop; asked before every model call."""
+        ...
 
     async def wait_stop(self) -> None:
         """Return once the turn is asked to stop (at once if it was already); may never
         return. Never raises: a passing failure to learn of a stop is its own to retry."""
         ...
 
-    async def started(self, state: PublishedState) -> None: ...
+    async def started(self, state: PublishedState) -> None:
+        """Publish the turn's `running` state, once, before anything else."""
+        ...
 
-    async def record_usage(self, usage: Usage) -> None: ...
+    async def record_usage(self, usage: Usage) -> None:
+        """Keep the usage so far (the turn's sums), at once after a call that asked for
+        tools, so a crash while they run loses no billed tokens."""
+        ...
 
-    async def checkpoint(self, checkpoint: Checkpoint) -> None: ...
+    async def checkpoint(self, checkpoint: Checkpoint) -> None:
+        """Write one iteration: the history it appended, its state, usage and calls."""
+        ...
 
-    async def finish(self, final: Checkpoint) -> None: ...
+    async def finish(self, final: Checkpoint) -> None:
+        """The one final write, exactly once, however the turn ended: the history's tail,
+        the final state (`done: true`), usage and calls; nobody writes after it."""
+        ...
 
-    def report(self, report: Report) -> None: ...
+    def report(self, report: Report) -> None:
+        """Report an exit that someone should see, or an incident (a tool that raised)."""
+        ...
 
 
 class LocalHooks:

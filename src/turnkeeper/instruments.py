@@ -1,7 +1,7 @@
 """Instruments: what a turn tells whoever watches it (spans, metrics).
 
 A turn's `TurnWatch` is told, synchronously and cheaply: `call_started` /
-`call_ended` around every model call (by the turn's `Recorder`),
+`call_ended` around every model call (by the turn's `CallRoom`),
 `tool_started` / `tool_ended` around every tool call (by the toolset
 `watched_tools` wraps), and `turn_ended` once, in the loop's finalisation. A
 `Watcher` makes one `TurnWatch` per turn; `telemetry.Telemetry` (OpenTelemetry

@@ -19,13 +19,13 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from . import state as published
 from .activity import ACTIVITIES
 from .budget import Budget
+from .credentials import redact_text
 from .instruments import Watcher
 from .leases import Leases
 from .loop import run_turn
-from .outcomes import Outcome
+from .outcomes import Ending, Outcome, ending, unfinished
 from .providers import Provider, wire_format
 from .records import Checkpoint, Recovery
 from .report import Report, Reporter, log_report
@@ -58,14 +58,13 @@ class StoreHooks:
         self.turn_id = turn_id
         self.fence = fence
         self.reporter = reporter
-        self.failure_reported = False
-        """The loop reported the turn as failed; `failed()` need not report it again."""
+        self.said = False
+        """The end of the turn needs no report from the job: the loop reported its failure,
+        or its final write ended it `stopped` (not an error)."""
         self._cancel: bool | None = None
         """The flag the last checkpoint read, for the one stop check after it; else None."""
         self._stopping = False
         """The stop wait returned: the turn's cancel was requested."""
-        self.ended: str | None = None
-        """The status the final write gave the turn, once written."""
 
     async def should_stop(self) -> bool:
         cancel, self._cancel = self._cancel, None
@@ -98,10 +97,10 @@ class StoreHooks:
 
     async def finish(self, final: Checkpoint) -> None:
         await self.store.finish(self.turn_id, self.fence, final)
-        self.ended = final.state.status
+        self.said |= final.state.stopped
 
     def report(self, report: Report) -> None:
-        self.failure_reported |= report.event == Outcome.FAILED.value
+        self.said |= report.event == Outcome.FAILED.value
         self.reporter(report)
 
 
@@ -129,6 +128,7 @@ class TurnJob:
 
     @property
     def timeout(self) -> float:
+        """The job's own timeout: the turn's deadline and a margin for the final write."""
         return self.budget.deadline + self.margin
 
     async def run(self, turn_id: str) -> Outcome | None:
@@ -160,23 +160,24 @@ class TurnJob:
             if lost.is_set():
                 raise FenceLost(f"turn {turn_id}: the lease was lost; writes refused") from None
             # The process is stopping (or the queue aborted the job): finalise now, not
-            # a lease later, so the conversation takes its next question at once. The
-            # loop's own final write has usually done so (`stopped` if the reader had asked
-            # for that: not a failure); either way, say it once here.
-            taken = await failed(self.store, turn_id, held_by(fence), reporter=self.reporter)
-            if not taken and hooks.ended != Outcome.STOPPED.value:
-                self.reporter(_job_failed(turn_id, "the process stopped it before it finished"))
+            # a lease later, so the conversation takes its next question at once.
+            await self._finalise(turn_id, fence, hooks, "the process stopped it before it finished")
             raise
         except Exception as e:  # TimeoutError included: the job clock fired
             logger.exception("turn %s: the job failed: %s", turn_id, e)
-            error = e
-        # One failure, one report: the loop has said it already if a hook failed. If the
-        # loop's own final write went through (the job clock cancelled the turn, and the
-        # loop finalised it as failed), there is nothing left to take over: say why here.
-        reporter = _quiet if hooks.failure_reported else self.reporter
-        if not await failed(self.store, turn_id, held_by(fence), reporter=reporter):
-            reporter(_job_failed(turn_id, error))
+            await self._finalise(turn_id, fence, hooks, e)
         return Outcome.FAILED
+
+    async def _finalise(
+        self, turn_id: str, fence: int, hooks: StoreHooks, why: Exception | str
+    ) -> None:
+        """Finalise a turn the loop did not see to its end, and say so once. The loop's own
+        final write has often gone through (the job's clock or the process cancelled the
+        turn, and the loop finalised it): then there is nothing left to take over, and the
+        job says why here, unless the loop has said it already (`hooks.said`)."""
+        reporter = _quiet if hooks.said else self.reporter
+        if await failed(self.store, turn_id, held_by(fence), reporter=reporter) is None:
+            reporter(_job_failed(turn_id, why))
 
     async def _turn(self, turn_id: str, hooks: StoreHooks) -> Outcome:
         start = await self.store.start(turn_id)
@@ -206,8 +207,9 @@ def _job_failed(turn_id: str, e: Exception | str) -> Report:
     elif isinstance(e, TimeoutError):
         why = "the job's timeout fired"
     else:
-        why = f"{type(e).__name__}: {e}"
-    return Report(turn_id, 0, Outcome.FAILED.value, f"the turn failed: {why}", logging.ERROR)
+        why = redact_text(f"{type(e).__name__}: {e}")
+    end = ending(Outcome.FAILED)
+    return Report(turn_id, 0, end.outcome.value, f"{end.why}: {why}", end.level or logging.ERROR)
 
 
 def _quiet(report: Report) -> None:
@@ -220,24 +222,25 @@ async def failed(
     holder: Holder = EXPIRED,
     *,
     reporter: Reporter = log_report,
-) -> bool:
+) -> Ending | None:
     """Finalise a turn that could not finish, from its last checkpoint: the one way in,
     for the job (`held_by(fence)`), the sweeper (`EXPIRED`) and the API (`UNCLAIMED`).
 
     Takes the turn over from `holder`, closes any tool use left without a
     result, and writes the recovered state as `failed` with `done: true`
     (`stopped` if its cancel had been accepted), the usage as last recorded,
-    and clears the turn's keys. False if the turn was not there to take.
+    and clears the turn's keys. Its `Ending`; None if the turn was not there to take.
     """
     stopped = await store.cancel_requested(turn_id)
     recovery = await store.take_over(turn_id, holder)
     if recovery is None:
-        return False
+        return None
+    end = unfinished(stopped)
     final = Checkpoint(
         turn_id=turn_id,
         iteration=recovery.usage.iterations,
         appended=recovered_tail(recovery),
-        state=published.failed(recovery.state, recovery.usage, stopped=stopped),
+        state=recovery.state.ended(end, text=None, usage=recovery.usage),
         usage=recovery.usage,
     )
     await store.finish(turn_id, recovery.fence, final)
@@ -245,16 +248,16 @@ async def failed(
         Report(
             turn_id=turn_id,
             iteration=recovery.usage.iterations,
-            event=final.state.status,
+            event=end.outcome.value,
             message="the turn was finalised from its last checkpoint"
             + ("" if holder is not EXPIRED else " after its worker's lease expired"),
-            level=logging.INFO if stopped else logging.ERROR,
+            level=logging.INFO if end.level is None else end.level,
             usage=recovery.usage,
             details={"checkpointed": recovery.checkpointed},
             conversation_id=recovery.conversation_id,
         )
     )
-    return True
+    return end
 
 
 def recovered_tail(recovery: Recovery) -> list[Message]:

@@ -3,9 +3,11 @@
 One `while` loop, top to bottom. Stop reasons are control flow (docs/design.md
 §3): `decide()` maps each response to *continue* or *exit with an outcome*,
 the caps and the cancel flag are checked before every call (a cancel during one
-aborts it), and every exit leaves the loop by `break` so that the single
-finalisation in `finally` runs exactly once, whatever happened. The published
-state moves only through its own transitions; the trace is the `Recorder`'s.
+aborts it). However the turn ends, `end()` gives it its `Ending` and the loop
+leaves by `break`, so that the single finalisation in `finally` runs exactly
+once, whatever happened. The published state moves only through its own
+transitions; model calls happen in the turn's `CallRoom` (`calls.py`), which
+keeps what the trace records.
 """
 
 from __future__ import annotations
@@ -20,26 +22,30 @@ from typing import Any, assert_never
 
 from .activity import ACTIVITIES, caption
 from .budget import Budget
+from .calls import CallRoom
 from .cards import Card
 from .clock import Clock, monotonic
+from .credentials import redact_text
 from .errors import ProviderError
 from .hooks import Hooks, LocalHooks
 from .i18n import counted
 from .instruments import Watcher, watch_turn, watched_tools
-from .outcomes import OUTCOME_KEYS, Outcome, Stop
+from .outcomes import Ending, Outcome, Stop, ending, unfinished
 from .providers import Provider
 from .records import Checkpoint
-from .report import REPORTED, Report
+from .report import Report
 from .state import PublishedState, queued
 from .tools import NoTools, Toolset
 from .tools.context import ToolContext, running
-from .trace import Recorder
+from .trace import Trace
 from .usage import Usage
 from .wire import Message, Reply, ToolResult, ToolSpec, ToolUse
 
 
 @dataclass(frozen=True, slots=True)
 class Exit:
+    """`decide()`'s answer when a response ends the turn: with this outcome."""
+
     outcome: Outcome
 
 
@@ -68,17 +74,20 @@ def decide(reply: Reply) -> Exit | None:
 
 @dataclass
 class TurnResult:
+    """What `run_turn` returns: how the turn ended, its state, history, usage and trace."""
+
     outcome: Outcome
     state: PublishedState
     """The final published state (`done: true`)."""
     history: list[Message]
     """The whole history, prior messages included, valid to send as the next request."""
     usage: Usage
-    record: Callable[[], dict[str, Any]] = field(repr=False)
+    record: Callable[[], Trace] = field(repr=False)
 
     @cached_property
-    def trace(self) -> dict[str, Any]:
-        """The turn's trace, written out when first read (most callers never do)."""
+    def trace(self) -> Trace:
+        """The turn's trace, put together when first read (most callers never do);
+        `trace.write_trace` saves it, `replay.replay` runs it again."""
         return self.record()
 
 
@@ -112,7 +121,7 @@ async def run_turn(
         toolset=watched_tools(toolset or NoTools(), watch),
         budget=budget or Budget(),
         hooks=hooks or LocalHooks(),
-        recorder=Recorder(provider, budget or Budget(), clock, watch),
+        room=CallRoom(provider, clock, watch),
         activities=activities,
         history=list(history),
         state=first,
@@ -122,42 +131,32 @@ async def run_turn(
     return turn.result(question)
 
 
+@dataclass(eq=False)
 class _Turn:
     """The mutable state of one turn and the steps the loop takes on it."""
 
-    def __init__(
-        self,
-        *,
-        provider: Provider,
-        toolset: Toolset,
-        budget: Budget,
-        hooks: Hooks,
-        recorder: Recorder,
-        activities: Mapping[str, str],
-        history: list[Message],
-        state: PublishedState,
-    ) -> None:
-        self.provider = provider
-        self.toolset = toolset
-        self.budget = budget
-        self.hooks = hooks
-        self.recorder = recorder
-        self.activities = activities
-        self.history = history
-        self.prior = len(history)
-        self.state = state
-        self.usage = Usage()
-        self.outcome: Outcome | None = None
-        self.error_key: str | None = None
-        self.pending: tuple[ToolUse, ...] = ()
-        """Client tool uses appended to the history and not yet answered."""
-        self.activity: str | None = None
-        self.unshown: str | None = None
-        self.cards: list[Card] = []
-        """Text of a response that is to be shown, then its tools' cards: not published yet."""
-        self.written = (len(history), 0)
+    provider: Provider
+    toolset: Toolset
+    budget: Budget
+    hooks: Hooks
+    room: CallRoom
+    activities: Mapping[str, str]
+    history: list[Message]
+    state: PublishedState
+    usage: Usage = field(default_factory=Usage)
+    ending: Ending | None = None
+    pending: tuple[ToolUse, ...] = ()
+    """Client tool uses appended to the history and not yet answered."""
+    activity: str | None = None
+    unshown: str | None = None
+    cards: list[Card] = field(default_factory=list)
+    """Text of a response that is to be shown, then its tools' cards: not published yet."""
+
+    def __post_init__(self) -> None:
+        self.prior = len(self.history)
+        self.written = (self.prior, 0)
         """History messages and model calls already handed to the hooks."""
-        self.deadline = recorder.started + budget.deadline
+        self.deadline = self.room.started + self.budget.deadline
 
     # ---- the loop -------------------------------------------------------
 
@@ -172,12 +171,12 @@ class _Turn:
             async with backstop:
                 tools = await self.toolset.list_tools()
                 while True:
-                    if self.recorder.stop_checked(await self.hooks.should_stop()):
-                        self.exit(Outcome.STOPPED)
+                    if self.room.stop_checked(await self.hooks.should_stop()):
+                        self.end(Outcome.STOPPED)
                         break
-                    timeout = self.budget.timeout_for_call(self.deadline - self.recorder.now())
+                    timeout = self.budget.timeout_for_call(self.deadline - self.room.now())
                     if timeout is None:
-                        self.exit(Outcome.TIME_LIMIT, "too little time left to start a model call")
+                        self.end(Outcome.TIME_LIMIT, "too little time left to start a model call")
                         break
                     reply = await self.call(tools, timeout)
                     if reply is None:
@@ -185,23 +184,23 @@ class _Turn:
                     step = decide(reply)
                     self.append(reply, step)
                     if step is not CONTINUE:
-                        self.end(reply, step.outcome)
+                        self.end_on(reply, step.outcome)
                         break
                     self.show(reply)
                     if self.usage.iterations >= self.budget.max_iterations:
-                        self.exit(Outcome.ITERATION_LIMIT, "the model wanted another step")
+                        self.end(Outcome.ITERATION_LIMIT, "the model wanted another step")
                         break
                     if reply.tool_uses:
-                        left = self.deadline - self.recorder.now()
+                        left = self.deadline - self.room.now()
                         tools_timeout = self.budget.timeout_for_tools(left)
                         if tools_timeout is None:
-                            self.exit(Outcome.TIME_LIMIT, "no time left to run the tools")
+                            self.end(Outcome.TIME_LIMIT, "no time left to run the tools")
                             break
                         await self.run_tools(reply.tool_uses, tools_timeout)
                     await self.iteration_done()
         except BaseException as e:
-            if isinstance(e, TimeoutError) and backstop.expired():
-                self.overran()
+            if isinstance(e, TimeoutError) and backstop.expired():  # the room says what overran
+                self.end(Outcome.TIME_LIMIT, self.room.overran())
             else:
                 self.crashed(e)
                 raise
@@ -211,26 +210,26 @@ class _Turn:
     # ---- the model call -------------------------------------------------
 
     async def call(self, tools: Sequence[ToolSpec], timeout: float) -> Reply | None:
-        """One model call, raced against a stop; None, with the exit set, on failure or stop."""
+        """One model call, raced against a stop; None, the turn ended, on failure or stop."""
         try:
-            reply = await self.recorder.call(self.history, tools, timeout, self.hooks.wait_stop)
+            called = await self.room.call(self.history, tools, timeout, self.hooks.wait_stop)
         except ProviderError as error:
-            self.exit(Outcome.FAILED, str(error), key=error.key, details=error.describe())
+            self.end(Outcome.FAILED, str(error), key=error.key, details=error.describe())
             return None
-        if reply is None:  # a stop aborted the call: nothing to append, no usage to count
-            self.exit(Outcome.STOPPED)
+        if called is None:  # a stop aborted the call: nothing to append, no usage to count
+            self.end(Outcome.STOPPED)
             return None
-        self.usage.add(self.recorder.usage(reply))
-        if reply.tool_uses:  # else the next write, made at once, carries the usage
+        self.usage.add(called.usage)
+        if called.reply.tool_uses:  # else the next write, made at once, carries the usage
             await self.hooks.record_usage(self.usage)
-        return reply
+        return called.reply
 
     def append(self, reply: Reply, step: Exit | None) -> None:
         if reply.keep:
             self.history.append(reply.message)
         self.pending = reply.tool_uses
         self.activity = caption(reply.steps, self.activity, self.activities)
-        self.recorder.decided("continue" if step is CONTINUE else step.outcome.value, self.activity)
+        self.room.decided("continue" if step is CONTINUE else step.outcome.value, self.activity)
 
     # ---- tools ----------------------------------------------------------
 
@@ -238,7 +237,7 @@ class _Turn:
         """Run the tool uses concurrently within `timeout`; append their results as one
         message, in order. A tool still running when the timeout fires is answered
         with an error result; the others keep theirs."""
-        started = self.recorder.now()
+        started = self.room.now()
         results: list[ToolResult | None] = [None] * len(uses)
 
         async def run(i: int, use: ToolUse) -> None:
@@ -254,7 +253,7 @@ class _Turn:
         except TimeoutError:
             if not scope.expired():
                 raise
-        self.recorder.tools_took(self.recorder.now() - started)
+        self.room.tools_took(self.room.now() - started)
         self.answer(
             [
                 r or ToolResult(u.id, f"{u.name} did not finish within {timeout:.1f} s", True)
@@ -266,13 +265,14 @@ class _Turn:
         try:
             return await self.toolset.call(use, timeout)
         except Exception as e:
+            raised = redact_text(f"{type(e).__name__}: {e}")  # stored, and sent to the model
             self.report(
                 "tool_error",
-                f"tool {use.name} raised {type(e).__name__}: {e}",
+                f"tool {use.name} raised {raised}",
                 logging.WARNING,
                 details={"tool": use.name, "exception": type(e).__name__},
             )
-            return ToolResult(use.id, f"{use.name} failed: {type(e).__name__}: {e}", True)
+            return ToolResult(use.id, f"{use.name} failed: {raised}", True)
 
     def answer(self, results: Sequence[ToolResult]) -> None:
         self.history.extend(self.provider.tool_results(results))
@@ -293,60 +293,48 @@ class _Turn:
     def written_since(self) -> Checkpoint:
         """What changed since the last write, with the current state."""
         messages, calls = self.written
-        self.written = (len(self.history), len(self.recorder.calls))
+        self.written = (len(self.history), len(self.room.calls))
         return Checkpoint(
             turn_id=self.state.turn_id,
             iteration=self.usage.iterations,
             appended=self.history[messages:],
             state=self.state,
             usage=self.usage.copy(),
-            calls=self.recorder.calls[calls:],
+            calls=self.room.calls[calls:],
         )
 
-    # ---- exits ----------------------------------------------------------
+    # ---- how the turn ends ---------------------------------------------
 
-    def end(self, reply: Reply, outcome: Outcome) -> None:
-        """Exit on a response: show the answer if finished, the outcome's notice otherwise."""
+    def end_on(self, reply: Reply, outcome: Outcome) -> None:
+        """End on a response: show the answer if finished, the outcome's notice otherwise."""
         if outcome is Outcome.FINISHED:
             self.show(reply)
-            self.exit(outcome)
-        else:
-            self.exit(outcome, f"stop_reason {reply.raw_stop!r}", stop_reason=reply.raw_stop)
+        why = "" if outcome is Outcome.FINISHED else f"stop_reason {reply.raw_stop!r}"
+        self.end(outcome, why, stop_reason=reply.raw_stop)
 
-    def exit(
-        self, outcome: Outcome, why: str = "", *, key: str | None = None, **about: Any
-    ) -> None:
-        """End with `outcome`, shown as its notice `key` (else the outcome's own); reported
-        if it is one of those, saying `why`, with `about` (the `stop_reason`, `details`)."""
-        self.outcome = outcome
-        self.error_key = key or OUTCOME_KEYS[outcome]
-        if outcome in REPORTED:
-            level, message = REPORTED[outcome]
-            message += f" after {counted(self.usage.iterations, 'iteration')}"
+    def end(self, outcome: Outcome, why: str = "", *, key: str | None = None, **about: Any) -> None:
+        """End with `outcome`'s `Ending` (its notice `key`, if given: a failure's error's);
+        reported if it is, saying `why`, with `about` (the `stop_reason`, `details`)."""
+        self.ending = end = ending(outcome, key)
+        if end.level is not None:
+            message = f"{end.why} after {counted(self.usage.iterations, 'iteration')}"
             message += f": {why}" if why else ""
-            self.report(outcome.value, message, level, **about)
-
-    def overran(self) -> None:
-        """The real-time backstop fired: a provider or toolset ignored its timeout."""
-        why = "the deadline passed during a model call or tools that ignored their timeout"
-        self.recorder.overran(why)
-        self.exit(Outcome.TIME_LIMIT, why)
+            self.report(outcome.value, message, end.level, **about)
 
     def crashed(self, e: BaseException) -> None:
-        """An exception escaped the loop: a hook failed (reported here), or the task was
-        cancelled (`cut_short`; not reported here: whoever cancelled it says why)."""
-        if self.outcome is None and not isinstance(e, asyncio.CancelledError):
-            self.exit(Outcome.FAILED, f"{type(e).__name__}: {e}", details={"exception": repr(e)})
+        """An exception escaped the loop: a hook failed (reported), or it was `cut_short`."""
+        if self.ending is None and not isinstance(e, asyncio.CancelledError):
+            why = redact_text(f"{type(e).__name__}: {e}")
+            self.end(Outcome.FAILED, why, details={"exception": redact_text(repr(e))})
 
-    async def cut_short(self) -> Outcome:
+    async def cut_short(self) -> Ending:
         """The task was cancelled (the process stopping): `stopped` if the reader had asked
-        for that meanwhile, else `failed` (also when the hooks cannot say)."""
+        for that meanwhile, else `failed` (also when the hooks cannot say); unreported."""
         stop = False
         with contextlib.suppress(Exception):
             stop = await self.hooks.should_stop()
-        self.outcome = Outcome.STOPPED if stop else Outcome.FAILED
-        self.error_key = OUTCOME_KEYS[self.outcome]
-        return self.outcome
+        self.ending = unfinished(stop)
+        return self.ending
 
     def report(self, event: str, message: str, level: int, **about: Any) -> None:
         """Through the hooks, with the turn's ids, usage and elapsed time; `about` holds the
@@ -360,7 +348,7 @@ class _Turn:
                 level=level,
                 usage=self.usage.copy(),
                 conversation_id=self.state.conversation_id,
-                elapsed=self.recorder.clock_reads[-1] - self.recorder.started,
+                elapsed=self.room.elapsed,
                 **about,
             )
         )
@@ -369,32 +357,38 @@ class _Turn:
 
     async def finalise(self) -> None:
         """Runs once per turn on every path: answer dangling tools, then the one final write."""
-        self.recorder.close()
-        outcome = self.outcome or await self.cut_short()
-        why = f"not run: the turn ended ({outcome.value})"
+        self.room.close()
+        end = self.ending or await self.cut_short()
+        why = f"not run: the turn ended ({end.outcome.value})"
         if self.pending:
             self.answer([ToolResult(u.id, why, True) for u in self.pending])
-        self.state = self.state.ended(
-            outcome, text=self.unshown, key=self.error_key, usage=self.usage
-        )
-        self.recorder.watch.turn_ended(outcome, self.usage)
+        self.state = self.state.ended(end, text=self.unshown, usage=self.usage)
+        self.room.watch.turn_ended(end.outcome, self.usage)
         await self.hooks.finish(self.written_since())
 
     def result(self, question: str) -> TurnResult:
-        assert self.outcome is not None
+        assert self.ending is not None
         return TurnResult(
-            outcome=self.outcome,
+            outcome=self.ending.outcome,
             state=self.state,
             history=self.history,
             usage=self.usage,
-            record=partial(
-                self.recorder.trace,
-                turn_id=self.state.turn_id,
-                question=question,
-                prior=self.prior,
-                history=self.history,
-                outcome=self.outcome.value,
-                usage=self.usage.as_dict(),
-                state=self.state.to_json(),
-            ),
+            record=partial(self.traced, question, self.ending.outcome),
+        )
+
+    def traced(self, question: str, outcome: Outcome) -> Trace:
+        return Trace(
+            self.provider.wire.name,
+            question,
+            self.prior,
+            self.history,
+            outcome,
+            self.budget,
+            self.room.calls,
+            self.room.clock(),
+            self.provider.describe(),
+            self.state.turn_id,
+            self.usage,
+            self.state,
+            self.room.stopped_at_check,
         )

@@ -1,7 +1,16 @@
-"""The closed sets the loop matches on: what a response asks for, how a turn ends."""
+"""The closed sets the loop matches on: what a response asks for, how a turn ends.
+
+How a turn ends is one value, an `Ending`, built by one function, `ending()`:
+its outcome, the notice the reader sees, whether it is an error, whether the
+reader stopped it, and how it is reported. The loop ends a turn with one, the
+published state shows it, the job and the sweeper finalise with one.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -38,24 +47,73 @@ class Status(StrEnum):
     RUNNING = "running"
 
 
-# The message key shown for each outcome; `failed` picks its key from the error.
-OUTCOME_KEYS: dict[Outcome, str | None] = {
-    Outcome.FINISHED: None,
-    Outcome.TRUNCATED: "errors.ai_truncated",
-    Outcome.REFUSED: "errors.ai_refused",
-    Outcome.CONTEXT_EXCEEDED: "errors.ai_context_full",
-    Outcome.ITERATION_LIMIT: "errors.ai_iteration_limit",
-    Outcome.TIME_LIMIT: "errors.ai_time_limit",
-    Outcome.STOPPED: "notices.stopped",
-    Outcome.FAILED: "errors.ai_failed",
+TurnStatus = Status | Outcome
+"""The published `status`: queued, running, or how the turn ended. The state
+(`PublishedState.status`) and the OpenAPI document (`State.status`) both use this."""
+
+STATUSES: Mapping[str, TurnStatus] = {s.value: s for s in (*Status, *Outcome)}
+"""Each status by its value, as the store and the API write it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """How a turn ended, decided once by `ending()`: everyone who shows, publishes, counts
+    or reports the end of a turn reads it here and never works it out again."""
+
+    outcome: Outcome
+    key: str | None
+    """The notice's message key the reader sees (None: a finished turn shows its answer)."""
+    has_error: bool
+    """The published `has_error`: the turn did not do what was asked, and should have."""
+    stopped: bool
+    """The reader asked for it to stop: not an error (its notice is not shown as one)."""
+    level: int | None
+    """The level it is reported at (None: not reported)."""
+    why: str
+    """What its report says happened."""
+
+
+# outcome: (the notice's key, has_error, the level it is reported at, what the report says)
+_ENDINGS: dict[Outcome, tuple[str | None, bool, int | None, str]] = {
+    Outcome.FINISHED: (None, False, None, ""),
+    Outcome.TRUNCATED: (
+        "errors.ai_truncated",
+        True,
+        logging.WARNING,
+        "response truncated on max_tokens",
+    ),
+    Outcome.REFUSED: ("errors.ai_refused", False, logging.INFO, "the model refused; not retried"),
+    Outcome.CONTEXT_EXCEEDED: (
+        "errors.ai_context_full",
+        True,
+        logging.ERROR,
+        "the model's context window is full",
+    ),
+    Outcome.ITERATION_LIMIT: (
+        "errors.ai_iteration_limit",
+        True,
+        logging.WARNING,
+        "hit the iteration cap",
+    ),
+    Outcome.TIME_LIMIT: (
+        "errors.ai_time_limit",
+        True,
+        logging.WARNING,
+        "hit its wall-clock budget",
+    ),
+    Outcome.STOPPED: ("notices.stopped", False, None, ""),
+    Outcome.FAILED: ("errors.ai_failed", True, logging.ERROR, "the turn failed"),
 }
 
-ERROR_OUTCOMES = frozenset(
-    {
-        Outcome.TRUNCATED,
-        Outcome.CONTEXT_EXCEEDED,
-        Outcome.ITERATION_LIMIT,
-        Outcome.TIME_LIMIT,
-        Outcome.FAILED,
-    }
-)
+
+def ending(outcome: Outcome, key: str | None = None) -> Ending:
+    """How a turn that ends with `outcome` ends: shown as its notice `key` when given (a
+    failure's comes from its error: `errors.ai_unavailable`), else as the outcome's own."""
+    own, has_error, level, why = _ENDINGS[outcome]
+    return Ending(outcome, key or own, has_error, outcome is Outcome.STOPPED, level, why)
+
+
+def unfinished(stopped: bool) -> Ending:
+    """How a turn that could not finish ends: `stopped` if the reader had asked for that
+    (not an error), else `failed`."""
+    return ending(Outcome.STOPPED if stopped else Outcome.FAILED)

@@ -3,21 +3,22 @@
 The recorded responses and errors are fed back in order, the tool results
 come from the recorded history, the clock returns the recorded readings, and
 the cancel flag is seen at the same check (or aborts the same call), so every
-decision and outcome comes out the same (`trace.first_difference` says where it does not).
+decision and outcome comes out the same (`first_difference` says where it does not).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .budget import Budget
-from .errors import ConfigError, ProviderFailed, provider_error_from
+from .errors import ProviderFailed, provider_error_from
 from .hooks import LocalHooks
 from .loop import TurnResult, run_turn
 from .providers import wire_format
+from .records import ModelCall
 from .report import Report
+from .trace import Trace
 from .wire import Message, Reply, ToolResult, ToolSpec, ToolUse, WireFormat
 
 
@@ -25,11 +26,11 @@ class ReplayProvider:
     """Answers each call with the recorded response or error, in order; a call a stop
     aborted calls `stop` and never answers, so the stop aborts it again."""
 
-    def __init__(self, trace: dict[str, Any], wire: WireFormat, stop: Callable[[], None]) -> None:
+    def __init__(self, trace: Trace, wire: WireFormat, stop: Callable[[], None]) -> None:
         self.wire = wire
         self._stop = stop
-        self._calls: list[dict[str, Any]] = list(trace["calls"])
-        self._request = trace.get("request", {})
+        self._calls: list[ModelCall] = list(trace.calls)
+        self._request = trace.request
 
     async def complete(
         self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
@@ -37,12 +38,12 @@ class ReplayProvider:
         if not self._calls:
             raise ProviderFailed("the trace holds no more model calls")
         call = self._calls.pop(0)
-        if call.get("stopped"):
+        if call.stopped:
             self._stop()
             await asyncio.Event().wait()
-        if call.get("error") is not None:
-            raise provider_error_from(call["error"])
-        return self.wire.parse_reply(call.get("response"))
+        if call.error is not None:
+            raise provider_error_from(call.error)
+        return self.wire.parse_reply(call.response)
 
     def user_message(self, text: str) -> Message:
         return self.wire.user_message(text)
@@ -57,7 +58,7 @@ class ReplayProvider:
 class ReplayTools:
     """Answers each tool use with the result recorded in the trace's history."""
 
-    def __init__(self, recorded: dict[str, ToolResult], names: Sequence[str]) -> None:
+    def __init__(self, recorded: Mapping[str, ToolResult], names: Sequence[str]) -> None:
         self._recorded = recorded
         self._names = names
 
@@ -100,23 +101,42 @@ def _quiet(report: Report) -> None:
     """Replay re-reports nothing: the original run did."""
 
 
-async def replay(trace: dict[str, Any]) -> TurnResult:
+async def replay(trace: Trace) -> TurnResult:
     """Run the recorded turn again offline."""
-    wire = wire_format(trace["wire"])
-    history: list[Message] = trace["history"]
-    names = sorted({n for call in trace["calls"] for n in call.get("tools", [])})
-    try:
-        budget = Budget(**trace["budget"])
-    except TypeError as e:
-        raise ConfigError(f"trace budget is unusable: {e}") from e
-    hooks = ReplayHooks(trace.get("stopped_at_check"))
+    wire = wire_format(trace.wire)
+    names = sorted({n for call in trace.calls for n in call.tools or ()})
+    hooks = ReplayHooks(trace.stopped_at_check)
     return await run_turn(
-        trace["question"],
+        trace.question,
         provider=ReplayProvider(trace, wire, hooks.stop),
-        toolset=ReplayTools(wire.recorded_results(history), names),
-        history=history[: trace["prior"]],
-        budget=budget,
+        toolset=ReplayTools(wire.recorded_results(trace.history), names),
+        history=trace.history[: trace.prior],
+        budget=trace.budget,
         hooks=hooks,
-        clock=ReplayClock(trace["clock"]),
-        turn_id=trace.get("turn_id", "t_replay"),
+        clock=ReplayClock(trace.clock),
+        turn_id=trace.turn_id or "t_replay",
     )
+
+
+def first_difference(recorded: Trace, replayed: Trace) -> str | None:
+    """The first way the replayed trace differs from the recorded one, or None."""
+    for i, (then, again) in enumerate(zip(recorded.calls, replayed.calls, strict=False), 1):
+        was, now = _decision(then), _decision(again)
+        if was != now:
+            return f"call {i}: recorded {was}, replayed {now}"
+    if len(recorded.calls) != len(replayed.calls):
+        return f"recorded {len(recorded.calls)} model calls, replayed {len(replayed.calls)}"
+    if recorded.outcome != replayed.outcome:
+        return f"outcome: recorded {recorded.outcome}, replayed {replayed.outcome}"
+    for i, (kept, made) in enumerate(zip(recorded.history, replayed.history, strict=False), 1):
+        if kept != made:
+            return f"history message {i} differs"
+    if len(recorded.history) != len(replayed.history):
+        return "the replayed history has a different length"
+    return None
+
+
+def _decision(call: ModelCall) -> str:
+    if call.error is not None:
+        return f"error {call.error.get('kind')}"
+    return str(call.decision)

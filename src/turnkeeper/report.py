@@ -1,7 +1,8 @@
 """Reports: the turn's exits that someone should see.
 
 A cap that binds, a truncation, a failure: each reported row of the stop-reason
-table goes through one `report()`, once, with the turn and conversation ids,
+table (its `outcomes.Ending` says at which level, and in what words) goes
+through one `report()`, once, with the turn and conversation ids,
 the outcome, the stop reason, the iteration, the elapsed time and the usage
 (cost included). `report()` writes one structured log record to the
 `turnkeeper.report` logger and, when `sentry-sdk` is installed and initialised,
@@ -27,16 +28,6 @@ from .usage import Usage
 logger = logging.getLogger("turnkeeper.report")
 
 OUTCOMES = frozenset(o.value for o in Outcome)
-
-# How each exit is reported: (level, what the log says). Exits not here are not reported.
-REPORTED: dict[Outcome, tuple[int, str]] = {
-    Outcome.TRUNCATED: (logging.WARNING, "response truncated on max_tokens"),
-    Outcome.REFUSED: (logging.INFO, "the model refused; not retried"),
-    Outcome.CONTEXT_EXCEEDED: (logging.ERROR, "the model's context window is full"),
-    Outcome.ITERATION_LIMIT: (logging.WARNING, "hit the iteration cap"),
-    Outcome.TIME_LIMIT: (logging.WARNING, "hit its wall-clock budget"),
-    Outcome.FAILED: (logging.ERROR, "the turn failed"),
-}
 
 
 @dataclass(frozen=True, slots=True)

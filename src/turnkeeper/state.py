@@ -7,8 +7,8 @@ version on:
       → running()        the worker has it
       → iterated(…)      after each iteration: caption, the reply's text, the tools'
                          cards, usage
-      → ended(…)         once, on every exit: the outcome, its notice, done
-    failed(…)            a turn that could not finish, from its last state
+      → ended(…)         once, however the turn ends (its `Ending`): the outcome, its
+                         notice, done
 
 Nobody else counts versions or numbers bubbles: a new bubble's id follows the
 last one's (`m1`, `m2`, … across the conversation's turns). `to_json()` is
@@ -18,11 +18,25 @@ exactly the JSON the API serves.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from .cards import Card
-from .outcomes import ERROR_OUTCOMES, OUTCOME_KEYS, Outcome, Status
+from .outcomes import STATUSES, Ending, Status, TurnStatus
 from .usage import Usage
+
+Role = Literal["user", "bot"]
+"""Who a published message is from: the reader (`user`) or the assistant and the runtime
+(`bot`). The state (`Bubble.role`) and the OpenAPI document (`Bubble.role`) both use this."""
+
+ROLES: tuple[Role, ...] = ("user", "bot")
+
+
+def role(value: str) -> Role:
+    """The role `value` names; `ValueError` if it names none."""
+    for known in ROLES:
+        if value == known:
+            return known
+    raise ValueError(f"{value!r} is not a role (user, bot)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,14 +45,14 @@ class Bubble:
     `card`."""
 
     id: str
-    role: str
-    """`user` or `bot`."""
+    role: Role
     text: str | None = None
     key: str | None = None
     is_error: bool = False
     card: Card | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The message as the API serves it: its `text`, its notice's `key`, or its `card`."""
         if self.card is not None:
             return {"id": self.id, "role": self.role, "card": self.card.to_json()}
         if self.key is None:
@@ -49,7 +63,7 @@ class Bubble:
     def from_json(cls, data: dict[str, Any]) -> Bubble:
         return cls(
             id=data["id"],
-            role=data["role"],
+            role=role(data["role"]),
             text=data.get("text"),
             key=data.get("key"),
             is_error=bool(data.get("is_error", False)),
@@ -59,19 +73,24 @@ class Bubble:
 
 @dataclass(frozen=True, slots=True)
 class PublishedState:
+    """A turn's state as the widget polls it (`GET /api/turns/{id}`, docs/design.md §5):
+    `version` strictly increases with every publish, the last one is `done`. Built only by
+    `queued()` and the transitions below; `to_json()` is exactly what the API serves."""
+
     turn_id: str
     conversation_id: str
     version: int
-    status: str
+    status: TurnStatus
     done: bool
     stopped: bool
     has_error: bool
     activity: str | None
     messages: tuple[Bubble, ...]
-    usage: dict[str, int | float]
-    """`Usage.as_dict()`: the token counts, and `cost_usd` when the price is known."""
+    usage: Usage
+    """Summed over the turn's model calls so far; never changed once published."""
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON the API serves."""
         return {**self.bare(), "messages": [m.to_json() for m in self.messages]}
 
     def bare(self) -> dict[str, Any]:
@@ -85,7 +104,7 @@ class PublishedState:
             "stopped": self.stopped,
             "has_error": self.has_error,
             "activity": self.activity,
-            "usage": self.usage,
+            "usage": self.usage.as_dict(),
         }
 
     @classmethod
@@ -94,19 +113,19 @@ class PublishedState:
             turn_id=data["turn_id"],
             conversation_id=data["conversation_id"],
             version=int(data["version"]),
-            status=data["status"],
+            status=STATUSES[data["status"]],
             done=bool(data["done"]),
             stopped=bool(data["stopped"]),
             has_error=bool(data["has_error"]),
             activity=data.get("activity"),
             messages=tuple(Bubble.from_json(m) for m in data.get("messages") or ()),
-            usage=dict(data.get("usage") or {}),
+            usage=Usage.from_dict(data.get("usage") or {}),
         )
 
     # ---- transitions -------------------------------------------------------
 
     def _next(
-        self, messages: tuple[Bubble, ...], usage: dict[str, int | float], activity: str | None
+        self, messages: tuple[Bubble, ...], usage: Usage, activity: str | None
     ) -> PublishedState:
         """One version on, still running. Written out rather than `dataclasses.replace`:
         a transition runs every iteration, and `replace` costs more than the rest of it."""
@@ -114,7 +133,7 @@ class PublishedState:
             self.turn_id,
             self.conversation_id,
             self.version + 1,
-            Status.RUNNING.value,
+            Status.RUNNING,
             False,
             False,
             False,
@@ -137,6 +156,7 @@ class PublishedState:
         return (*self.messages, *added)
 
     def running(self) -> PublishedState:
+        """A worker has the turn."""
         return self._next(self.messages, self.usage, self.activity)
 
     def iterated(
@@ -146,25 +166,24 @@ class PublishedState:
         cards its tools returned, each a bubble of its own, in the tools' order; usage so far."""
         shown = ((text, None, False, None),) if text and text.strip() else ()
         carded = tuple((None, None, False, card) for card in cards)
-        return self._next(self._with(*shown, *carded), usage.as_dict(), activity)
+        return self._next(self._with(*shown, *carded), usage.copy(), activity)
 
-    def ended(
-        self, outcome: Outcome, *, text: str | None, key: str | None, usage: Usage
-    ) -> PublishedState:
-        """The final state of any exit: the answer or the outcome's notice, done, no caption."""
+    def ended(self, end: Ending, *, text: str | None, usage: Usage) -> PublishedState:
+        """The final state, however the turn ended: the answer or the ending's notice (shown
+        as an error unless the reader stopped it), done, no caption."""
         shown = ((text, None, False, None),) if text and text.strip() else ()
-        notice = ((None, key, outcome is not Outcome.STOPPED, None),) if key else ()
+        notice = ((None, end.key, not end.stopped, None),) if end.key else ()
         return PublishedState(
             self.turn_id,
             self.conversation_id,
             self.version + 1,
-            outcome.value,
+            end.outcome,
             True,
-            outcome is Outcome.STOPPED,
-            outcome in ERROR_OUTCOMES,
+            end.stopped,
+            end.has_error,
             None,
             self._with(*shown, *notice),
-            usage.as_dict(),
+            usage.copy(),
         )
 
 
@@ -177,18 +196,11 @@ def queued(
         turn_id=turn_id,
         conversation_id=conversation_id,
         version=version,
-        status=Status.QUEUED.value,
+        status=Status.QUEUED,
         done=False,
         stopped=False,
         has_error=False,
         activity=None,
         messages=(Bubble(f"m{message_offset + 1}", "user", question),),
-        usage=Usage().as_dict(),
+        usage=Usage(),
     )
-
-
-def failed(state: PublishedState, usage: Usage, *, stopped: bool = False) -> PublishedState:
-    """`state` finalised as `failed`: done, has_error, an `errors.ai_failed` bubble, no caption;
-    as `stopped` (a `notices.stopped` bubble, no error) when its cancel had been accepted."""
-    outcome = Outcome.STOPPED if stopped else Outcome.FAILED
-    return state.ended(outcome, text=None, key=OUTCOME_KEYS[outcome], usage=usage)

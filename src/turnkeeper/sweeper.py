@@ -34,12 +34,18 @@ UNHELD_AFTER = 60.0
 
 @runtime_checkable
 class Holding(Protocol):
+    """A queue that can say which turns it will still run (`LocalQueue`, the
+    procrastinate queue)."""
+
     async def holding(self) -> set[str]:
         """The ids of the turns this queue will still run."""
         ...
 
 
 class Sweeper:
+    """Finalises, through `job.failed()`, the turns whose worker's lease expired and the
+    queued turns no queue holds; `run()` sweeps every `interval` seconds."""
+
     def __init__(
         self,
         store: Store,
@@ -62,8 +68,11 @@ class Sweeper:
         holds; the ids finalised here."""
         swept = []
         for turn_id in await self.store.expired():
-            if await failed(self.store, turn_id, EXPIRED, reporter=self.reporter):
-                logger.warning("turn %s: its worker's lease expired; finalised as failed", turn_id)
+            end = await failed(self.store, turn_id, EXPIRED, reporter=self.reporter)
+            if end is not None:
+                logger.warning(
+                    "turn %s: its worker's lease expired; finalised as %s", turn_id, end.outcome
+                )
                 swept.append(turn_id)
         swept += await self._unheld()
         if self.metrics is not None and swept:
@@ -79,10 +88,13 @@ class Sweeper:
         held = await self.queue.holding()  # read after: a turn claimed meanwhile is not queued
         swept = []
         for turn_id in waiting:
-            if turn_id not in held and await failed(
-                self.store, turn_id, UNCLAIMED, reporter=self.reporter
-            ):
-                logger.warning("turn %s: queued with no job behind it; finalised", turn_id)
+            if turn_id in held:
+                continue
+            end = await failed(self.store, turn_id, UNCLAIMED, reporter=self.reporter)
+            if end is not None:
+                logger.warning(
+                    "turn %s: queued with no job behind it; finalised as %s", turn_id, end.outcome
+                )
                 swept.append(turn_id)
         return swept
 

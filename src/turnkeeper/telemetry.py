@@ -21,7 +21,7 @@ from typing import Any
 from .credentials import redact_text
 from .errors import MissingExtra
 from .observed import CallEnd, TurnInfo
-from .outcomes import ERROR_OUTCOMES, Outcome
+from .outcomes import Outcome, ending
 from .usage import Usage
 from .wire import ToolUse
 
@@ -131,7 +131,7 @@ class TurnSpans:
         self.span.set_attributes(usage_attributes(usage))
         if usage.cost_usd is not None:
             self.span.set_attribute("turnkeeper.cost_usd", usage.cost_usd)
-        if outcome in ERROR_OUTCOMES:
+        if ending(outcome).has_error:
             self.span.set_status(StatusCode.ERROR, outcome.value)
         else:
             self.span.set_status(StatusCode.OK)

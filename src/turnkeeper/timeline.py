@@ -21,63 +21,102 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import prices
-from .providers import chat_api, messages_api
+from .records import ModelCall
 from .usage import Usage, count
 
 Row = dict[str, Any]
+"""One row of `trace show --json`: the call's tokens, seconds, tools, caption and cost."""
 
 KINDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 """A row's token counts: `input_tokens` is every input token sent (`Usage.prompt_tokens`)."""
 
-USAGE_OF = {"anthropic": messages_api.parse_usage, "openai": chat_api.parse_usage}
-"""How each wire format's response `usage` reads, as its adapter reads it."""
+
+def row(call: ModelCall, wire: str = "anthropic") -> Row:
+    """A timeline row from one model call, as its trace recorded it."""
+    usage = call.usage or Usage()
+    model = call.model
+    if model is None and isinstance(call.response, dict):
+        answered = call.response.get("model")
+        model = answered if isinstance(answered, str) else None
+    cost = usage.cost_usd
+    if call.error is not None:
+        cost = None
+    elif cost is None:  # a trace from before costs were kept: its price now
+        cost = prices.current().cost(usage, model, wire)
+    return _row(
+        iteration=call.iteration,
+        stop_reason=call.stop_reason,
+        error=None if call.error is None else call.error.get("message"),
+        usage=usage,
+        seconds=call.duration,
+        tool_seconds=call.tools_duration,
+        tools=call.tools or [],
+        caption=call.caption,
+        model=model,
+        cost=cost,
+    )
 
 
-def row(call: Mapping[str, Any], wire: str = "anthropic") -> Row:
-    """A timeline row from one call record: as the loop writes it in a trace, or already
-    summarised (tokens and seconds counted, the caption under `caption`)."""
-    if "input_tokens" in call:
-        return _summarised(call)
-    response = call.get("response")
-    response = response if isinstance(response, dict) else {}
-    usage = _usage(response.get("usage"), wire)
-    error = call.get("error")
-    model = call.get("model") or response.get("model")
+def stored_row(summary: Mapping[str, Any]) -> Row:
+    """A timeline row from a call's record as the store keeps it (`ModelCall.summary()`)."""
+    cost = summary.get("cost_usd")
+    return _row(
+        iteration=summary.get("iteration"),
+        stop_reason=summary.get("stop_reason"),
+        error=summary.get("error"),
+        usage=Usage(**{kind: count(summary.get(kind)) for kind in KINDS}),
+        seconds=summary.get("seconds", 0.0),
+        tool_seconds=summary.get("tools_seconds"),
+        tools=summary.get("tools", []),
+        caption=summary.get("caption", summary.get("activity")),
+        model=summary.get("model"),
+        cost=float(cost) if isinstance(cost, int | float) else None,
+    )
+
+
+def _row(
+    *,
+    iteration: int | None,
+    stop_reason: str | None,
+    error: Any,
+    usage: Usage,
+    seconds: float,
+    tool_seconds: float | None,
+    tools: Sequence[str],
+    caption: str | None,
+    model: str | None,
+    cost: float | None,
+) -> Row:
     return {
-        "iteration": call.get("iteration"),
-        "stop_reason": call.get("stop_reason"),
-        "error": error.get("message") if isinstance(error, dict) else None,
-        **_counts(usage),
-        "seconds": round(float(call.get("duration", 0.0)), 3),
-        "tool_seconds": round(float(call.get("tools_duration") or 0.0), 3),
-        "tools": list(call.get("tools", [])),
-        "activity": call.get("caption", call.get("activity")),
-        "model": model if isinstance(model, str) else None,
-        "cost_usd": _cost(call, response, usage, wire),
+        "iteration": iteration,
+        "stop_reason": stop_reason,
+        "error": error,
+        "input_tokens": usage.prompt_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "output_tokens": usage.output_tokens,
+        "seconds": round(float(seconds), 3),
+        "tool_seconds": round(float(tool_seconds or 0.0), 3),
+        "tools": list(tools),
+        "activity": caption,
+        "model": model,
+        "cost_usd": cost,
     }
 
 
-def _summarised(call: Mapping[str, Any]) -> Row:
-    cost = call.get("cost_usd")
-    return {
-        "iteration": call.get("iteration"),
-        "stop_reason": call.get("stop_reason"),
-        "error": call.get("error"),
-        **_counts(Usage(**{kind: count(call.get(kind)) for kind in KINDS})),
-        "seconds": round(float(call.get("seconds", 0.0)), 3),
-        "tool_seconds": round(float(call.get("tools_seconds") or 0.0), 3),
-        "tools": list(call.get("tools", [])),
-        "activity": call.get("caption", call.get("activity")),
-        "model": call.get("model"),
-        "cost_usd": float(cost) if isinstance(cost, int | float) else None,
-    }
-
-
-def rows(calls: Sequence[Mapping[str, Any]], wire: str = "anthropic") -> list[Row]:
+def rows(calls: Sequence[ModelCall], wire: str = "anthropic") -> list[Row]:
+    """The rows of a trace's model calls."""
     return [row(call, wire) for call in calls]
 
 
+def stored_rows(summaries: Sequence[Mapping[str, Any]]) -> list[Row]:
+    """The rows of a stored turn's calls (`Store.iterations`)."""
+    return [stored_row(summary) for summary in summaries]
+
+
 def totals(timeline: Sequence[Row]) -> Row:
+    """The rows summed: calls, tokens, seconds (the calls' and the tools'), and the cost,
+    unknown if any billed call's is."""
     # A call that failed, or never answered (cut off in flight), has no tokens to price.
     billed = (
         r for r in timeline if r["error"] is None and (r["input_tokens"] or r["output_tokens"])
@@ -119,17 +158,6 @@ def render(timeline: Sequence[Row], outcome: str | None) -> str:
     return "\n".join(lines)
 
 
-def _counts(usage: Usage) -> dict[str, int]:
-    """A row's token counts from a call's usage (a stored record from before the cache
-    was counted has none of it: its input is what it has)."""
-    return {
-        "input_tokens": usage.prompt_tokens,
-        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-        "cache_read_input_tokens": usage.cache_read_input_tokens,
-        "output_tokens": usage.output_tokens,
-    }
-
-
 def _tokens_of(r: Row) -> str:
     """A row's cache write, cache read and output columns."""
     return (
@@ -140,21 +168,3 @@ def _tokens_of(r: Row) -> str:
 
 def _dollars(cost: float | None) -> str:
     return "?" if cost is None else f"{cost:.4f}"
-
-
-def _cost(
-    call: Mapping[str, Any], response: Mapping[str, Any], usage: Usage, wire: str
-) -> float | None:
-    """The call's recorded cost, else its price now (traces from before costs were kept)."""
-    if call.get("error") is not None:
-        return None
-    recorded = call.get("cost_usd")
-    if isinstance(recorded, int | float):
-        return float(recorded)
-    model = call.get("model") or response.get("model")
-    return prices.current().cost(usage, model if isinstance(model, str) else None, wire)
-
-
-def _usage(raw: Any, wire: str) -> Usage:
-    """Token counts from a response's `usage`, read as its wire format's adapter reads them."""
-    return USAGE_OF.get(wire, messages_api.parse_usage)(raw if isinstance(raw, dict) else {})

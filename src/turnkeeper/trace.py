@@ -1,260 +1,88 @@
-"""Traces: a turn as JSON that can be saved, read back, replayed and summarised.
+"""Traces: a turn as a file that can be saved, read back, replayed and summarised.
 
-This module owns the trace format, in one place. The `Recorder` wraps the
-turn's clock and its model calls and keeps one `ModelCall` per call (the raw
-response or the error, or that a stop aborted it; its duration, the per-call
-timeout used, the decision), every clock reading the loop made, and the stop
-check that saw a cancel. `Recorder.trace()` writes them out with the history
-and the outcome; `replay.py` feeds them back through `run_turn`, so every
-decision and outcome, `time_limit` included, comes out the same. A `ModelCall`
-is data, one of the records the store keeps (`records.py`); `call_json` is what
-a trace makes of it.
+This module owns the trace file's format (`turnkeeper.trace/1`), in one place:
+a `Trace` is the typed value, `to_json()` and `read_trace()` its two edges. A
+trace holds the turn's question and history, every model call as its
+`CallRoom` recorded it (`records.ModelCall`: the raw response or the error, or
+that a stop aborted it; its duration, the per-call timeout used, the decision),
+every clock reading the turn made, the stop check that saw a cancel, and the
+outcome; `replay.py` feeds them back through `run_turn`, so every decision and
+outcome, `time_limit` included, comes out the same.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
 import reprlib
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from dataclasses import fields
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from . import prices
 from .budget import Budget
-from .clock import Clock
-from .errors import ConfigError, ProviderError, ProviderFailed, ProviderUnavailable
-from .instruments import UNWATCHED, TurnWatch
-from .observed import CallEnd
-from .providers import WIRES, Provider
+from .errors import ConfigError
+from .outcomes import Outcome
+from .providers import WIRES, chat_api, messages_api
 from .providers.scripted import read_json
 from .records import ModelCall
+from .state import PublishedState
 from .usage import Usage
-from .wire import Message, Reply, ToolSpec
-
-logger = logging.getLogger("turnkeeper.loop")
+from .wire import Json, Message
 
 FORMAT = "turnkeeper.trace/1"
 REQUIRED = ("wire", "question", "prior", "history", "calls", "clock", "outcome", "budget")
 
+OUTCOMES = tuple(o.value for o in Outcome)
+T = TypeVar("T")
 
-class Recorder:
-    """Wraps a turn's clock and model calls, and writes what they did as a trace."""
-
-    def __init__(
-        self, provider: Provider, budget: Budget, clock: Clock, watch: TurnWatch = UNWATCHED
-    ) -> None:
-        self.provider = provider
-        self.watch = watch
-        """Told of every model call as it starts and ends (spans, metrics)."""
-        self.budget = budget
-        self.calls: list[ModelCall] = []
-        self.clock_reads: list[float] = []
-        self.stop_checks = 0
-        self.stopped_at_check: int | None = None
-        self._clock = clock
-        self._stop: asyncio.Future[None] | None = None
-        """The one wait for a stop, started at the first call."""
-        self._calling: asyncio.Task[Any] | None = None
-        """The turn's task while a model call is in flight."""
-        self._aborted = False
-        """The stop cancelled the call in flight."""
-        self._watch_asked = False
-        self._closed = False
-        self.started = self.now()
-        described = provider.describe()
-        self.requested: str | None = described.get("model")
-        """The model requested, as the provider describes itself."""
-        self.cache_ttl = "1h" if described.get("prompt_cache") == "1h" else "5m"
-        """The TTL of the prompt cache's marks: its writes are priced at it."""
-
-    def now(self) -> float:
-        t = self._clock()
-        self.clock_reads.append(t)
-        return t
-
-    def stop_checked(self, stop: bool) -> bool:
-        self.stop_checks += 1
-        if stop:
-            self.stopped_at_check = self.stop_checks
-        return stop
-
-    async def call(
-        self,
-        history: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        timeout: float,
-        stop: Callable[[], Awaitable[None]],
-    ) -> Reply | None:
-        """One model call, recorded, raced against `stop`: None if `stop` returned first and
-        the call was aborted; any failure comes out as a `ProviderError`."""
-        started = self.now()
-        call = ModelCall(len(self.calls) + 1, started - self.started, timeout)
-        self.calls.append(call)
-        self.watch.call_started(call.iteration)
-        try:
-            reply = await self._unless_stopped(
-                self.provider.complete(history, tools, timeout), stop
-            )
-        except Exception as e:
-            call.duration = self.now() - started
-            error = _provider_error(e, timeout)
-            call.error = error.describe()
-            self.watch.call_ended(
-                CallEnd(call.iteration, call.duration, self.requested, error=str(error))
-            )
-            raise error from e
-        call.duration = self.now() - started
-        if reply is None:
-            call.stopped, call.decision = True, "stopped"
-            self.watch.call_ended(
-                CallEnd(call.iteration, call.duration, self.requested, stopped=True)
-            )
-            return None
-        answered = reply.raw.get("model") if isinstance(reply.raw, dict) else None
-        call.model = answered if isinstance(answered, str) else self.requested
-        usage = self._priced(reply.usage, call.model)
-        call.response, call.stop_reason, call.usage = reply.raw, reply.raw_stop, usage
-        call.tools = [u.name for u in reply.tool_uses]
-        if self.watch is not UNWATCHED:  # a record per call only for someone who reads it
-            self.watch.call_ended(
-                CallEnd(
-                    call.iteration,
-                    call.duration,
-                    call.model,
-                    usage,
-                    reply.raw_stop,
-                    tools=call.tools,
-                    text=reply.text,
-                )
-            )
-        return reply
-
-    def _priced(self, usage: Usage, model: str | None) -> Usage:
-        """`usage` priced for `model`, its cache writes at the TTL the requests marked."""
-        return prices.current().priced(usage, model, self.provider.wire.name, self.cache_ttl)
-
-    async def _unless_stopped(
-        self, call: Coroutine[Any, Any, Reply], stop: Callable[[], Awaitable[None]]
-    ) -> Reply | None:
-        """The call's reply, or None if `stop` returned before it did (the call is then
-        aborted, and whatever it answers is dropped).
-
-        The call runs in the turn's own task (no task per call). One wait for the stop
-        runs beside the turn, from the first call that gives the event loop control to
-        `close()` (started again at the next call if it failed); when it returns during a
-        call, it cancels the turn's task there, and that cancel is taken back here,
-        whatever the provider made of it."""
-        if self._stop_returned():
-            call.close()
-            return None
-        if not self._watch_asked and (self._stop is None or self._stop.done()):
-            self._watch_asked = True  # the first call, or the wait failed
-            asyncio.get_running_loop().call_soon(self._watch, stop)
-        task = asyncio.current_task()
-        assert task is not None, "a model call runs in a task"
-        self._calling, entry = task, task.cancelling()
-        try:
-            reply = await call
-        except asyncio.CancelledError:
-            if self._taken_back(task, entry):
-                return None
-            raise
-        except Exception:
-            if self._taken_back(task, entry):
-                return None  # the provider made the abort an error of its own
-            raise
-        finally:
-            self._calling = None
-        if self._taken_back(task, entry) or self._stop_returned():
-            return None  # it answered despite the abort, or the stop came with the answer
-        return reply
-
-    def _watch(self, stop: Callable[[], Awaitable[None]]) -> None:
-        """Start the one wait for a stop, once the event loop has control: a turn that never
-        gives it control (an instant model) ends before there is any call to abort."""
-        self._watch_asked = False
-        if self._closed or (self._stop is not None and not self._stop.done()):
-            return
-        self._stop = asyncio.ensure_future(stop())
-        self._stop.add_done_callback(self._stop_came)
-
-    def _stop_returned(self) -> bool:
-        waiter = self._stop
-        return (
-            waiter is not None
-            and waiter.done()
-            and not waiter.cancelled()
-            and waiter.exception() is None
-        )
-
-    def _taken_back(self, task: asyncio.Task[Any], entry: int) -> bool:
-        """Whether the stop aborted the call just made; its cancel is then taken back.
-        A cancel of the turn's task from outside, still counted, comes out as one."""
-        if not self._aborted:
-            return False
-        self._aborted = False
-        task.uncancel()
-        if task.cancelling() > entry:
-            raise asyncio.CancelledError
-        return True
-
-    def _stop_came(self, waiter: asyncio.Future[None]) -> None:
-        """The stop wait ended: abort the call in flight, if any (the next stop check
-        ends the turn otherwise), unless the wait itself failed."""
-        if waiter.cancelled():
-            return
-        if waiter.exception() is not None:
-            logger.warning("waiting for a stop failed: %r", waiter.exception())
-            return
-        if self._calling is not None and not self._aborted:
-            self._aborted = True
-            self._calling.cancel()
-
-    def close(self) -> None:
-        """The turn is over: stop waiting for a stop."""
-        self._closed = True
-        if self._stop is not None:
-            self._stop.cancel()
-
-    def usage(self, reply: Reply) -> Usage:
-        """The usage of the last call, `reply`, priced when its model's price is known."""
-        return self.calls[-1].usage or reply.usage
-
-    def decided(self, decision: str, caption: str | None) -> None:
-        self.calls[-1].decision, self.calls[-1].caption = decision, caption
-
-    def tools_took(self, seconds: float) -> None:
-        self.calls[-1].tools_duration = seconds
-
-    def overran(self, why: str) -> None:
-        """The deadline fired inside a call that ignored its timeout: it ends as an error."""
-        last = self.calls[-1] if self.calls else None
-        if last is not None and last.error is None and last.response is None:
-            last.error = ProviderUnavailable(why).describe()
-
-    def trace(self, **turn: Any) -> dict[str, Any]:
-        """The trace: these calls and clock readings, and the turn's `question`, `prior`,
-        `history`, `turn_id`, `outcome`, `usage` and `state` as given."""
-        first = self.clock_reads[0] if self.clock_reads else 0.0
-        return {
-            "format": FORMAT,
-            "wire": self.provider.wire.name,
-            "request": self.provider.describe(),
-            "budget": self.budget.as_dict(),
-            **turn,
-            "calls": [call_json(c) for c in self.calls],
-            "clock": [t - first for t in self.clock_reads],
-            "stopped_at_check": self.stopped_at_check,
-        }
+USAGE_OF = {"anthropic": messages_api.parse_usage, "openai": chat_api.parse_usage}
+"""How each wire format's response `usage` reads, as its adapter reads it."""
 
 
-def call_json(call: ModelCall) -> dict[str, Any]:
+@dataclass(slots=True)
+class Trace:
+    """A turn as its trace file holds it: `to_json()` writes it, `read_trace()` reads it."""
+
+    wire: str
+    question: str
+    prior: int
+    """How many messages of `history` came before the turn."""
+    history: list[Message]
+    outcome: Outcome
+    budget: Budget
+    calls: list[ModelCall]
+    clock: list[float]
+    """Every clock reading the turn made, as seconds since the first."""
+    request: dict[str, Any] = field(default_factory=dict)
+    """The request's parameters, secrets left out (`Provider.describe()`)."""
+    turn_id: str | None = None
+    usage: Usage | None = None
+    state: PublishedState | None = None
+    """The final published state."""
+    stopped_at_check: int | None = None
+    """Which stop check, counted from 1, saw a cancel (None: none did)."""
+
+    def to_json(self) -> Json:
+        """The trace file's JSON, its fields in the order the format has always written."""
+        data: Json = {"format": FORMAT, "wire": self.wire, "request": self.request}
+        data["budget"] = self.budget.as_dict()
+        if self.turn_id is not None:
+            data["turn_id"] = self.turn_id
+        data.update(question=self.question, prior=self.prior, history=self.history)
+        data["outcome"] = self.outcome.value
+        if self.usage is not None:
+            data["usage"] = self.usage.as_dict()
+        if self.state is not None:
+            data["state"] = self.state.to_json()
+        data.update(calls=[call_json(c) for c in self.calls], clock=self.clock)
+        data["stopped_at_check"] = self.stopped_at_check
+        return data
+
+
+def call_json(call: ModelCall) -> Json:
     """A model call as the trace records it (`records.ModelCall`, which the store keeps
     as its `summary()`)."""
-    record: dict[str, Any] = {
+    record: Json = {
         "iteration": call.iteration,
         "started": call.started,
         "timeout": call.timeout,
@@ -266,34 +94,25 @@ def call_json(call: ModelCall) -> dict[str, Any]:
         record["stopped"] = True
     else:
         record.update(response=call.response, stop_reason=call.stop_reason, tools=call.tools or [])
-    if call.decision is not None:
-        record["decision"] = call.decision
-    if call.tools_duration is not None:
-        record["tools_duration"] = call.tools_duration
-    if call.caption is not None:
-        record["caption"] = call.caption
-    if call.model is not None:
-        record["model"] = call.model
+    for name, value in (
+        ("decision", call.decision),
+        ("tools_duration", call.tools_duration),
+        ("caption", call.caption),
+        ("model", call.model),
+    ):
+        if value is not None:
+            record[name] = value
     if call.usage is not None and call.usage.cost_usd is not None:
         record["cost_usd"] = call.usage.cost_usd
     return record
 
 
-def _provider_error(e: Exception, timeout: float) -> ProviderError:
-    if isinstance(e, ProviderError):
-        return e
-    if isinstance(e, TimeoutError):
-        return ProviderUnavailable(
-            f"the model call did not finish within its {timeout:.1f} s timeout"
-        )
-    return ProviderFailed(f"{type(e).__name__}: {e}")
+def write_trace(trace: Trace, path: str | Path) -> None:
+    """Save `trace` as its file (`read_trace` reads it back)."""
+    Path(path).write_text(json.dumps(trace.to_json(), ensure_ascii=False, indent=1) + "\n", "utf-8")
 
 
-def write_trace(trace: dict[str, Any], path: str | Path) -> None:
-    Path(path).write_text(json.dumps(trace, ensure_ascii=False, indent=1) + "\n", "utf-8")
-
-
-def read_trace(path: str | Path) -> dict[str, Any]:
+def read_trace(path: str | Path) -> Trace:
     """A trace from a file; `ConfigError` saying why if it cannot be used."""
     try:
         data = read_json(Path(path).read_text("utf-8"))
@@ -304,132 +123,113 @@ def read_trace(path: str | Path) -> dict[str, Any]:
     missing = [k for k in REQUIRED if k not in data]
     if missing:
         raise ConfigError(f"trace {path} lacks {', '.join(missing)}")
-    wrong = _malformed(data)
-    if wrong:
-        raise ConfigError(f"trace {path} is malformed: {wrong}")
-    return data
+    try:
+        return _trace(data)
+    except _Malformed as e:
+        raise ConfigError(f"trace {path} is malformed: {e}") from None
 
 
-def _malformed(data: dict[str, Any]) -> str | None:
-    """What is wrong with the shape of a trace's fields, or None."""
-
-    def objects(value: Any) -> bool:
-        return isinstance(value, list) and all(isinstance(v, dict) for v in value)
-
-    checks: list[tuple[Callable[[], bool], str]] = [
-        (lambda: objects(data["calls"]), "calls must be a list of objects"),
-        (lambda: objects(data["history"]), "history must be a list of messages"),
-        (
-            lambda: isinstance(data["clock"], list) and all(_number(t) for t in data["clock"]),
-            "clock must be a list of numbers",
-        ),
-        (lambda: isinstance(data["question"], str), "question must be text"),
-        (
-            lambda: isinstance(data["prior"], int) and 0 <= data["prior"] <= len(data["history"]),
-            "prior must count messages of the history",
-        ),
-        (
-            lambda: isinstance(data["wire"], str) and data["wire"] in WIRES,
-            f"wire must be one of {', '.join(WIRES)}",
-        ),
-        (lambda: isinstance(data.get("request", {}), dict), "request must be an object"),
-        (lambda: isinstance(data.get("turn_id", ""), str), "turn_id must be text"),
-    ]
-    wrong = next((why for ok, why in checks if not ok()), None)
-    if wrong is not None:
-        return wrong
-    for n, call in enumerate(data["calls"], 1):
-        wrong = _call_problem(call)
-        if wrong is not None:
-            return f"call {n}: {wrong}"
-    return _budget_problem(data["budget"])
+class _Malformed(Exception):
+    """What is wrong with the shape of a trace's field."""
 
 
-def _call_problem(call: dict[str, Any]) -> str | None:
-    """What is wrong with one recorded model call (as `call_json` writes it), or None."""
-    iteration, error, tools = call.get("iteration"), call.get("error"), call.get("tools", [])
-    checks = [
-        (
-            isinstance(iteration, int) and not isinstance(iteration, bool),
-            "iteration must be a whole number",
-        ),
-        (
-            error is None
-            or (
-                isinstance(error, dict)
-                and isinstance(error.get("kind"), str)
-                and isinstance(error.get("message"), str)
-            ),
-            "error must be an object with a kind and a message",
-        ),
-        (
-            error is not None
-            or call.get("stopped") is True
-            or isinstance(call.get("response"), dict),
-            "response must be an object",
-        ),
-        *(
-            (_number(call.get(n)), f"{n} must be a number")
-            for n in ("started", "timeout", "duration")
-        ),
-        *(
-            (call.get(n) is None or _number(call[n]), f"{n} must be a number")
-            for n in ("tools_duration", "cost_usd")
-        ),
-        *(
-            (isinstance(call.get(n), str | None), f"{n} must be text")
-            for n in ("stop_reason", "decision", "caption", "model")
-        ),
-        (
-            isinstance(tools, list) and all(isinstance(t, str) for t in tools),
-            "tools must be a list of names",
-        ),
-    ]
-    return next((why for ok, why in checks if not ok), None)
+def _trace(data: Json) -> Trace:
+    """The trace its JSON holds, each field checked in the order the errors name them."""
+    _check(_objects(data["calls"]), "calls must be a list of objects")
+    _check(_objects(data["history"]), "history must be a list of messages")
+    clock = data["clock"]
+    _check(isinstance(clock, list) and all(map(_number, clock)), "clock must be a list of numbers")
+    _check(isinstance(data["question"], str), "question must be text")
+    prior = data["prior"]
+    ok = isinstance(prior, int) and 0 <= prior <= len(data["history"])
+    _check(ok, "prior must count messages of the history")
+    ok = isinstance(data["wire"], str) and data["wire"] in WIRES
+    _check(ok, f"wire must be one of {', '.join(WIRES)}")
+    _check(isinstance(data.get("request", {}), dict), "request must be an object")
+    _check(isinstance(data.get("turn_id", ""), str), "turn_id must be text")
+    calls = [_call(c, data["wire"], n) for n, c in enumerate(data["calls"], 1)]
+    _check(data["outcome"] in OUTCOMES, f"outcome must be one of {', '.join(OUTCOMES)}")
+    stopped_at = data.get("stopped_at_check")
+    _check(stopped_at is None or _whole(stopped_at), "stopped_at_check must be a whole number")
+    return Trace(
+        data["wire"], data["question"], prior, data["history"], Outcome(data["outcome"]),
+        _budget(data["budget"]), calls, [float(t) for t in clock], data.get("request", {}),
+        data.get("turn_id"), _read(Usage.from_dict, data.get("usage")),
+        _read(PublishedState.from_json, data.get("state")), stopped_at,
+    )  # fmt: skip
 
 
-def _budget_problem(budget: Any) -> str | None:
-    """Why a trace's budget cannot be a `Budget`, or None."""
-    if not isinstance(budget, dict):
-        return "budget must be an object"
+def _call(record: Json, wire: str, n: int) -> ModelCall:
+    """A model call from its record (as `call_json` writes it): its usage read from the
+    response as its wire format's adapter reads it, with the cost the trace recorded."""
+    try:
+        _check_call(record)
+    except _Malformed as e:
+        raise _Malformed(f"call {n}: {e}") from None
+    response, usage = record.get("response"), None
+    if isinstance(response, dict):
+        usage = USAGE_OF.get(wire, messages_api.parse_usage)(response.get("usage"))
+        usage.cost_usd = record.get("cost_usd")
+    return ModelCall(
+        record["iteration"], record["started"], record["timeout"], record["duration"],
+        response, record.get("error"), record.get("stop_reason"), record.get("tools"),
+        record.get("decision"), record.get("caption", record.get("activity")),
+        record.get("tools_duration"), usage, record.get("model"), record.get("stopped") is True,
+    )  # fmt: skip
+
+
+def _check_call(record: Json) -> None:
+    _check(_whole(record.get("iteration")), "iteration must be a whole number")
+    error = record.get("error")
+    described = isinstance(error, dict) and all(
+        isinstance(error.get(k), str) for k in ("kind", "message")
+    )
+    _check(error is None or described, "error must be an object with a kind and a message")
+    answered = record.get("stopped") is True or isinstance(record.get("response"), dict)
+    _check(error is not None or answered, "response must be an object")
+    for name in ("started", "timeout", "duration", "tools_duration", "cost_usd"):
+        optional = name in ("tools_duration", "cost_usd") and record.get(name) is None
+        _check(optional or _number(record.get(name)), f"{name} must be a number")
+    for name in ("stop_reason", "decision", "caption", "model"):
+        _check(isinstance(record.get(name), str | None), f"{name} must be text")
+    tools = record.get("tools", [])
+    ok = isinstance(tools, list) and all(isinstance(t, str) for t in tools)
+    _check(ok, "tools must be a list of names")
+
+
+def _budget(budget: Json) -> Budget:
+    _check(isinstance(budget, dict), "budget must be an object")
     settings = {f.name for f in fields(Budget)}
     for name, value in budget.items():
-        if name not in settings:
-            return f"budget: {name} is not a budget setting"
-        if not _number(value):
-            return f"budget: {name} must be a number, got {reprlib.repr(value)}"
+        _check(name in settings, f"budget: {name} is not a budget setting")
+        _check(_number(value), f"budget: {name} must be a number, got {reprlib.repr(value)}")
     try:
-        Budget(**budget)
+        return Budget(**budget)
     except ConfigError as e:
-        return f"budget: {e}"
-    return None
+        raise _Malformed(f"budget: {e}") from None
 
 
-def _number(value: Any) -> bool:
+def _read(parse: Callable[[Json], T], value: Json) -> T | None:
+    """The usage or state a trace carries, if it can be read (a replay reads neither)."""
+    try:
+        return parse(value) if isinstance(value, dict) else None
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _check(ok: bool, why: str) -> None:
+    if not ok:
+        raise _Malformed(why)
+
+
+def _objects(value: Json) -> bool:
+    return isinstance(value, list) and all(isinstance(v, dict) for v in value)
+
+
+def _number(value: Json) -> bool:
     """A JSON number (`read_json` refuses those too large for a float, NaN and Infinity)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def first_difference(recorded: dict[str, Any], replayed: dict[str, Any]) -> str | None:
-    """The first way the replayed trace differs from the recorded one, or None."""
-    for i, (a, b) in enumerate(zip(recorded["calls"], replayed["calls"], strict=False), 1):
-        was, now = _decision(a), _decision(b)
-        if was != now:
-            return f"call {i}: recorded {was}, replayed {now}"
-    if len(recorded["calls"]) != len(replayed["calls"]):
-        return f"recorded {len(recorded['calls'])} model calls, replayed {len(replayed['calls'])}"
-    if recorded["outcome"] != replayed["outcome"]:
-        return f"outcome: recorded {recorded['outcome']}, replayed {replayed['outcome']}"
-    for i, (a, b) in enumerate(zip(recorded["history"], replayed["history"], strict=False), 1):
-        if a != b:
-            return f"history message {i} differs"
-    if len(recorded["history"]) != len(replayed["history"]):
-        return "the replayed history has a different length"
-    return None
-
-
-def _decision(call: dict[str, Any]) -> str:
-    error = call.get("error")
-    if error is not None:
-        return f"error {error.get('kind')}"
-    return str(call.get("decision"))
+def _whole(value: Json) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import httpx
 import pytest
@@ -26,11 +26,11 @@ from turnkeeper.api import create_app
 from turnkeeper.api.openapi import DOCUMENT, MAX_AFTER, Bubble, State, Transcript
 from turnkeeper.api.openapi import Usage as DeclaredUsage
 from turnkeeper.job import TurnJob
-from turnkeeper.outcomes import Outcome, Status
+from turnkeeper.outcomes import Outcome, Status, TurnStatus
 from turnkeeper.providers.scripted import ScriptedProvider
 from turnkeeper.queue import LocalQueue
 from turnkeeper.state import Bubble as PublishedBubble
-from turnkeeper.state import PublishedState
+from turnkeeper.state import PublishedState, Role
 from turnkeeper.store import Store
 from turnkeeper.store.sqlite import SqliteStore
 from turnkeeper.usage import Usage
@@ -97,6 +97,17 @@ def test_the_document_states_what_the_code_enforces() -> None:
 def test_the_served_state_is_the_published_state_field_for_field() -> None:
     assert set(State.model_fields) == {f.name for f in fields(PublishedState)}
     assert set(Bubble.model_fields) == {f.name for f in fields(PublishedBubble)}
+
+
+def test_the_state_and_the_document_type_status_role_and_usage_alike() -> None:
+    """One source for both: the state's `status` and `role` are the aliases the document's
+    models use, and its usage is the `Usage` the document declares field for field."""
+    published = get_type_hints(PublishedState)
+    assert published["status"] == TurnStatus == State.model_fields["status"].annotation
+    role: object = Role  # a typing form, compared as a value
+    assert get_type_hints(PublishedBubble)["role"] == role == Bubble.model_fields["role"].annotation
+    assert published["usage"] is Usage
+    assert State.model_fields["usage"].annotation is DeclaredUsage
 
 
 async def test_a_served_state_and_transcript_validate_against_the_document(store: Store) -> None:

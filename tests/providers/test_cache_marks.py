@@ -159,7 +159,7 @@ async def test_the_trace_says_what_was_marked(
 ) -> None:
     server.add(replayed(TEXT))
     result, _ = await run(anthropic())
-    request = result.trace["request"]
+    request = result.trace.request
     assert request["prompt_cache"] == "5m"
     assert request["cache_breakpoints"] == ["tools", "system", "previous", "latest"]
     assert len(request["cache_breakpoints"]) <= cache_marks.MAX_BREAKPOINTS

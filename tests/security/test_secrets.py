@@ -25,15 +25,19 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.providers.wire_server import Canned, WireServer, json_response, serving
-from turnkeeper import Budget, LocalHooks, run_turn
+from tests.scripts import answer, asks, tool_use
+from turnkeeper import Budget, LocalHooks, run_turn, tool
+from turnkeeper.credentials import keep_secret
 from turnkeeper.job import TurnJob
 from turnkeeper.logs import TEXT, JsonFormatter
 from turnkeeper.providers import Provider
 from turnkeeper.providers.anthropic import AnthropicProvider
 from turnkeeper.providers.openai import OpenAIProvider
+from turnkeeper.providers.scripted import ScriptedProvider
 from turnkeeper.report import log_report
 from turnkeeper.store import hash_token, open_store
 from turnkeeper.telemetry import Telemetry
+from turnkeeper.tools.functions import FunctionToolset
 
 API_KEY = "sk-test-APIKEYSECRET-0123456789"
 PASSWORD = "URLPASSWORD-s3cret"
@@ -162,7 +166,7 @@ async def run_both_ways(tmp_path: Path, first: Provider, second: Provider) -> di
         await provider.aclose()  # type: ignore[attr-defined]
     stored = store_bytes(tmp_path)
     return {
-        "the trace": json.dumps(result.trace),
+        "the trace": json.dumps(result.trace.to_json()),
         "the reports": json.dumps([r.as_dict() for r in hooks.reports], default=str),
         "the published state": json.dumps(state),
         "the transcript": json.dumps(transcript),
@@ -235,3 +239,29 @@ def every_row(store_url: str, folder: Path) -> str:
         rows = [db.execute(f'SELECT t::text FROM "{name}" t').fetchall() for (name,) in tables]
     assert len(tables) >= 3, "the schema holds the store's tables"
     return json.dumps(rows, default=str)
+
+
+async def test_a_tool_error_that_echoes_a_secret_reaches_neither_the_model_nor_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A tool's exception text becomes a tool result (stored, sent to the model) and a
+    report: a secret the process keeps is hidden in both."""
+
+    secret = "sk-tool-echo-0123456789"
+    keep_secret(secret)
+
+    @tool
+    def lookup(order: str) -> str:
+        """Look an order up."""
+        raise RuntimeError(f"backend refused key {secret} for {order}")
+
+    provider = ScriptedProvider([asks(tool_use("lookup", {"order": "A1"})), answer("sorry")])
+    with caplog.at_level(logging.INFO):
+        result = await run_turn(
+            "where is A1?", provider=provider, toolset=FunctionToolset([lookup])
+        )
+    history = json.dumps(result.history)
+    assert "backend refused key" in history  # the error did reach the model
+    assert secret not in history
+    assert secret not in json.dumps(result.state.to_json())
+    assert secret not in caplog.text

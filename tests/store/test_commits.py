@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from turnkeeper.outcomes import Status
 from turnkeeper.state import PublishedState, queued
 from turnkeeper.store import Busy, FenceLost, held_by, new_token
 from turnkeeper.store.sqlite import SqliteStore
@@ -43,7 +44,7 @@ def committed_usage(store: SqliteStore) -> dict[str, str]:
 
 
 def running(version: int) -> PublishedState:
-    return replace(queued("t", "c", "q"), version=version, status="running")
+    return replace(queued("t", "c", "q"), version=version, status=Status.RUNNING)
 
 
 async def test_concurrent_writes_share_one_commit_and_are_all_committed(

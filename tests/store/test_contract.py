@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from tests.waiting import eventually
 
+from turnkeeper.outcomes import Outcome, Status
 from turnkeeper.records import Checkpoint, Guard, ModelCall
 from turnkeeper.state import Bubble, PublishedState, queued
 from turnkeeper.store import (
@@ -47,13 +48,13 @@ def running(state_version: int, *messages: dict[str, Any], done: bool = False) -
         turn_id="t",
         conversation_id="c",
         version=state_version,
-        status="finished" if done else "running",
+        status=Outcome.FINISHED if done else Status.RUNNING,
         done=done,
         stopped=False,
         has_error=False,
         activity=None,
         messages=tuple(Bubble.from_json({"role": "bot", **m}) for m in messages),
-        usage={},
+        usage=Usage(),
     )
 
 

@@ -80,7 +80,15 @@ def created_before(store_url: str, token_hash: str, question: str) -> tuple[str,
         "INSERT INTO turns (turn_id, conversation_id, question, status, version, state,"
         f" n_messages, message_offset, usage, created) VALUES (?, ?, ?, 'queued', 1, ?, 1, 0, ?,"
         f" {now})",
-        [(turn_id, conversation_id, question, json.dumps(first.bare()), json.dumps(first.usage))],
+        [
+            (
+                turn_id,
+                conversation_id,
+                question,
+                json.dumps(first.bare()),
+                json.dumps(first.usage.as_dict()),
+            )
+        ],
     )
     execute(
         store_url,

@@ -10,12 +10,13 @@ them together), and schemathesis checks the served responses against it.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
-from ..outcomes import Outcome, Status
+from ..outcomes import TurnStatus
+from ..state import Role
 
 MAX_AFTER = 10**18 - 1
 """`after` is at most 18 digits."""
@@ -96,7 +97,7 @@ class Bubble(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str
-    role: Literal["user", "bot"]
+    role: Role
     text: str | None = None
     key: str | None = None
     is_error: bool | None = None
@@ -128,7 +129,7 @@ class State(BaseModel):
     turn_id: str
     conversation_id: str
     version: int = Field(ge=1)
-    status: Status | Outcome = Field(description="queued, running, or how the turn ended.")
+    status: TurnStatus = Field(description="queued, running, or how the turn ended.")
     done: bool
     stopped: bool
     has_error: bool

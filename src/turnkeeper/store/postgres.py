@@ -349,7 +349,7 @@ class PostgresStore:
                         " state, n_messages, message_offset, usage, asked_by, locale)"
                         " VALUES (%s, %s, %s, 'queued', 1, %s, 1, %s, %s, %s, %s)",
                         (turn_id, conversation_id, question, Json(first.bare()), offset,
-                         Jsonb(first.usage), user, locale),
+                         Jsonb(first.usage.as_dict()), user, locale),
                     )  # fmt: skip
                     await db.execute(
                         "INSERT INTO bubbles VALUES (%s, 0, %s)",

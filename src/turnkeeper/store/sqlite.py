@@ -185,7 +185,7 @@ class SqliteStore:
                         question,
                         _dump(first.bare()),
                         offset,
-                        _dump(first.usage),
+                        _dump(first.usage.as_dict()),
                         user,
                         locale,
                     ),

@@ -1,0 +1,113 @@
+"""The house's measures (issue 22): where the model call's machinery lives, how typed the
+trace and the package are, and who decides how a turn ends. Each can regress silently."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "turnkeeper"
+
+TRACE_MODULES = ("trace.py", "timeline.py", "replay.py")
+
+SERIALISERS = {"to_json", "from_json", "as_dict", "from_dict", "describe", "summary", "bare"}
+"""Functions that write or read JSON: a JSON edge, where a `dict` is the honest type."""
+
+EDGES = ("providers", "tools", "store", "wire.py", "api/openapi.py")
+"""The wire code (the providers' own JSON, `wire.py`), tool arguments (`tools/`), the
+store's JSON columns (`store/`) and the OpenAPI document."""
+
+
+def annotated(path: Path) -> Iterator[tuple[str | None, str]]:
+    """Every annotation in the module (and every module-level alias), with the function it
+    belongs to (None: the module or a class)."""
+
+    def visit(node: ast.AST, owner: str | None) -> Iterator[tuple[str | None, str]]:
+        for child in ast.iter_child_nodes(node):
+            name = owner
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                name = child.name
+                given = child.args
+                every = (*given.posonlyargs, *given.args, *given.kwonlyargs)
+                args = [*every, *(a for a in (given.vararg, given.kwarg) if a is not None)]
+                for arg in args:
+                    if arg.annotation is not None:
+                        yield name, ast.unparse(arg.annotation)
+                if child.returns is not None:
+                    yield name, ast.unparse(child.returns)
+            elif isinstance(child, ast.AnnAssign):
+                yield owner, ast.unparse(child.annotation)
+            elif (
+                owner is None
+                and isinstance(child, ast.Assign)
+                and isinstance(child.value, ast.Subscript)  # an alias: `Row = dict[str, Any]`
+            ):
+                yield owner, ast.unparse(child.value)
+            yield from visit(child, name)
+
+    yield from visit(ast.parse(path.read_text("utf-8")), None)
+
+
+def test_the_annotation_reader_sees_arguments_returns_fields_and_aliases(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "Row = dict[str, int]\n"
+        "class C:\n    f: dict[str, str]\n"
+        "def g(a: dict[str, bytes], *, b: int) -> dict[str, float]:\n    x: list[int] = []\n"
+    )
+    assert sorted(annotated(module), key=str) == sorted(
+        [
+            (None, "dict[str, int]"),
+            (None, "dict[str, str]"),
+            ("g", "dict[str, bytes]"),
+            ("g", "int"),
+            ("g", "dict[str, float]"),
+            ("g", "list[int]"),
+        ],
+        key=str,
+    )
+
+
+def test_the_trace_module_holds_the_file_format_and_no_task_cancelling() -> None:
+    source = (PACKAGE / "trace.py").read_text("utf-8")
+    assert len(source.splitlines()) <= 250
+    assert ".cancel(" not in source
+    assert "uncancel" not in source
+    assert "uncancel" in (PACKAGE / "calls.py").read_text("utf-8"), "the call room races Stop"
+
+
+def test_the_trace_modules_read_a_typed_trace() -> None:
+    dicts = [
+        (name, owner, annotation)
+        for name in TRACE_MODULES
+        for owner, annotation in annotated(PACKAGE / name)
+        for _ in range(annotation.count("dict["))
+    ]
+    assert len(dicts) <= 3, dicts
+
+
+def test_the_package_has_few_untyped_dicts_outside_its_edges() -> None:
+    """`dict[str, Any]` (or `object`) annotations outside the wire code, tool arguments, the
+    store's JSON columns, the OpenAPI document and the functions that serialise."""
+    untyped = [
+        (str(path.relative_to(PACKAGE)), owner, annotation)
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if not str(path.relative_to(PACKAGE)).startswith(EDGES)
+        for owner, annotation in annotated(path)
+        if owner not in SERIALISERS
+        for _ in range(annotation.count("dict[str, Any]") + annotation.count("dict[str, object]"))
+    ]
+    assert untyped, "the measure sees something"
+    assert len(untyped) <= 25, untyped
+
+
+def test_only_outcomes_builds_an_ending() -> None:
+    """How a turn ends is built by `outcomes.ending()`; everyone else reads it."""
+    builders = sorted(
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text("utf-8")))
+        if isinstance(node, ast.Call) and ast.unparse(node.func) in ("Ending", "outcomes.Ending")
+    )
+    assert builders == ["outcomes.py"]
