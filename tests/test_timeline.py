@@ -10,12 +10,15 @@ from typing import Any
 
 import pytest
 
+from tests.models import GatedModel
 from tests.scripts import answer, asks, tool_use, usage
-from turnkeeper import ScriptedProvider
+from tests.test_loop import Clock
+from turnkeeper import LocalHooks, ScriptedProvider, run_turn
 from turnkeeper.cli import main
 from turnkeeper.job import TurnJob
 from turnkeeper.store import new_token, open_store
 from turnkeeper.tools.functions import FunctionToolset, Tool
+from turnkeeper.trace import write_trace
 from turnkeeper.wire import ToolSpec
 
 SONNET = "claude-sonnet-4-5"
@@ -179,3 +182,131 @@ def test_trace_show_has_the_prompt_caches_tokens_per_call_and_in_all(
     assert "cache w cache r" in table[0]
     assert table[2].split()[2:7] == ["6420", "+410", "400", "6010", "100"]
     assert table[-1].split()[3:7] == ["19250", "6800", "12420", "300"]
+
+
+# ---- what `trace show` says of calls that did not answer, and of what it does not know -------
+
+HELD = 0.05
+"""Seconds a test holds a model call in flight, so that what it ran is measurable."""
+OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+
+
+def shown(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[list[str], dict[str, Any]]:
+    """`trace show` of `argv`: the table's lines and the `--json` document."""
+    assert main(["trace", "show", *argv]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert main(["trace", "show", *argv, "--json"]) == 0
+    return table, json.loads(capsys.readouterr().out)
+
+
+CELLS = {"stop": (5, 33), "+in": (42, 49), "seconds": (73, 81), "cost": (91, 100)}
+"""Where `timeline.render` puts a line's columns (the activity follows them, to its tools)."""
+
+
+def cell(line: str, name: str) -> str:
+    """One column of a table line, as printed."""
+    if name == "activity":
+        return line[102:124].strip()
+    start, end = CELLS[name]
+    return line[start:end].strip()
+
+
+async def stopped_trace(path: Path) -> None:
+    """The trace of a turn a stop ended during its only call, which had run 0.3 s."""
+    clock = Clock()
+    hooks = LocalHooks(reporter=lambda r: None)
+    model = GatedModel([answer("never shown")])
+    running = asyncio.create_task(run_turn("q", provider=model, hooks=hooks, clock=clock))
+    await model.started.wait()
+    clock.t += 0.3
+    hooks.stop()
+    write_trace((await running).trace, path)
+
+
+def test_a_stopped_call_shows_stopped_and_the_seconds_it_ran(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "stopped.json"
+    asyncio.run(stopped_trace(path))
+    table, document = shown([str(path)], capsys)
+    assert cell(table[1], "stop") == "stopped"
+    assert float(cell(table[1], "seconds")) == 0.3
+    assert document["iterations"][0]["stopped"] is True
+
+
+async def stored_and_held(url: str, end: str) -> str:
+    """A stored turn whose only call is held `HELD` seconds, then ended: by a stop (`stop`),
+    or by the job's task being cancelled (`cancel`, the process stopping)."""
+    store = await open_store(url)
+    try:
+        conversation_id = await store.create_conversation(new_token()[1])
+        turn = await store.create_turn(conversation_id, "q")
+        model = GatedModel([answer("never shown")])
+        running = asyncio.create_task(
+            TurnJob(store, model, reporter=lambda r: None).run(turn.turn_id)
+        )
+        await model.started.wait()
+        await asyncio.sleep(HELD)  # the call runs a measurable while: what is measured
+        if end == "stop":
+            await store.request_cancel(turn.turn_id)
+            await running
+        else:
+            running.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await running
+        return turn.turn_id
+    finally:
+        await store.close()
+
+
+def test_a_stored_stopped_call_shows_stopped_and_the_seconds_it_ran(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    turn_id = asyncio.run(stored_and_held(store_url, "stop"))
+    table, document = shown([turn_id, "--database", store_url], capsys)
+    assert cell(table[1], "stop") == "stopped"
+    assert float(cell(table[1], "seconds")) >= HELD
+    assert document["iterations"][0]["stopped"] is True
+    assert "outcome: stopped" in table[-1]
+
+
+def test_a_failed_call_shows_its_error_type_and_no_growth(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([asks(tool_use("read_file", {"path": "todo.txt"})), OVERLOADED]))
+    trace = tmp_path / "trace.json"
+    assert (
+        main(["run", "--script", str(script), "--root", str(tmp_path), "--trace", str(trace), "q"])
+        == 0
+    )
+    capsys.readouterr()
+    table, document = shown([str(trace)], capsys)
+    assert cell(table[2], "stop") == "error: ProviderUnavailable"
+    assert cell(table[2], "+in") == "", "an unanswered call's input has no growth to show"
+    row = document["iterations"][1]
+    assert (row["error_type"], row["error"]) == (
+        "ProviderUnavailable",
+        "overloaded_error: Overloaded",
+    )
+
+
+def test_a_stored_failed_call_shows_its_error_type(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def failed() -> str:
+        store = await open_store(store_url)
+        try:
+            conversation_id = await store.create_conversation(new_token()[1])
+            turn = await store.create_turn(conversation_id, "q")
+            model = ScriptedProvider([asks(tool_use("read_file")), OVERLOADED])
+            tools = FunctionToolset([Tool(ToolSpec("read_file", "Read."), slow_read)])
+            await TurnJob(store, model, tools, reporter=lambda r: None).run(turn.turn_id)
+            return turn.turn_id
+        finally:
+            await store.close()
+
+    turn_id = asyncio.run(failed())
+    table, document = shown([turn_id, "--database", store_url], capsys)
+    assert cell(table[2], "stop") == "error: ProviderUnavailable"
+    assert document["iterations"][1]["error_type"] == "ProviderUnavailable"

@@ -47,6 +47,9 @@ def row(call: Mapping[str, Any], wire: str = "anthropic") -> Row:
         "iteration": call.get("iteration"),
         "stop_reason": call.get("stop_reason"),
         "error": error.get("message") if isinstance(error, dict) else None,
+        "error_type": error.get("kind") if isinstance(error, dict) else None,
+        "stopped": call.get("stopped") is True,
+        "decision": call.get("decision"),
         **_counts(usage),
         "seconds": round(float(call.get("duration", 0.0)), 3),
         "tool_seconds": round(float(call.get("tools_duration") or 0.0), 3),
@@ -63,6 +66,9 @@ def _summarised(call: Mapping[str, Any]) -> Row:
         "iteration": call.get("iteration"),
         "stop_reason": call.get("stop_reason"),
         "error": call.get("error"),
+        "error_type": call.get("error_type"),
+        "stopped": call.get("decision") == "stopped",
+        "decision": call.get("decision"),
         **_counts(Usage(**{kind: count(call.get(kind)) for kind in KINDS})),
         "seconds": round(float(call.get("seconds", 0.0)), 3),
         "tool_seconds": round(float(call.get("tools_seconds") or 0.0), 3),
@@ -101,9 +107,10 @@ def render(timeline: Sequence[Row], outcome: str | None) -> str:
     ]
     previous: int | None = None
     for r in timeline:
-        stop = r["stop_reason"] if r["error"] is None else f"error: {r['error']}"
-        growth = "" if previous is None else f"{r['input_tokens'] - previous:+d}"
-        previous = r["input_tokens"] if r["error"] is None else previous
+        stop = _ending(r)
+        answered = _answered(r)
+        growth = "" if previous is None or not answered else f"{r['input_tokens'] - previous:+d}"
+        previous = r["input_tokens"] if answered else previous
         lines.append(
             f"{r['iteration']!s:>3}  {str(stop)[:28]:<28} {r['input_tokens']:>7} {growth:>7} "
             f"{_tokens_of(r)} {r['seconds']:>8.3f} {r['tool_seconds']:>8.3f} "
@@ -117,6 +124,25 @@ def render(timeline: Sequence[Row], outcome: str | None) -> str:
         f"{_dollars(t['cost_usd']):>9}"
     )
     return "\n".join(lines)
+
+
+def _ending(r: Row) -> str:
+    """What a call's stop-reason column says: its error's type (its message in a record from
+    before the type was kept) if it failed, `stopped` if a stop aborted it, `cut short` if
+    it never answered otherwise (its task was cancelled), else its stop reason."""
+    if r["error"] is not None:
+        return f"error: {r['error_type'] or r['error']}"
+    if r["stopped"]:
+        return "stopped"
+    if not _answered(r):
+        return "cut short"
+    return str(r["stop_reason"])
+
+
+def _answered(r: Row) -> bool:
+    """The call answered: it has tokens counted, and its input a growth to show."""
+    cut_short = r["stop_reason"] is None and r["decision"] is None
+    return r["error"] is None and not r["stopped"] and not cut_short
 
 
 def _counts(usage: Usage) -> dict[str, int]:
