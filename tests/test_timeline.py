@@ -12,8 +12,8 @@ import pytest
 
 from tests.models import GatedModel
 from tests.scripts import answer, asks, tool_use, usage
-from tests.test_loop import Clock
-from turnkeeper import LocalHooks, ScriptedProvider, run_turn
+from tests.test_loop import Clock, quiet_hooks
+from turnkeeper import Budget, LocalHooks, Outcome, ScriptedProvider, run_turn
 from turnkeeper.cli import main
 from turnkeeper.job import TurnJob
 from turnkeeper.store import new_token, open_store
@@ -268,6 +268,50 @@ def test_a_stored_stopped_call_shows_stopped_and_the_seconds_it_ran(
     assert float(cell(table[1], "seconds")) >= HELD
     assert document["iterations"][0]["stopped"] is True
     assert "outcome: stopped" in table[-1]
+
+
+def test_a_call_cut_short_shows_so_and_the_seconds_it_ran(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The job's task is cancelled during the call (the process stopping): the call never
+    answered, and ran until then."""
+    turn_id = asyncio.run(stored_and_held(store_url, "cancel"))
+    table, document = shown([turn_id, "--database", store_url], capsys)
+    assert cell(table[1], "stop") == "cut short"
+    assert float(cell(table[1], "seconds")) >= HELD
+    assert document["iterations"][0]["seconds"] >= HELD
+
+
+class Overrunning(GatedModel):
+    """Takes 0.3 s on the turn's clock, then ignores its timeout."""
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__([])
+        self.clock = clock
+
+    async def complete(self, history: Any, tools: Any, timeout: float) -> Any:
+        self.clock.t += 0.3
+        await asyncio.Event().wait()
+
+
+def test_a_call_the_deadline_cut_off_shows_its_error_and_the_seconds_it_ran(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def overrun() -> None:
+        clock = Clock()
+        budget = Budget(deadline=HELD, margin=0, min_call=0)
+        result = await run_turn(
+            "q", provider=Overrunning(clock), budget=budget, hooks=quiet_hooks(), clock=clock
+        )
+        assert result.outcome is Outcome.TIME_LIMIT
+        write_trace(result.trace, path)
+
+    path = tmp_path / "overrun.json"
+    asyncio.run(overrun())
+    table, document = shown([str(path)], capsys)
+    assert cell(table[1], "stop") == "error: ProviderUnavailable"
+    assert float(cell(table[1], "seconds")) == 0.3
+    assert document["iterations"][0]["error_type"] == "ProviderUnavailable"
 
 
 def test_a_failed_call_shows_its_error_type_and_no_growth(

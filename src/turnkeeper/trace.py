@@ -98,14 +98,11 @@ class Recorder:
             reply = await self._unless_stopped(
                 self.provider.complete(history, tools, timeout), stop
             )
-        except Exception as e:
+        except BaseException as e:  # a cancel too (the deadline's backstop, the task's): timed
             call.duration = self.now() - started
-            error = _provider_error(e, timeout)
-            call.error = error.describe()
-            self.watch.call_ended(
-                CallEnd(call.iteration, call.duration, self.requested, error=str(error))
-            )
-            raise error from e
+            if not isinstance(e, Exception):
+                raise
+            raise self._failed(call, e, timeout) from e
         call.duration = self.now() - started
         if reply is None:
             call.stopped, call.decision = True, "stopped"
@@ -131,6 +128,15 @@ class Recorder:
                 )
             )
         return reply
+
+    def _failed(self, call: ModelCall, e: Exception, timeout: float) -> ProviderError:
+        """The `ProviderError` the call's failure `e` comes out as, recorded and watched."""
+        error = _provider_error(e, timeout)
+        call.error = error.describe()
+        self.watch.call_ended(
+            CallEnd(call.iteration, call.duration, self.requested, error=str(error))
+        )
+        return error
 
     def _priced(self, usage: Usage, model: str | None) -> Usage:
         """`usage` priced for `model`, its cache writes at the TTL the requests marked."""
