@@ -55,8 +55,9 @@ async def stored_turn(url: str) -> str:
 
 
 def test_trace_show_reads_a_stored_multi_iteration_turn(
-    store_url: str, capsys: pytest.CaptureFixture[str]
+    store_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    monkeypatch.setenv("LC_ALL", "en_US.UTF-8")
     turn_id = asyncio.run(stored_turn(store_url))
     assert main(["trace", "show", turn_id, "--database", store_url, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
@@ -64,7 +65,7 @@ def test_trace_show_reads_a_stored_multi_iteration_turn(
     assert [r["input_tokens"] for r in rows] == [1_000, 1_600, 2_400]
     assert [r["stop_reason"] for r in rows] == ["tool_use", "tool_use", "end_turn"]
     assert [r["tools"] for r in rows] == [["read_file"], ["read_file"], []]
-    assert [r["activity"] for r in rows] == ["activity.read_file"] * 3
+    assert [r["activity"] for r in rows] == ["activity.read_file"] * 2 + [None]
     assert [r["tool_seconds"] > 0 for r in rows] == [True, True, False], "tool rounds timed"
     # 5000 in * $3 + 300 out * $15 per million
     assert shown["totals"]["cost_usd"] == pytest.approx(0.0195)
@@ -73,7 +74,7 @@ def test_trace_show_reads_a_stored_multi_iteration_turn(
     assert len(table) == 5, "a header, three calls, the totals"
     assert "+600" in table[2], "the growth of input tokens"
     assert "+800" in table[3]
-    assert "activity.read_file" in table[1]
+    assert "Read a file" in table[1]
     assert "outcome: finished" in table[-1]
     assert "0.0195" in table[-1]
 
@@ -100,7 +101,7 @@ def test_trace_show_of_a_file_has_captions_and_cost(
     capsys.readouterr()
     assert main(["trace", "show", "--json", str(trace)]) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert [r["activity"] for r in shown["iterations"]] == ["activity.read_file"] * 3
+    assert [r["activity"] for r in shown["iterations"]] == ["activity.read_file"] * 2 + [None]
     assert shown["totals"]["cost_usd"] == pytest.approx(0.0195)
 
 
@@ -354,3 +355,39 @@ def test_a_stored_failed_call_shows_its_error_type(
     table, document = shown([turn_id, "--database", store_url], capsys)
     assert cell(table[2], "stop") == "error: ProviderUnavailable"
     assert document["iterations"][1]["error_type"] == "ProviderUnavailable"
+
+
+def test_the_caption_is_in_the_readers_language_once_on_the_call_that_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "todo.txt").write_text("write tests")
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(script()))
+    trace = tmp_path / "trace.json"
+    argv = ["run", "--script", str(path), "--root", str(tmp_path), "--trace", str(trace), "q"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    monkeypatch.delenv("LC_MESSAGES", raising=False)
+    monkeypatch.setenv("LC_ALL", "es_ES.UTF-8")
+    table, document = shown([str(trace)], capsys)
+    assert [cell(line, "activity") for line in table[1:4]] == ["Leyó un archivo"] * 2 + [""]
+    assert "activity." not in "\n".join(table)
+    assert [r["activity"] for r in document["iterations"]] == ["activity.read_file"] * 2 + [None]
+    monkeypatch.setenv("LC_ALL", "en_US.UTF-8")
+    table, _ = shown([str(trace)], capsys)
+    assert "Read a file" in table[1]
+    recorded = json.loads(trace.read_text())
+    recorded["calls"][0]["caption"] = "activity.get_weather"  # an application's own caption
+    trace.write_text(json.dumps(recorded))
+    table, _ = shown([str(trace)], capsys)
+    assert cell(table[1], "activity") == "activity.get_weather", "shown as its key, not blank"
+
+
+def test_a_stored_turns_caption_is_shown_once_on_the_call_that_asked(
+    store_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    turn_id = asyncio.run(stored_turn(store_url))
+    monkeypatch.setenv("LC_ALL", "es_ES.UTF-8")
+    table, document = shown([turn_id, "--database", store_url], capsys)
+    assert [cell(line, "activity") for line in table[1:4]] == ["Leyó un archivo"] * 2 + [""]
+    assert [r["activity"] for r in document["iterations"]] == ["activity.read_file"] * 2 + [None]

@@ -281,8 +281,17 @@ def cmd_trace(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"iterations": rows, "totals": timeline.totals(rows)}, ensure_ascii=False))
     else:
-        print(timeline.render(rows, outcome))
+        print(timeline.render(captioned(rows, i18n.locale_from_env(os.environ)), outcome))
     return 0
+
+
+def captioned(rows: Sequence[dict[str, Any]], locale: str) -> list[dict[str, Any]]:
+    """The rows with each activity caption key resolved in `locale`; a key the process's
+    catalogs lack (an application's own caption) stays as it is."""
+    return [
+        {**r, "activity": r["activity"] and (i18n.resolve(r["activity"], locale) or r["activity"])}
+        for r in rows
+    ]
 
 
 async def _stored_timeline(turn_id: str, database: str | None) -> tuple[list[Any], str | None]:

@@ -80,7 +80,19 @@ def _summarised(call: Mapping[str, Any]) -> Row:
 
 
 def rows(calls: Sequence[Mapping[str, Any]], wire: str = "anthropic") -> list[Row]:
-    return [row(call, wire) for call in calls]
+    """The rows of a turn's calls; each caption on the call that asked for its tool only
+    (the loop carries a caption on to the calls after it, for the waiting reader)."""
+    timeline = [row(call, wire) for call in calls]
+    carried: str | None = None
+    for r in timeline:
+        r["activity"], carried = _own_caption(r, carried), r["activity"]
+    return timeline
+
+
+def _own_caption(r: Row, carried: str | None) -> str | None:
+    """The row's caption if its call asked for a tool, or used one that changed the caption
+    (a server tool's), not if it only carries on the one before it."""
+    return r["activity"] if r["tools"] or r["activity"] != carried else None
 
 
 def totals(timeline: Sequence[Row]) -> Row:
