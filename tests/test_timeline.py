@@ -391,3 +391,15 @@ def test_a_stored_turns_caption_is_shown_once_on_the_call_that_asked(
     table, document = shown([turn_id, "--database", store_url], capsys)
     assert [cell(line, "activity") for line in table[1:4]] == ["Leyó un archivo"] * 2 + [""]
     assert [r["activity"] for r in document["iterations"]] == ["activity.read_file"] * 2 + [None]
+
+
+def test_unknown_prices_make_the_total_unknown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No call of the turn has a known price (the model is unknown): the total is not 0."""
+    path = tmp_path / "stopped.json"
+    asyncio.run(stopped_trace(path))
+    table, document = shown([str(path)], capsys)
+    assert cell(table[1], "cost") == "?"
+    assert cell(table[-1], "cost") == "?"
+    assert document["totals"]["cost_usd"] is None

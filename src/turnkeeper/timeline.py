@@ -96,11 +96,13 @@ def _own_caption(r: Row, carried: str | None) -> str | None:
 
 
 def totals(timeline: Sequence[Row]) -> Row:
-    # A call that failed, or never answered (cut off in flight), has no tokens to price.
+    # A call that failed, or never answered (cut off in flight), has no tokens to price;
+    # the cost is known when every call that has is priced, unknown when none has (as the
+    # published usage's), but for a turn that made no call.
     billed = (
         r for r in timeline if r["error"] is None and (r["input_tokens"] or r["output_tokens"])
     )
-    costs = [r["cost_usd"] for r in billed]
+    costs = [r["cost_usd"] for r in billed] or ([None] if timeline else [])
     return {
         "iterations": len(timeline),
         **{kind: sum(r[kind] for r in timeline) for kind in KINDS},
