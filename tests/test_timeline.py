@@ -79,10 +79,17 @@ def test_trace_show_reads_a_stored_multi_iteration_turn(
     assert "0.0195" in table[-1]
 
 
+async def created(url: str) -> None:
+    """An empty store at `url`."""
+    store = await open_store(url)
+    await store.close()
+
+
 def test_trace_show_of_an_unknown_turn_is_one_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     url = f"sqlite:///{tmp_path / 'empty.db'}"
+    asyncio.run(created(url))
     assert main(["trace", "show", "t_0123abcd", "--database", url]) == 2
     assert "has no turn t_0123abcd" in capsys.readouterr().err
     assert main(["trace", "show", "no-such-file.json", "--database", url]) == 2
@@ -403,3 +410,18 @@ def test_unknown_prices_make_the_total_unknown(
     assert cell(table[1], "cost") == "?"
     assert cell(table[-1], "cost") == "?"
     assert document["totals"]["cost_usd"] is None
+
+
+def test_trace_show_of_a_turn_id_creates_no_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TURNKEEPER_DATABASE_URL", raising=False)
+    assert main(["trace", "show", "t_0123abcd"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "turnkeeper.db" in err
+    missing = tmp_path / "elsewhere.db"
+    assert main(["trace", "show", "t_0123abcd", "--database", f"sqlite:///{missing}"]) == 2
+    assert str(missing) in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == [], "no database file was created"
