@@ -1,11 +1,13 @@
 """A turn's timeline: one row per model call, and totals, as `turnkeeper trace show` prints it.
 
 Rows come from a trace file's call records or from the per-iteration records
-the store keeps; either way a row holds the stop reason (or the error), the
-input and output tokens, the seconds the call took, the tools it called and the
-seconds they took, the activity caption key it left, and its cost when the
-model's price is known. The totals' two times add up to the turn's wall time,
-but for the loop's own microseconds.
+the store keeps; either way a row holds the stop reason (or the error's type,
+or that a stop aborted the call), the input and output tokens, the seconds the
+call took (what it ran, if it was cut off), the tools it called and the seconds
+they took, the activity caption key of the tool it asked for, and its cost when
+the model's price is known. The totals' cost is known when some call answered
+and every call that did is priced (a turn that made no call cost nothing); their
+two times add up to the turn's wall time, but for the loop's own microseconds.
 A row's input tokens are every input token the call sent, as the GenAI
 conventions and OpenAI count them; `cache_creation_input_tokens` and
 `cache_read_input_tokens` say how many of them the prompt cache wrote (at
