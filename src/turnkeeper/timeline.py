@@ -98,9 +98,9 @@ def _own_caption(r: Row, carried: str | None) -> str | None:
 
 
 def totals(timeline: Sequence[Row]) -> Row:
-    # A call that failed, or never answered (cut off in flight), has no tokens to price;
-    # the cost is known when every call that has is priced, unknown when none has (as the
-    # published usage's), but for a turn that made no call.
+    # A call that failed, or never answered (cut off in flight), has no tokens to price.
+    # The total is known when every call with tokens is priced; unknown when no call has
+    # any (as the published usage's cost), unless the turn made no call at all.
     billed = (
         r for r in timeline if r["error"] is None and (r["input_tokens"] or r["output_tokens"])
     )
