@@ -10,13 +10,16 @@ from typing import Any
 
 import pytest
 
+from tests.models import GatedModel
 from tests.scripts import answer, asks, tool_use, usage
-from turnkeeper import ScriptedProvider
+from tests.test_loop import Clock, quiet_hooks
+from turnkeeper import Budget, LocalHooks, Outcome, ScriptedProvider, run_turn
 from turnkeeper.cli import main
 from turnkeeper.job import TurnJob
 from turnkeeper.records import ModelCall
 from turnkeeper.store import new_token, open_store
 from turnkeeper.tools.functions import FunctionToolset, Tool
+from turnkeeper.trace import write_trace
 from turnkeeper.wire import ToolSpec
 
 SONNET = "claude-sonnet-4-5"
@@ -53,8 +56,9 @@ async def stored_turn(url: str) -> str:
 
 
 def test_trace_show_reads_a_stored_multi_iteration_turn(
-    store_url: str, capsys: pytest.CaptureFixture[str]
+    store_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    monkeypatch.setenv("LC_ALL", "en_US.UTF-8")
     turn_id = asyncio.run(stored_turn(store_url))
     assert main(["trace", "show", turn_id, "--database", store_url, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
@@ -62,7 +66,7 @@ def test_trace_show_reads_a_stored_multi_iteration_turn(
     assert [r["input_tokens"] for r in rows] == [1_000, 1_600, 2_400]
     assert [r["stop_reason"] for r in rows] == ["tool_use", "tool_use", "end_turn"]
     assert [r["tools"] for r in rows] == [["read_file"], ["read_file"], []]
-    assert [r["activity"] for r in rows] == ["activity.read_file"] * 3
+    assert [r["activity"] for r in rows] == ["activity.read_file"] * 2 + [None]
     assert [r["tool_seconds"] > 0 for r in rows] == [True, True, False], "tool rounds timed"
     # 5000 in * $3 + 300 out * $15 per million
     assert shown["totals"]["cost_usd"] == pytest.approx(0.0195)
@@ -71,15 +75,22 @@ def test_trace_show_reads_a_stored_multi_iteration_turn(
     assert len(table) == 5, "a header, three calls, the totals"
     assert "+600" in table[2], "the growth of input tokens"
     assert "+800" in table[3]
-    assert "activity.read_file" in table[1]
+    assert "Read a file" in table[1]
     assert "outcome: finished" in table[-1]
     assert "0.0195" in table[-1]
+
+
+async def created(url: str) -> None:
+    """An empty store at `url`."""
+    store = await open_store(url)
+    await store.close()
 
 
 def test_trace_show_of_an_unknown_turn_is_one_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     url = f"sqlite:///{tmp_path / 'empty.db'}"
+    asyncio.run(created(url))
     assert main(["trace", "show", "t_0123abcd", "--database", url]) == 2
     assert "has no turn t_0123abcd" in capsys.readouterr().err
     assert main(["trace", "show", "no-such-file.json", "--database", url]) == 2
@@ -98,7 +109,7 @@ def test_trace_show_of_a_file_has_captions_and_cost(
     capsys.readouterr()
     assert main(["trace", "show", "--json", str(trace)]) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert [r["activity"] for r in shown["iterations"]] == ["activity.read_file"] * 3
+    assert [r["activity"] for r in shown["iterations"]] == ["activity.read_file"] * 2 + [None]
     assert shown["totals"]["cost_usd"] == pytest.approx(0.0195)
 
 
@@ -180,3 +191,238 @@ def test_trace_show_has_the_prompt_caches_tokens_per_call_and_in_all(
     assert "cache w cache r" in table[0]
     assert table[2].split()[2:7] == ["6420", "+410", "400", "6010", "100"]
     assert table[-1].split()[3:7] == ["19250", "6800", "12420", "300"]
+
+
+# ---- what `trace show` says of calls that did not answer, and of what it does not know -------
+
+HELD = 0.05
+"""Seconds a test holds a model call in flight, so that what it ran is measurable."""
+OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+
+
+def shown(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[list[str], dict[str, Any]]:
+    """`trace show` of `argv`: the table's lines and the `--json` document."""
+    assert main(["trace", "show", *argv]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert main(["trace", "show", *argv, "--json"]) == 0
+    return table, json.loads(capsys.readouterr().out)
+
+
+CELLS = {"stop": (5, 33), "+in": (42, 49), "seconds": (73, 81), "cost": (91, 100)}
+"""Where `timeline.render` puts a line's columns (the activity follows them, to its tools)."""
+
+
+def cell(line: str, name: str) -> str:
+    """One column of a table line, as printed."""
+    if name == "activity":
+        return line[102:124].strip()
+    start, end = CELLS[name]
+    return line[start:end].strip()
+
+
+async def stopped_trace(path: Path) -> None:
+    """The trace of a turn a stop ended during its only call, which had run 0.3 s."""
+    clock = Clock()
+    hooks = LocalHooks(reporter=lambda r: None)
+    model = GatedModel([answer("never shown")])
+    running = asyncio.create_task(run_turn("q", provider=model, hooks=hooks, clock=clock))
+    await model.started.wait()
+    clock.t += 0.3
+    hooks.stop()
+    write_trace((await running).trace, path)
+
+
+def test_a_stopped_call_shows_stopped_and_the_seconds_it_ran(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "stopped.json"
+    asyncio.run(stopped_trace(path))
+    table, document = shown([str(path)], capsys)
+    assert cell(table[1], "stop") == "stopped"
+    assert float(cell(table[1], "seconds")) == 0.3
+    assert document["iterations"][0]["stopped"] is True
+
+
+async def stored_and_held(url: str, end: str) -> str:
+    """A stored turn whose only call is held `HELD` seconds, then ended: by a stop (`stop`),
+    or by the job's task being cancelled (`cancel`, the process stopping)."""
+    store = await open_store(url)
+    try:
+        conversation_id = await store.create_conversation(new_token()[1])
+        turn = await store.create_turn(conversation_id, "q")
+        model = GatedModel([answer("never shown")])
+        running = asyncio.create_task(
+            TurnJob(store, model, reporter=lambda r: None).run(turn.turn_id)
+        )
+        await model.started.wait()
+        await asyncio.sleep(HELD)  # the call runs a measurable while: what is measured
+        if end == "stop":
+            await store.request_cancel(turn.turn_id)
+            await running
+        else:
+            running.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await running
+        return turn.turn_id
+    finally:
+        await store.close()
+
+
+def test_a_stored_stopped_call_shows_stopped_and_the_seconds_it_ran(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    turn_id = asyncio.run(stored_and_held(store_url, "stop"))
+    table, document = shown([turn_id, "--database", store_url], capsys)
+    assert cell(table[1], "stop") == "stopped"
+    assert float(cell(table[1], "seconds")) >= HELD
+    assert document["iterations"][0]["stopped"] is True
+    assert "outcome: stopped" in table[-1]
+
+
+def test_a_call_cut_short_shows_so_and_the_seconds_it_ran(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The job's task is cancelled during the call (the process stopping): the call never
+    answered, and ran until then."""
+    turn_id = asyncio.run(stored_and_held(store_url, "cancel"))
+    table, document = shown([turn_id, "--database", store_url], capsys)
+    assert cell(table[1], "stop") == "cut short"
+    assert float(cell(table[1], "seconds")) >= HELD
+    assert document["iterations"][0]["seconds"] >= HELD
+
+
+class Overrunning(GatedModel):
+    """Takes 0.3 s on the turn's clock, then ignores its timeout."""
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__([])
+        self.clock = clock
+
+    async def complete(self, history: Any, tools: Any, timeout: float) -> Any:
+        self.clock.t += 0.3
+        await asyncio.Event().wait()
+
+
+def test_a_call_the_deadline_cut_off_shows_its_error_and_the_seconds_it_ran(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def overrun() -> None:
+        clock = Clock()
+        budget = Budget(deadline=HELD, margin=0, min_call=0)
+        result = await run_turn(
+            "q", provider=Overrunning(clock), budget=budget, hooks=quiet_hooks(), clock=clock
+        )
+        assert result.outcome is Outcome.TIME_LIMIT
+        write_trace(result.trace, path)
+
+    path = tmp_path / "overrun.json"
+    asyncio.run(overrun())
+    table, document = shown([str(path)], capsys)
+    assert cell(table[1], "stop") == "error: ProviderUnavailable"
+    assert float(cell(table[1], "seconds")) == 0.3
+    assert document["iterations"][0]["error_type"] == "ProviderUnavailable"
+
+
+def test_a_failed_call_shows_its_error_type_and_no_growth(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([asks(tool_use("read_file", {"path": "todo.txt"})), OVERLOADED]))
+    trace = tmp_path / "trace.json"
+    assert (
+        main(["run", "--script", str(script), "--root", str(tmp_path), "--trace", str(trace), "q"])
+        == 0
+    )
+    capsys.readouterr()
+    table, document = shown([str(trace)], capsys)
+    assert cell(table[2], "stop") == "error: ProviderUnavailable"
+    assert cell(table[2], "+in") == "", "an unanswered call's input has no growth to show"
+    row = document["iterations"][1]
+    assert (row["error_type"], row["error"]) == (
+        "ProviderUnavailable",
+        "overloaded_error: Overloaded",
+    )
+
+
+def test_a_stored_failed_call_shows_its_error_type(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def failed() -> str:
+        store = await open_store(store_url)
+        try:
+            conversation_id = await store.create_conversation(new_token()[1])
+            turn = await store.create_turn(conversation_id, "q")
+            model = ScriptedProvider([asks(tool_use("read_file")), OVERLOADED])
+            tools = FunctionToolset([Tool(ToolSpec("read_file", "Read."), slow_read)])
+            await TurnJob(store, model, tools, reporter=lambda r: None).run(turn.turn_id)
+            return turn.turn_id
+        finally:
+            await store.close()
+
+    turn_id = asyncio.run(failed())
+    table, document = shown([turn_id, "--database", store_url], capsys)
+    assert cell(table[2], "stop") == "error: ProviderUnavailable"
+    assert document["iterations"][1]["error_type"] == "ProviderUnavailable"
+
+
+def test_the_caption_is_in_the_readers_language_once_on_the_call_that_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "todo.txt").write_text("write tests")
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(script()))
+    trace = tmp_path / "trace.json"
+    argv = ["run", "--script", str(path), "--root", str(tmp_path), "--trace", str(trace), "q"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    monkeypatch.delenv("LC_MESSAGES", raising=False)
+    monkeypatch.setenv("LC_ALL", "es_ES.UTF-8")
+    table, document = shown([str(trace)], capsys)
+    assert [cell(line, "activity") for line in table[1:4]] == ["Leyó un archivo"] * 2 + [""]
+    assert "activity." not in "\n".join(table)
+    assert [r["activity"] for r in document["iterations"]] == ["activity.read_file"] * 2 + [None]
+    monkeypatch.setenv("LC_ALL", "en_US.UTF-8")
+    table, _ = shown([str(trace)], capsys)
+    assert "Read a file" in table[1]
+    recorded = json.loads(trace.read_text())
+    recorded["calls"][0]["caption"] = "activity.get_weather"  # an application's own caption
+    trace.write_text(json.dumps(recorded))
+    table, _ = shown([str(trace)], capsys)
+    assert cell(table[1], "activity") == "activity.get_weather", "shown as its key, not blank"
+
+
+def test_a_stored_turns_caption_is_shown_once_on_the_call_that_asked(
+    store_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    turn_id = asyncio.run(stored_turn(store_url))
+    monkeypatch.setenv("LC_ALL", "es_ES.UTF-8")
+    table, document = shown([turn_id, "--database", store_url], capsys)
+    assert [cell(line, "activity") for line in table[1:4]] == ["Leyó un archivo"] * 2 + [""]
+    assert [r["activity"] for r in document["iterations"]] == ["activity.read_file"] * 2 + [None]
+
+
+def test_unknown_prices_make_the_total_unknown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No call of the turn has a known price (the model is unknown): the total is not 0."""
+    path = tmp_path / "stopped.json"
+    asyncio.run(stopped_trace(path))
+    table, document = shown([str(path)], capsys)
+    assert cell(table[1], "cost") == "?"
+    assert cell(table[-1], "cost") == "?"
+    assert document["totals"]["cost_usd"] is None
+
+
+def test_trace_show_of_a_turn_id_creates_no_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TURNKEEPER_DATABASE_URL", raising=False)
+    assert main(["trace", "show", "t_0123abcd"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "turnkeeper.db" in err
+    missing = tmp_path / "elsewhere.db"
+    assert main(["trace", "show", "t_0123abcd", "--database", f"sqlite:///{missing}"]) == 2
+    assert str(missing) in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == [], "no database file was created"

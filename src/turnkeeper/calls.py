@@ -120,8 +120,10 @@ class CallRoom:
             reply = await self._unless_stopped(
                 self.provider.complete(history, tools, timeout), stop
             )
-        except Exception as e:
+        except BaseException as e:  # a cancel too (the deadline's backstop, the task's): timed
             call.duration = self.now() - started
+            if not isinstance(e, Exception):
+                raise
             error = provider_error(e, timeout)
             call.error = error.describe()
             self.watch.call_ended(

@@ -277,21 +277,43 @@ def cmd_trace(args: argparse.Namespace) -> int:
         rows = timeline.rows(trace.calls, trace.wire)
         outcome: str | None = trace.outcome.value
     else:
-        rows, outcome = asyncio.run(_stored_timeline(args.trace, args.database))
+        url = _stored_turn_url(args.trace, args.database)
+        rows, outcome = asyncio.run(_stored_timeline(args.trace, url))
     if args.json:
         print(json.dumps({"iterations": rows, "totals": timeline.totals(rows)}, ensure_ascii=False))
     else:
-        print(timeline.render(rows, outcome))
+        print(timeline.render(captioned(rows, i18n.locale_from_env(os.environ)), outcome))
     return 0
 
 
-async def _stored_timeline(turn_id: str, database: str | None) -> tuple[list[Any], str | None]:
-    """The timeline of a turn the store at `database` holds."""
-    from .store import DEFAULT_URL, open_store
+def captioned(rows: Sequence[dict[str, Any]], locale: str) -> list[dict[str, Any]]:
+    """The rows with each activity caption key resolved in `locale`; a key the process's
+    catalogs lack (an application's own caption) stays as it is."""
+    return [
+        {**r, "activity": r["activity"] and (i18n.resolve(r["activity"], locale) or r["activity"])}
+        for r in rows
+    ]
+
+
+def _stored_turn_url(turn_id: str, database: str | None) -> str:
+    """The URL of the store that holds `turn_id`: --database, else the environment's, else
+    the default; `ConfigError` if `turn_id` is no turn id, or the SQLite file is missing
+    (opening it would create it: reading a turn never makes a database)."""
+    from .store import DEFAULT_URL, parse_url
 
     url = database or os.environ.get("TURNKEEPER_DATABASE_URL") or DEFAULT_URL
     if not re.fullmatch(r"t_[0-9a-f]+", turn_id):
         raise ConfigError(f"{turn_id!r} is neither a trace file nor a turn id")
+    parsed = parse_url(url)
+    if parsed.scheme == "sqlite" and not Path(parsed.target).is_file():
+        raise ConfigError(f"there is no SQLite database at {parsed.target}")
+    return url
+
+
+async def _stored_timeline(turn_id: str, url: str) -> tuple[list[Any], str | None]:
+    """The timeline of a turn the store at `url` holds."""
+    from .store import open_store
+
     store = await open_store(url)
     try:
         turn = await store.turn(turn_id)

@@ -56,6 +56,8 @@ class ModelCall:
             "caption": self.caption,
             "decision": self.decision,
         }
+        if self.error is not None:
+            summary["error_type"] = self.error.get("kind")
         if usage.cache_creation_input_tokens or usage.cache_read_input_tokens:
             summary["cache_creation_input_tokens"] = usage.cache_creation_input_tokens
             summary["cache_read_input_tokens"] = usage.cache_read_input_tokens

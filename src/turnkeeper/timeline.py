@@ -1,11 +1,13 @@
 """A turn's timeline: one row per model call, and totals, as `turnkeeper trace show` prints it.
 
 Rows come from a trace file's call records or from the per-iteration records
-the store keeps; either way a row holds the stop reason (or the error), the
-input and output tokens, the seconds the call took, the tools it called and the
-seconds they took, the activity caption key it left, and its cost when the
-model's price is known. The totals' two times add up to the turn's wall time,
-but for the loop's own microseconds.
+the store keeps; either way a row holds the stop reason (or the error's type,
+or that a stop aborted the call), the input and output tokens, the seconds the
+call took (what it ran, if it was cut off), the tools it called and the seconds
+they took, the activity caption key of the tool it asked for, and its cost when
+the model's price is known. The totals' cost is known when some call answered
+and every call that did is priced (a turn that made no call cost nothing); their
+two times add up to the turn's wall time, but for the loop's own microseconds.
 A row's input tokens are every input token the call sent, as the GenAI
 conventions and OpenAI count them; `cache_creation_input_tokens` and
 `cache_read_input_tokens` say how many of them the prompt cache wrote (at
@@ -47,6 +49,9 @@ def row(call: ModelCall, wire: str = "anthropic") -> Row:
         iteration=call.iteration,
         stop_reason=call.stop_reason,
         error=None if call.error is None else call.error.get("message"),
+        error_type=None if call.error is None else call.error.get("kind"),
+        stopped=call.stopped is True,
+        decision=call.decision,
         usage=usage,
         seconds=call.duration,
         tool_seconds=call.tools_duration,
@@ -64,6 +69,9 @@ def stored_row(summary: Mapping[str, Any]) -> Row:
         iteration=summary.get("iteration"),
         stop_reason=summary.get("stop_reason"),
         error=summary.get("error"),
+        error_type=summary.get("error_type"),
+        stopped=summary.get("decision") == "stopped",
+        decision=summary.get("decision"),
         usage=Usage(**{kind: count(summary.get(kind)) for kind in KINDS}),
         seconds=summary.get("seconds", 0.0),
         tool_seconds=summary.get("tools_seconds"),
@@ -79,6 +87,9 @@ def _row(
     iteration: int | None,
     stop_reason: str | None,
     error: Any,
+    error_type: Any,
+    stopped: bool,
+    decision: str | None,
     usage: Usage,
     seconds: float,
     tool_seconds: float | None,
@@ -91,6 +102,9 @@ def _row(
         "iteration": iteration,
         "stop_reason": stop_reason,
         "error": error,
+        "error_type": error_type,
+        "stopped": stopped,
+        "decision": decision,
         "input_tokens": usage.prompt_tokens,
         "cache_creation_input_tokens": usage.cache_creation_input_tokens,
         "cache_read_input_tokens": usage.cache_read_input_tokens,
@@ -106,12 +120,27 @@ def _row(
 
 def rows(calls: Sequence[ModelCall], wire: str = "anthropic") -> list[Row]:
     """The rows of a trace's model calls."""
-    return [row(call, wire) for call in calls]
+    return _captioned_once([row(call, wire) for call in calls])
 
 
 def stored_rows(summaries: Sequence[Mapping[str, Any]]) -> list[Row]:
     """The rows of a stored turn's calls (`Store.iterations`)."""
-    return [stored_row(summary) for summary in summaries]
+    return _captioned_once([stored_row(summary) for summary in summaries])
+
+
+def _captioned_once(timeline: list[Row]) -> list[Row]:
+    """Each caption on the call that asked for its tool only (the loop carries a caption
+    on to the calls after it, for the waiting reader)."""
+    carried: str | None = None
+    for r in timeline:
+        r["activity"], carried = _own_caption(r, carried), r["activity"]
+    return timeline
+
+
+def _own_caption(r: Row, carried: str | None) -> str | None:
+    """The row's caption if its call asked for a tool, or used one that changed the caption
+    (a server tool's), not if it only carries on the one before it."""
+    return r["activity"] if r["tools"] or r["activity"] != carried else None
 
 
 def totals(timeline: Sequence[Row]) -> Row:
@@ -121,7 +150,9 @@ def totals(timeline: Sequence[Row]) -> Row:
     billed = (
         r for r in timeline if r["error"] is None and (r["input_tokens"] or r["output_tokens"])
     )
-    costs = [r["cost_usd"] for r in billed]
+    # The total is known when every call with tokens is priced; unknown when no call has
+    # any (as the published usage's cost), unless the turn made no call at all.
+    costs = [r["cost_usd"] for r in billed] or ([None] if timeline else [])
     return {
         "iterations": len(timeline),
         **{kind: sum(r[kind] for r in timeline) for kind in KINDS},
@@ -140,9 +171,10 @@ def render(timeline: Sequence[Row], outcome: str | None) -> str:
     ]
     previous: int | None = None
     for r in timeline:
-        stop = r["stop_reason"] if r["error"] is None else f"error: {r['error']}"
-        growth = "" if previous is None else f"{r['input_tokens'] - previous:+d}"
-        previous = r["input_tokens"] if r["error"] is None else previous
+        stop = _ending(r)
+        answered = _answered(r)
+        growth = "" if previous is None or not answered else f"{r['input_tokens'] - previous:+d}"
+        previous = r["input_tokens"] if answered else previous
         lines.append(
             f"{r['iteration']!s:>3}  {str(stop)[:28]:<28} {r['input_tokens']:>7} {growth:>7} "
             f"{_tokens_of(r)} {r['seconds']:>8.3f} {r['tool_seconds']:>8.3f} "
@@ -156,6 +188,25 @@ def render(timeline: Sequence[Row], outcome: str | None) -> str:
         f"{_dollars(t['cost_usd']):>9}"
     )
     return "\n".join(lines)
+
+
+def _ending(r: Row) -> str:
+    """What a call's stop-reason column says: its error's type (its message in a record from
+    before the type was kept) if it failed, `stopped` if a stop aborted it, `cut short` if
+    it never answered otherwise (its task was cancelled), else its stop reason."""
+    if r["error"] is not None:
+        return f"error: {r['error_type'] or r['error']}"
+    if r["stopped"]:
+        return "stopped"
+    if not _answered(r):
+        return "cut short"
+    return str(r["stop_reason"])
+
+
+def _answered(r: Row) -> bool:
+    """The call answered: it has tokens counted, and its input a growth to show."""
+    cut_short = r["stop_reason"] is None and r["decision"] is None
+    return r["error"] is None and not r["stopped"] and not cut_short
 
 
 def _tokens_of(r: Row) -> str:
