@@ -332,10 +332,31 @@ def _add_serving_commands(commands: Any) -> None:
         metavar="ORIGIN",
         help="let pages of this origin (https://example.com) call the API (repeatable)",
     )
+    serve.add_argument(
+        "--frame-ancestors",
+        type=origin,
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let pages of this origin frame the chat (repeatable; default: only its own)",
+    )
+    _metrics_options(serve)
+    serve.add_argument(
+        "--public-metrics",
+        action="store_true",
+        help="answer /metrics on the public port too (no token needed)",
+    )
     worker = commands.add_parser("worker", help="run queued turns from PostgreSQL")
     _serving_options(worker)
-    worker.add_argument(
-        "--metrics-port", type=port, metavar="PORT", help="serve /metrics on this port"
+    _metrics_options(worker)
+
+
+def _metrics_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--metrics-port",
+        type=port,
+        metavar="PORT",
+        help="serve /metrics on this port, all interfaces (default: none)",
     )
 
 
@@ -462,6 +483,8 @@ def _settings(args: argparse.Namespace) -> Any:
         root=(args.root if args.root is not None else DEMO_ROOT).resolve(),
         mcp=[*args.mcp_stdio, *args.mcp_http],
         cors_origins=tuple(getattr(args, "cors_origin", ())),
+        frame_ancestors=tuple(getattr(args, "frame_ancestors", ())),
+        public_metrics=getattr(args, "public_metrics", False),
     )
 
 
