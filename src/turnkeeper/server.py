@@ -279,9 +279,9 @@ class _GracefulServer:
 
     def _stop(self, sig: int) -> None:
         if self.draining is None:
-            logger.info(
-                "%s: stopping; running turns get %g s", signal.Signals(sig).name, self.grace
-            )
+            idle = isinstance(self.queue, LocalQueue) and not self.queue.running
+            said = "stopping; no turn is running" if idle else "stopping"
+            logger.info("%s: %s", signal.Signals(sig).name, said)
             self.draining = asyncio.create_task(self._drain(self.grace))
         elif sig == signal.SIGINT and isinstance(self.queue, LocalQueue):
             logger.info("SIGINT again: finalising running turns now")
