@@ -6,13 +6,22 @@
 # The database is $TURNKEEPER_DATABASE_URL (default
 # postgresql://postgres@127.0.0.1:5432/turnkeeper), created if it is missing.
 # The model is the offline demo unless ANTHROPIC_API_KEY or OPENAI_BASE_URL is
-# set. The API listens on $PORT (default 8000). Needs the server and postgres
-# extras, psql, createdb and curl; both processes are stopped with SIGTERM at the end.
+# set. The API listens on $PORT (default 8000); both processes are stopped with
+# SIGTERM at the end.
+#
+# Needs the server and postgres extras in the checkout's .venv
+# (.venv/bin/pip install -e '.[server,postgres]'; $TURNKEEPER runs another
+# turnkeeper), a PostgreSQL server, psql, createdb and curl.
 set -euo pipefail
 
 export TURNKEEPER_DATABASE_URL=${TURNKEEPER_DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/turnkeeper}
 PORT=${PORT:-8000}
-TURNKEEPER=${TURNKEEPER:-turnkeeper}
+CHECKOUT=$(cd "$(dirname "$0")/.." && pwd)
+TURNKEEPER=${TURNKEEPER:-$CHECKOUT/.venv/bin/turnkeeper}
+if ! command -v ${TURNKEEPER%% *} >/dev/null; then
+    echo "scale_out.sh needs turnkeeper at $TURNKEEPER: .venv/bin/pip install -e '.[server,postgres]' in $CHECKOUT" >&2
+    exit 2
+fi
 PYTHON=${PYTHON:-python3}
 BASE=http://127.0.0.1:$PORT
 
