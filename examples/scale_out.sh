@@ -18,11 +18,13 @@ export TURNKEEPER_DATABASE_URL=${TURNKEEPER_DATABASE_URL:-postgresql://postgres@
 PORT=${PORT:-8000}
 CHECKOUT=$(cd "$(dirname "$0")/.." && pwd)
 TURNKEEPER=${TURNKEEPER:-$CHECKOUT/.venv/bin/turnkeeper}
-if ! command -v ${TURNKEEPER%% *} >/dev/null; then
-    echo "scale_out.sh needs turnkeeper at $TURNKEEPER: .venv/bin/pip install -e '.[server,postgres]' in $CHECKOUT" >&2
+PYTHON=${PYTHON:-$CHECKOUT/.venv/bin/python}
+needs="the server and postgres extras: .venv/bin/pip install -e '.[server,postgres]' in $CHECKOUT"
+if ! command -v ${TURNKEEPER%% *} >/dev/null \
+    || ! "$PYTHON" -c "import uvicorn, psycopg, procrastinate" 2>/dev/null; then
+    echo "scale_out.sh needs $needs" >&2
     exit 2
 fi
-PYTHON=${PYTHON:-python3}
 BASE=http://127.0.0.1:$PORT
 
 # 1. The database: one for the store and the job queue.
@@ -41,7 +43,7 @@ worker=$!
 trap 'kill -TERM $api $worker 2>/dev/null || true; wait' EXIT
 
 until curl -sf "$BASE/openapi.json" >/dev/null; do
-    kill -0 $api  # the API exited: its error is above
+    kill -0 $api 2>/dev/null || exit 2  # the API exited: its error is above
     sleep 0.2
 done
 

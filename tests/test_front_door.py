@@ -110,6 +110,19 @@ def test_the_command_line_block_runs_as_pasted(tmp_path: Path) -> None:
     assert "replay matches" in done.stdout
 
 
+def test_the_library_snippet_runs_as_pasted_from_the_clone() -> None:
+    [snippet] = [b for b in re.findall(r"```python\n(.*?)```", README, re.S) if "asyncio.run" in b]
+    done = subprocess.run(
+        [sys.executable, "-c", snippet + "\nprint(result.outcome.value, result.state.done)"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["finished", "True"]
+
+
 def test_the_curl_block_runs_as_pasted(tmp_path: Path) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
