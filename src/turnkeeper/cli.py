@@ -84,6 +84,7 @@ def _add_run_command(commands: Any) -> None:
     model.add_argument(
         "--script",
         type=Path,
+        metavar="FILE",
         help="a JSON array of Messages API response bodies (examples/responses.json)",
     )
     model.add_argument(
@@ -97,18 +98,21 @@ def _add_run_command(commands: Any) -> None:
         "--root",
         type=directory,
         default=Path("."),
+        metavar="DIR",
         help="the folder read_file may read (default: .)",
     )
     run.add_argument(
         "--max-iterations",
         type=positive_int,
         default=DEFAULT_MAX_ITERATIONS,
+        metavar="N",
         help=f"model calls at most (default: {DEFAULT_MAX_ITERATIONS})",
     )
     run.add_argument(
         "--deadline",
         type=seconds,
         default=DEFAULT_DEADLINE,
+        metavar="SECONDS",
         help=f"seconds the turn may take (default: {DEFAULT_DEADLINE:g})",
     )
     run.add_argument("--json", action="store_true", help="print the final published state")
