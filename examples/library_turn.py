@@ -1,8 +1,11 @@
 """A library turn with a Python tool: the model asks for the weather, the tool answers.
 
-python examples/library_turn.py            # offline: a scripted model asks, then answers
-python examples/library_turn.py --real     # the model chosen from the environment
-                                           # (ANTHROPIC_API_KEY or OPENAI_BASE_URL)
+    .venv/bin/python examples/library_turn.py          # offline: a scripted model
+    .venv/bin/python examples/library_turn.py --real   # the model the environment selects
+                                                       # (ANTHROPIC_API_KEY or OPENAI_BASE_URL)
+
+Needs turnkeeper alone; `--real` needs the SDK of the model selected (the anthropic or
+openai extra, both in `server`). A missing key or extra is one line (exit 2).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import sys
 from typing import Any
 
 from turnkeeper import Budget, LocalHooks, Outcome, ScriptedProvider, run_turn
+from turnkeeper.errors import ConfigError
 from turnkeeper.providers import Provider
 from turnkeeper.providers.select import choose_provider
 from turnkeeper.tools.functions import FunctionToolset, ToolRefused, tool
@@ -86,5 +90,9 @@ async def main(provider: Provider) -> None:
 
 if __name__ == "__main__":
     real = "--real" in sys.argv[1:]
-    chosen = choose_provider(None, None, os.environ) if real else ScriptedProvider(SCRIPT)
+    try:
+        chosen = choose_provider(None, None, os.environ) if real else ScriptedProvider(SCRIPT)
+    except ConfigError as e:  # a missing key or extra: say which
+        print(f"library_turn.py: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
     asyncio.run(main(chosen))

@@ -6,14 +6,25 @@
 # The database is $TURNKEEPER_DATABASE_URL (default
 # postgresql://postgres@127.0.0.1:5432/turnkeeper), created if it is missing.
 # The model is the offline demo unless ANTHROPIC_API_KEY or OPENAI_BASE_URL is
-# set. The API listens on $PORT (default 8000). Needs the server and postgres
-# extras, psql, createdb and curl; both processes are stopped with SIGTERM at the end.
+# set. The API listens on $PORT (default 8000); both processes are stopped with
+# SIGTERM at the end.
+#
+# Needs the server and postgres extras in the checkout's .venv
+# (.venv/bin/pip install -e '.[server,postgres]'; $TURNKEEPER runs another
+# turnkeeper), a PostgreSQL server, psql, createdb and curl.
 set -euo pipefail
 
 export TURNKEEPER_DATABASE_URL=${TURNKEEPER_DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/turnkeeper}
 PORT=${PORT:-8000}
-TURNKEEPER=${TURNKEEPER:-turnkeeper}
-PYTHON=${PYTHON:-python3}
+CHECKOUT=$(cd "$(dirname "$0")/.." && pwd)
+TURNKEEPER=${TURNKEEPER:-$CHECKOUT/.venv/bin/turnkeeper}
+PYTHON=${PYTHON:-$CHECKOUT/.venv/bin/python}
+needs="the server and postgres extras: .venv/bin/pip install -e '.[server,postgres]' in $CHECKOUT"
+if ! command -v ${TURNKEEPER%% *} >/dev/null \
+    || ! "$PYTHON" -c "import uvicorn, psycopg, procrastinate" 2>/dev/null; then
+    echo "scale_out.sh needs $needs" >&2
+    exit 2
+fi
 BASE=http://127.0.0.1:$PORT
 
 # 1. The database: one for the store and the job queue.
@@ -32,7 +43,7 @@ worker=$!
 trap 'kill -TERM $api $worker 2>/dev/null || true; wait' EXIT
 
 until curl -sf "$BASE/openapi.json" >/dev/null; do
-    kill -0 $api  # the API exited: its error is above
+    kill -0 $api 2>/dev/null || exit 2  # the API exited: its error is above
     sleep 0.2
 done
 

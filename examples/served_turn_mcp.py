@@ -6,12 +6,19 @@
 It starts `turnkeeper serve` in this process (SQLite in a temporary folder, a
 free port), asks one question over the HTTP API as a web page would, polls the
 published state until it is done, then stops the server with SIGINT, the way
-Ctrl-C does. Needs the server and mcp extras and `pip install mcp-server-time`.
+Ctrl-C does.
+
+Needs the server and mcp extras and the time server, from turnkeeper's checkout:
+
+    .venv/bin/pip install -e '.[server,mcp]' mcp-server-time
+
+Without them it says so in one line (exit 2).
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
 import signal
@@ -22,9 +29,21 @@ import urllib.request
 from typing import Any
 
 from turnkeeper import Assistant, ScriptedProvider
+from turnkeeper.errors import MissingExtra
 from turnkeeper.providers import Provider
-from turnkeeper.server import Settings, serve
-from turnkeeper.tools.mcp import MCPToolset
+
+try:
+    from turnkeeper.server import Settings, serve
+    from turnkeeper.tools.mcp import MCPToolset
+except MissingExtra as e:
+    print(
+        f"served_turn_mcp.py needs the {e.extra} extra (and server, mcp-server-time): "
+        ".venv/bin/pip install -e '.[server,mcp]' mcp-server-time",
+        file=sys.stderr,
+    )
+    raise SystemExit(2) from None
+
+NEEDS = ".venv/bin/pip install -e '.[server,mcp]' mcp-server-time"
 
 TIME_SERVER = f"{sys.executable} -m mcp_server_time --local-timezone UTC"
 QUESTION = "What time is it in Tokyo?"
@@ -125,7 +144,21 @@ async def main(provider: Provider) -> None:
         await serving
 
 
+def missing() -> str | None:
+    """The first module this example needs that is not installed, if any."""
+    for module in ("uvicorn", "starlette", "mcp", "mcp_server_time"):
+        try:
+            if importlib.util.find_spec(module) is None:
+                return module
+        except ImportError:
+            return module
+    return None
+
+
 if __name__ == "__main__":
+    if (absent := missing()) is not None:
+        print(f"served_turn_mcp.py needs {absent}: {NEEDS}", file=sys.stderr)
+        raise SystemExit(2)
     real = "--real" in sys.argv[1:]
     chosen = assistant.choose_provider(os.environ) if real else ScriptedProvider(SCRIPT)
     asyncio.run(main(chosen))

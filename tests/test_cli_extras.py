@@ -94,3 +94,28 @@ def test_tracing_without_the_otel_extra_names_the_install_command(tmp_path: Path
     )
     assert done.returncode == 1
     assert "MissingExtra: tracing needs the otel extra: pip install -e '.[otel]'" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("provider", "key", "extra"),
+    [("anthropic", "ANTHROPIC_API_KEY", "anthropic"), ("openai", "OPENAI_API_KEY", "openai")],
+)
+@pytest.mark.parametrize("command", ["run", "serve"])
+def test_a_missing_key_and_a_missing_extra_are_said_together(
+    tmp_path: Path, provider: str, key: str, extra: str, command: str
+) -> None:
+    """One answer for both: the key to export and the extra to install."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
+    argv = [command, "--provider", provider, *(["q"] if command == "run" else ["--port", "9"])]
+    done = subprocess.run(
+        [sys.executable, "-c", HIDE, f"{provider},httpx2", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=environ,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert key in done.stderr
+    assert f"pip install -e '.[{extra}]'" in done.stderr

@@ -81,3 +81,15 @@ def test_a_cors_origin_that_is_not_an_origin_is_an_argument_error(
         main(["serve", "--cors-origin", value])
     assert exited.value.code == 2
     assert "is not an origin" in capsys.readouterr().err
+
+
+def test_frame_ancestors_and_public_metrics_reach_the_server_settings() -> None:
+    from turnkeeper.cli import _settings, build_parser
+
+    argv = ["serve", "--frame-ancestors", "https://a.example", "--frame-ancestors", "https://b.io"]
+    settings = _settings(build_parser().parse_args([*argv, "--public-metrics"]))
+    default = _settings(build_parser().parse_args(["serve", "--metrics-port", "9100"]))
+    assert settings.frame_ancestors == ("https://a.example", "https://b.io")
+    assert settings.public_metrics is True
+    assert (default.frame_ancestors, default.public_metrics) == ((), False)
+    assert default.metrics_port == 9100

@@ -29,7 +29,7 @@ async def test_a_worker_serves_its_metrics_and_logs_json(
     base = f"http://127.0.0.1:{port}"
     with fresh_schema(postgres_database) as url:
         serve_log, worker_log = tmp_path / "serve.log", tmp_path / "worker.log"
-        serve = ("serve", "--no-worker", "--database", url, "--port", str(port))
+        serve = ("serve", "--no-worker", "--database", url, "--port", str(port), "--public-metrics")
         worker = (
             "worker", "--database", url, "--metrics-port", str(metrics_port),
             "--log-format", "json", "--provider", "demo",
@@ -52,6 +52,32 @@ async def test_a_worker_serves_its_metrics_and_logs_json(
     lines = [line for line in output(worker_log).splitlines() if line.strip()]
     assert lines, "the worker logged something"
     assert all(json.loads(line)["level"] for line in lines), "every log line is JSON"
+
+
+async def test_serve_keeps_metrics_off_its_public_port_unless_asked(tmp_path: Path) -> None:
+    """`/metrics` is on `--metrics-port`, the store's counts included; the public port
+    answers it 404, and serves it only with `--public-metrics`."""
+    port, metrics_port = free_port(), free_port()
+    base, log = f"http://127.0.0.1:{port}", tmp_path / "serve.log"
+    database = f"sqlite:///{tmp_path / 'serve.db'}"
+    serve = ("serve", "--database", database, "--port", str(port))
+    with turnkeeper(*serve, "--metrics-port", str(metrics_port), log=log) as server:
+        await until_up(base, server, log)
+        state = await demo_turn(base)
+        finished = 'turnkeeper_turns_total{outcome="finished"} 1.0'
+        await scrape(f"http://127.0.0.1:{metrics_port}/metrics", finished)
+        counted = 'turnkeeper_turns_open{status="running"}'
+        text = await scrape(f"http://127.0.0.1:{metrics_port}/metrics", counted)
+        async with httpx.AsyncClient() as client:
+            public = await client.get(f"{base}/metrics")
+    with turnkeeper(*serve, "--public-metrics", log=log) as server:
+        await until_up(base, server, log)
+        served = await scrape(f"{base}/metrics", "turnkeeper_turns_open")
+    assert state["status"] == "finished", output(log)
+    assert sample(text, "turnkeeper_turns_total", outcome="finished") == 1
+    assert public.status_code == 404
+    assert sample(text, "turnkeeper_turns_open", status="running") == 0
+    assert sample(served, "turnkeeper_turns_open", status="running") == 0
 
 
 async def scrape(url: str, until: str = "") -> str:

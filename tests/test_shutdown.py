@@ -121,7 +121,7 @@ async def test_serve_lets_a_running_turn_finish_and_answers_polls_meanwhile(
             server.send_signal(signal.SIGTERM)
 
             async def stopping() -> bool:
-                return "running turns get 10 s" in output(log)
+                return "waiting up to 10 s for 1 turn" in output(log)
 
             await eventually(stopping, "the server saying it is stopping")
             during = await client.state(turn_id)
@@ -148,9 +148,22 @@ async def test_serve_lets_a_running_turn_finish_and_answers_polls_meanwhile(
         "  deadline     180 s per turn; 10 s grace on shutdown",
     ]
     assert during["status"] == "running"
+    assert f"turn {turn_id} ended: finished" in output(log), "shutdown says how it ended"
     assert after["status"] == "finished"
     assert after["done"] is True
     assert next_turn.status_code == 202
+
+
+async def test_stopping_with_no_turn_running_says_nothing_of_a_grace(tmp_path: Path) -> None:
+    port, log = free_port(), tmp_path / "serve.log"
+    base = f"http://127.0.0.1:{port}"
+    with serving() as model, process(*serve_args(tmp_path, port), log=log, model=model) as server:
+        await until_up(base, server, log)
+        server.send_signal(signal.SIGTERM)
+        assert await exited(server, log) == 0, output(log)
+    said = output(log).split("  deadline")[1].splitlines()[1:]  # what follows the banner
+    assert any("SIGTERM: stopping; no turn is running" in line for line in said), said
+    assert not any("grace" in line or " s for " in line or " get " in line for line in said)
 
 
 async def test_a_turn_still_running_after_the_grace_is_finalised_as_failed(
@@ -172,6 +185,7 @@ async def test_a_turn_still_running_after_the_grace_is_finalised_as_failed(
             after = await client.state(turn_id)
             next_turn = await client.ask()
     assert after["status"] == "failed"
+    assert f"turn {turn_id} ended: failed" in output(log), "shutdown says how it ended"
     assert after["done"] is True
     assert after["messages"][-1]["key"] == "errors.ai_failed"
     assert "failed: the turn failed: the process stopped it before it finished" in output(log)

@@ -4,9 +4,11 @@ A small Starlette shop: a home page, a sign-in form and, at /assistant/, the cha
 assistant whose tools answer for the signed-in customer only. Each tool takes the turn's
 `ToolContext` first: `ctx.user` is whom `signed_in` named, in whichever process runs the turn.
 
-Needs, from the turnkeeper checkout, pip install -e '.[server,anthropic]'. Run it from there:
+Needs the server extra (which brings the Anthropic and OpenAI SDKs); without it, it says
+so in one line (exit 2). From the turnkeeper checkout:
 
-    python examples/shop/shop.py       # on http://127.0.0.1:8000; --port or PORT for another
+    .venv/bin/pip install -e '.[server]'
+    .venv/bin/python examples/shop/shop.py   # on http://127.0.0.1:8000; --port or PORT for another
 
 and sign in as ada or bob. The model is Anthropic's with ANTHROPIC_API_KEY set, else an
 OpenAI-compatible one's at OPENAI_BASE_URL, else an offline demo that says how to set one
@@ -16,8 +18,8 @@ To scale out (with the postgres extra too), keep them in a PostgreSQL database a
 `turnkeeper worker` processes, as many as needed, run the turns with this same `assistant`:
 
     export SHOP_DATABASE=postgresql://postgres@127.0.0.1:5432/shop SHOP_WORKERS=external
-    python examples/shop/shop.py
-    turnkeeper worker shop:assistant --app-dir examples/shop --database "$SHOP_DATABASE"
+    .venv/bin/python examples/shop/shop.py
+    .venv/bin/turnkeeper worker shop:assistant --app-dir examples/shop --database "$SHOP_DATABASE"
 """
 
 from __future__ import annotations
@@ -30,12 +32,20 @@ import html
 import logging
 import os
 import secrets
+import sys
 from urllib.parse import parse_qs
 
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
-from starlette.routing import Mount, Route
+try:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import HTMLResponse, RedirectResponse, Response
+    from starlette.routing import Mount, Route
+except ImportError as e:  # the server extra is missing: one line, not a traceback
+    print(
+        f"shop.py needs {e.name}: .venv/bin/pip install -e '.[server]' in turnkeeper's checkout",
+        file=sys.stderr,
+    )
+    raise SystemExit(2) from None
 
 from turnkeeper import Assistant, ToolContext
 
@@ -120,6 +130,7 @@ assistant = Assistant(
             "ui.conversations": "Vos conversations",
             "ui.new_conversation": "Nouvelle conversation",
             "ui.no_conversations": "Pas encore de conversation.",
+            "ui.earlier": "Afficher les messages précédents",
         }
     },
     authenticate=signed_in,

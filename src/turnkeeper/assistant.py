@@ -159,6 +159,8 @@ class Assistant:
         worker: bool = True,
         concurrency: int = 4,
         cors_origins: Sequence[str] = (),
+        frame_ancestors: Sequence[str] = (),
+        public_metrics: bool = False,
     ) -> AssistantApp:
         """This assistant as an ASGI app to mount in yours: the widget, its files and the API,
         under any prefix. Pass its `lifespan` as your application's:
@@ -168,7 +170,9 @@ class Assistant:
 
         Turns run in your process; with a PostgreSQL `database` and `worker=False`, they
         are left to `turnkeeper worker module:assistant` processes. `authenticate`
-        (default: the assistant's own) makes conversations belong to your users.
+        (default: the assistant's own) makes conversations belong to your users. Pages of
+        `cors_origins` may call it, pages of `frame_ancestors` frame it; `public_metrics`
+        answers `/metrics` under the prefix.
         """
         from .api.mounted import AssistantApp
 
@@ -179,6 +183,8 @@ class Assistant:
             worker=worker,
             concurrency=concurrency,
             cors_origins=tuple(cors_origins),
+            frame_ancestors=tuple(frame_ancestors),
+            public_metrics=public_metrics,
         )
 
 

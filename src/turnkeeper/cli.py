@@ -11,12 +11,13 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import importlib.util
 import json
 import os
 import re
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -25,7 +26,7 @@ from .assistant import Assistant, demo_assistant, load
 from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_ITERATIONS, Budget
 from .cards import Card
 from .credentials import redact_logs, redact_text, redact_url
-from .errors import ConfigError
+from .errors import ConfigError, MissingExtra
 from .hooks import LocalHooks
 from .liveline import LiveHooks, LiveLine
 from .logs import FORMATS
@@ -42,6 +43,11 @@ from .tools.functions import FunctionToolset
 from .trace import read_trace, write_trace
 
 DEMO_QUESTION = "what's on my todo list?"
+DESCRIPTION = (
+    "turnkeeper runs LLM agent turns the way production needs them run: one turn from "
+    "the command line (demo, run, replay, trace), or a chat and its HTTP API with queued "
+    "turns (serve, worker)."
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -71,27 +77,57 @@ def directory(text: str) -> Path:
     return path
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="turnkeeper", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"turnkeeper {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    commands.add_parser("demo", help="run the todo-list demo turn offline")
-
+def _add_run_command(commands: Any) -> None:
     run = commands.add_parser("run", help="run one turn and print it")
     run.add_argument("question", help="what to ask")
     model = run.add_mutually_exclusive_group()
-    model.add_argument("--script", type=Path, help="JSON array of Messages API response bodies")
-    model.add_argument("--provider", choices=NAMES, help="a real model (keys from the environment)")
-    run.add_argument("--model", help="the model name (with --provider)")
+    model.add_argument(
+        "--script",
+        type=Path,
+        metavar="FILE",
+        help="a JSON array of Messages API response bodies (examples/responses.json)",
+    )
+    model.add_argument(
+        "--provider", choices=NAMES, help="a real model (keys from the environment; no default)"
+    )
+    run.add_argument(
+        "--model", help="the model name, with --provider (default: the provider's own)"
+    )
     add_prompt_cache_option(run)
-    run.add_argument("--root", type=directory, default=Path("."), help="read_file's root folder")
-    run.add_argument("--max-iterations", type=positive_int, default=DEFAULT_MAX_ITERATIONS)
-    run.add_argument("--deadline", type=seconds, default=DEFAULT_DEADLINE, help="seconds")
+    run.add_argument(
+        "--root",
+        type=directory,
+        default=Path("."),
+        metavar="DIR",
+        help="the folder read_file may read (default: .)",
+    )
+    run.add_argument(
+        "--max-iterations",
+        type=positive_int,
+        default=DEFAULT_MAX_ITERATIONS,
+        metavar="N",
+        help=f"model calls at most (default: {DEFAULT_MAX_ITERATIONS})",
+    )
+    run.add_argument(
+        "--deadline",
+        type=seconds,
+        default=DEFAULT_DEADLINE,
+        metavar="SECONDS",
+        help=f"seconds the turn may take (default: {DEFAULT_DEADLINE:g})",
+    )
     run.add_argument("--json", action="store_true", help="print the final published state")
     run.add_argument("--trace", type=Path, metavar="OUT", help="write the turn's trace here")
     add_price_option(run)
     add_mcp_options(run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="turnkeeper", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"turnkeeper {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    commands.add_parser("demo", help="run the todo-list demo turn offline")
+    _add_run_command(commands)
 
     rep = commands.add_parser("replay", help="re-run a traced turn offline and compare")
     rep.add_argument("trace", type=Path)
@@ -163,7 +199,35 @@ def _run_provider(args: argparse.Namespace) -> Provider:
     if args.provider is None:
         raise ConfigError("say which model answers: --script FILE or --provider NAME")
     settings = ModelSettings(prompt_cache=not args.no_prompt_cache)
-    return choose_provider(args.provider, args.model, os.environ, settings=settings)
+    with _missing_sdk_too():
+        return choose_provider(args.provider, args.model, os.environ, settings=settings)
+
+
+SDKS = {"ANTHROPIC_API_KEY": "anthropic", "OPENAI_API_KEY": "openai"}
+"""The SDK, and the extra that installs it, of the provider each key is for."""
+
+
+@contextlib.contextmanager
+def _missing_sdk_too() -> Iterator[None]:
+    """A missing key is said together with a missing SDK: one answer for both."""
+    try:
+        yield
+    except MissingExtra:
+        raise
+    except ConfigError as e:
+        sdk = next((sdk for key, sdk in SDKS.items() if str(e).startswith(key)), None)
+        if sdk is None or _installed(sdk):
+            raise
+        raise ConfigError(
+            f"{e}; and install the {sdk} extra: pip install -e '.[{sdk}]' in turnkeeper's checkout"
+        ) from None
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:
+        return False
 
 
 def _run(
@@ -354,10 +418,31 @@ def _add_serving_commands(commands: Any) -> None:
         metavar="ORIGIN",
         help="let pages of this origin (https://example.com) call the API (repeatable)",
     )
+    serve.add_argument(
+        "--frame-ancestors",
+        type=origin,
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let pages of this origin frame the chat (repeatable; default: only its own)",
+    )
+    _metrics_options(serve)
+    serve.add_argument(
+        "--public-metrics",
+        action="store_true",
+        help="answer /metrics on the public port too (no token needed)",
+    )
     worker = commands.add_parser("worker", help="run queued turns from PostgreSQL")
     _serving_options(worker)
-    worker.add_argument(
-        "--metrics-port", type=port, metavar="PORT", help="serve /metrics on this port"
+    _metrics_options(worker)
+
+
+def _metrics_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--metrics-port",
+        type=port,
+        metavar="PORT",
+        help="serve /metrics on this port, all interfaces (default: none)",
     )
 
 
@@ -459,9 +544,10 @@ def _provider(args: argparse.Namespace, assistant: Assistant) -> Provider:
     over the environment's rule (docs/design.md §6); --no-prompt-cache over its prompt_cache."""
     if getattr(args, "no_prompt_cache", False):
         assistant = dataclasses.replace(assistant, prompt_cache=False)
-    return assistant.choose_provider(
-        os.environ, provider=args.provider, model=args.model, demo_pause=SERVED_DEMO_PAUSE
-    )
+    with _missing_sdk_too():
+        return assistant.choose_provider(
+            os.environ, provider=args.provider, model=args.model, demo_pause=SERVED_DEMO_PAUSE
+        )
 
 
 def _settings(args: argparse.Namespace) -> Any:
@@ -484,6 +570,8 @@ def _settings(args: argparse.Namespace) -> Any:
         root=(args.root if args.root is not None else DEMO_ROOT).resolve(),
         mcp=[*args.mcp_stdio, *args.mcp_http],
         cors_origins=tuple(getattr(args, "cors_origin", ())),
+        frame_ancestors=tuple(getattr(args, "frame_ancestors", ())),
+        public_metrics=getattr(args, "public_metrics", False),
     )
 
 

@@ -36,7 +36,7 @@ class LocalQueue:
         self.job = job
         self._slots = asyncio.Semaphore(concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
-        self._running: set[asyncio.Task[None]] = set()
+        self._running: dict[str, asyncio.Task[None]] = {}
         self._held: set[str] = set()
         self.draining = False
 
@@ -59,13 +59,13 @@ class LocalQueue:
                 return
             task = asyncio.current_task()
             assert task is not None
-            self._running.add(task)
+            self._running[turn_id] = task
             try:
                 await self.job.run(turn_id)
             except Exception:
                 logger.exception("turn %s: the job raised; the sweeper will finalise it", turn_id)
             finally:
-                self._running.discard(task)
+                self._running.pop(turn_id, None)
                 self._held.discard(turn_id)
 
     async def join(self) -> None:
@@ -73,15 +73,34 @@ class LocalQueue:
         while self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
+    @property
+    def running(self) -> list[str]:
+        """The ids of the turns running now."""
+        return list(self._running)
+
     async def drain(self, grace: float) -> None:
-        """Start no more turns, give the running ones `grace` seconds, then close."""
+        """Start no more turns, give the running ones `grace` seconds, then close; say how
+        each of them ended."""
         self.draining = True
-        if self._running:
+        in_flight = dict(self._running)
+        if in_flight:
             logger.info(
-                "stopping: waiting up to %g s for %s", grace, counted(len(self._running), "turn")
+                "stopping: waiting up to %g s for %s", grace, counted(len(in_flight), "turn")
             )
-            await asyncio.wait(set(self._running), timeout=grace)
+            await asyncio.wait(set(in_flight.values()), timeout=grace)
         await self.close()
+        for turn_id in in_flight:
+            await self._say_how_it_ended(turn_id)
+
+    async def _say_how_it_ended(self, turn_id: str) -> None:
+        """One line: the turn's id and its outcome as the store holds it."""
+        try:
+            state = await self.job.store.state_after(turn_id, 0)
+        except Exception as e:
+            logger.warning("turn %s: how it ended could not be read: %s", turn_id, e)
+            return
+        status = state.get("status") if state is not None else None
+        logger.info("turn %s ended: %s", turn_id, status or "unknown")
 
     async def close(self) -> None:
         """Stop running turns: each job finalises its turn as it is cancelled."""

@@ -63,7 +63,9 @@ class Settings:
     concurrency: int = 4
     lease: float = DEFAULT_LEASE
     metrics_port: int | None = None
-    """`worker` serves `/metrics` on this port (serve has it on its own port)."""
+    """`/metrics` on this port, all interfaces (`--metrics-port`)."""
+    public_metrics: bool = False
+    """`serve` answers `/metrics` on its public port too (`--public-metrics`)."""
     log_format: str = "text"
     """`text` or `json` (`--log-format`): how the banner is written, like the log."""
     grace: float = DEFAULT_GRACE
@@ -76,6 +78,8 @@ class Settings:
     """The MCP servers' commands and URLs (for the banner)."""
     cors_origins: tuple[str, ...] = ()
     """Origins whose pages may call the API (`serve --cors-origin`); none by default."""
+    frame_ancestors: tuple[str, ...] = ()
+    """Origins whose pages may frame the chat (`serve --frame-ancestors`), besides its own."""
 
     @property
     def sweep_interval(self) -> float:
@@ -114,7 +118,10 @@ async def serve(settings: Settings, assistant: Assistant, provider: Provider) ->
     except ImportError as e:
         raise MissingExtra("turnkeeper serve", "server") from e
 
-    async with running(settings, assistant, provider) as service:
+    async with (
+        running(settings, assistant, provider) as service,
+        _exposed(service.metrics, settings.metrics_port, service.store, settings.sweep_interval),
+    ):
         app = create_app(
             service.store,
             service.queue,
@@ -123,6 +130,8 @@ async def serve(settings: Settings, assistant: Assistant, provider: Provider) ->
             authenticate=assistant.authenticate,
             cors_origins=settings.cors_origins,
             metrics=service.metrics,
+            frame_ancestors=settings.frame_ancestors,
+            public_metrics=settings.public_metrics,
         )
         # log_config=None: uvicorn's records go through the process's handlers, so
         # they are redacted and, with --log-format json, JSON lines like the rest.
@@ -274,9 +283,9 @@ class _GracefulServer:
 
     def _stop(self, sig: int) -> None:
         if self.draining is None:
-            logger.info(
-                "%s: stopping; running turns get %g s", signal.Signals(sig).name, self.grace
-            )
+            idle = isinstance(self.queue, LocalQueue) and not self.queue.running
+            said = "stopping; no turn is running" if idle else "stopping"
+            logger.info("%s: %s", signal.Signals(sig).name, said)
             self.draining = asyncio.create_task(self._drain(self.grace))
         elif sig == signal.SIGINT and isinstance(self.queue, LocalQueue):
             logger.info("SIGINT again: finalising running turns now")
@@ -294,8 +303,11 @@ def watchers(metrics: Metrics) -> Watchers:
 
 
 @contextlib.asynccontextmanager
-async def _exposed(metrics: Metrics, port: int | None) -> AsyncIterator[None]:
-    """`/metrics` on `port` (all interfaces) while the body runs; nothing if no port."""
+async def _exposed(
+    metrics: Metrics, port: int | None, store: Store | None = None, every: float = 5.0
+) -> AsyncIterator[None]:
+    """`/metrics` on `port` (all interfaces) while the body runs; nothing if no port. With
+    `store`, its counts by status are read into the metrics `every` seconds."""
     if port is None:
         yield
         return
@@ -304,11 +316,27 @@ async def _exposed(metrics: Metrics, port: int | None) -> AsyncIterator[None]:
     except OSError as e:
         raise ConfigError(f"cannot serve metrics on port {port}: {e.strerror}") from e
     logger.info("metrics at http://0.0.0.0:%d/metrics", port)
+    counting = None if store is None else asyncio.create_task(_counting(store, metrics, every))
     try:
         yield
     finally:
+        if counting is not None:
+            counting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await counting
         server.shutdown()
         server.server_close()
+
+
+async def _counting(store: Store, metrics: Metrics, every: float) -> None:
+    """The store's counts into `metrics`, now and every `every` seconds, for a separate port
+    (the public `/metrics` reads them as it answers)."""
+    while True:
+        try:
+            metrics.store_counts(await store.counts())
+        except Exception as e:
+            logger.warning("the store's counts could not be read for /metrics: %s", e)
+        await asyncio.sleep(every)
 
 
 @contextlib.asynccontextmanager

@@ -141,3 +141,22 @@ async def test_without_users_it_opens_conversations_by_token(
 def test_worker_false_needs_postgresql() -> None:
     with pytest.raises(ConfigError, match="needs a PostgreSQL database"):
         orders.assistant.asgi(database="sqlite:///x.db", worker=False)
+
+
+async def test_mounted_it_keeps_metrics_private_and_frames_only_where_told(
+    tmp_path: Path, model: FakeModelServer
+) -> None:
+    database = f"sqlite:///{tmp_path / 'chat.db'}"
+    results = []
+    for options in ({}, {"public_metrics": True, "frame_ancestors": ["https://docs.example"]}):
+        app, chat = host_app(database, **options)
+        async with chat.lifespan(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url=HOST) as client:
+                metrics = await client.get("/assistant/metrics")
+                page = await client.get("/assistant/")
+        results.append((metrics.status_code, page.headers["content-security-policy"]))
+    (hidden, private), (shown, framed) = results
+    assert (hidden, shown) == (404, 200)
+    assert private.endswith("frame-ancestors 'self'")
+    assert framed.endswith("frame-ancestors 'self' https://docs.example")

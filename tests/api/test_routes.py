@@ -135,6 +135,7 @@ async def test_the_transcript_holds_every_turn_oldest_first(
     body = response.json()
     assert body.pop("usage")["iterations"] == 2, "usage is summed over the conversation's turns"
     assert body.pop("running_turn_id") is None, "both turns are done"
+    assert body.pop("before") is None, "one page holds them all"
     assert body == {
         "conversation_id": conversation_id,
         "messages": [
@@ -281,20 +282,21 @@ async def test_unknown_paths_and_methods_answer_json(client: httpx.AsyncClient) 
 
 
 async def test_server_errors_answer_json_with_a_sentence(
-    store: Store, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+    store: Store, held: HeldQueue, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async def broken() -> dict[str, int]:
         raise RuntimeError("the disk is on fire")
 
     monkeypatch.setattr(store, "counts", broken)
-    response = await client.get("/metrics")
+    async with client_for(create_app(store, held, public_metrics=True)) as client:
+        response = await client.get("/metrics")
     assert response.status_code == 500
     assert response.json()["error"].endswith(".")
     assert "fire" not in response.text
 
 
 async def test_openapi_metrics_and_index_need_no_token(store: Store, held: HeldQueue) -> None:
-    app = create_app(store, held)
+    app = create_app(store, held, public_metrics=True)
     async with client_for(app) as client:
         document = (await client.get("/openapi.json")).json()
         assert "/api/turns/{turn_id}" in document["paths"]

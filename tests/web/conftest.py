@@ -24,7 +24,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_play
 from tests.fake_model import FakeModelServer
 from tests.test_server import free_port, output, until_answers
 
-CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM = Path(os.environ.get("TURNKEEPER_CHROMIUM") or "/usr/bin/chromium")
 RESULTS = Path(__file__).resolve().parents[2] / "test-results"
 """Where screenshots go with the test output (gitignored)."""
 

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -27,6 +26,7 @@ from .errors import (
     store_unavailable,
     store_unavailable_errors,
 )
+from .headers import JsonCORSMiddleware, SecurityHeaders, security_headers
 from .limits import MAX_BODY, BodyLimit
 from .metrics import endpoint as exposition
 from .openapi import DOCUMENT
@@ -51,12 +51,15 @@ def create_app(
     max_body: int = MAX_BODY,
     cors_origins: Sequence[str] = (),
     metrics: Metrics | None = None,
+    frame_ancestors: Sequence[str] = (),
+    public_metrics: bool = False,
 ) -> Starlette:
     """The API and the widget's files of the assistant called `name`, its sentences from
     `catalogs` (default: the shipped ones); with `authenticate`, conversations belong to
     signed-in users.
     Pages of `cors_origins` may call it (none by default); `metrics` are the instruments
-    its turns count into (`app.state.metrics`)."""
+    its turns count into (`app.state.metrics`), served at `/metrics` only if
+    `public_metrics`; pages of `frame_ancestors` may frame the chat (api/headers.py)."""
     catalogs = catalogs or Catalogs()
     routes = Routes(store, queue, catalogs=catalogs, authenticate=authenticate)
     metrics = metrics or Metrics()
@@ -72,9 +75,9 @@ def create_app(
             ),
             *widget.routes(name, catalogs, users=authenticate is not None),
             Route("/openapi.json", openapi),
-            Route("/metrics", exposition(store, metrics)),
+            *([Route("/metrics", exposition(store, metrics))] if public_metrics else []),
         ],
-        middleware=[*_cors(cors_origins), Middleware(BodyLimit, limit=max_body)],
+        middleware=_middleware(cors_origins, frame_ancestors, max_body),
         exception_handlers={
             ApiError: api_error,
             HTTPException: http_error,
@@ -82,8 +85,20 @@ def create_app(
             Exception: server_error,
         },
     )
+    # A trailing slash is not redirected: the redirect would be built from the Host header.
+    app.router.redirect_slashes = False
     app.state.metrics = metrics
     return app
+
+
+def _middleware(
+    cors_origins: Sequence[str], frame_ancestors: Sequence[str], max_body: int
+) -> list[Middleware]:
+    return [
+        Middleware(SecurityHeaders, headers=security_headers(frame_ancestors)),
+        *_cors(cors_origins),
+        Middleware(BodyLimit, limit=max_body),
+    ]
 
 
 def _cors(origins: Sequence[str]) -> list[Middleware]:
@@ -91,7 +106,7 @@ def _cors(origins: Sequence[str]) -> list[Middleware]:
         return []
     return [
         Middleware(
-            CORSMiddleware,
+            JsonCORSMiddleware,
             allow_origins=list(origins),
             allow_methods=["GET", "POST"],
             allow_headers=["authorization", "content-type"],

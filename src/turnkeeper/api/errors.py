@@ -51,7 +51,12 @@ async def server_error(request: Request, exc: Exception) -> Response:
     """Anything a route did not expect: logged with its traceback, answered `500` without
     details."""
     logger.exception("%s %s failed", request.method, request.url.path, exc_info=exc)
-    return error(500, "The server failed to answer; the error was logged.")
+    # Answered outside the app's middleware (api/headers.py): it says nosniff itself.
+    return JSONResponse(
+        {"error": "The server failed to answer; the error was logged."},
+        status_code=500,
+        headers={"x-content-type-options": "nosniff"},
+    )
 
 
 UNAVAILABLE = "The store cannot be reached just now; try again shortly."

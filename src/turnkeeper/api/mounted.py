@@ -51,6 +51,8 @@ class AssistantApp:
         concurrency: int,
         cors_origins: tuple[str, ...],
         grace: float = DEFAULT_GRACE,
+        frame_ancestors: tuple[str, ...] = (),
+        public_metrics: bool = False,
     ) -> None:
         url = database or os.environ.get("TURNKEEPER_DATABASE_URL") or DEFAULT_URL
         parse_url(url)
@@ -69,6 +71,8 @@ class AssistantApp:
             concurrency=concurrency,
             app="mounted",
             cors_origins=cors_origins,
+            frame_ancestors=frame_ancestors,
+            public_metrics=public_metrics,
         )
         self.grace = grace
         self._app: ASGIApp | None = None
@@ -100,6 +104,8 @@ class AssistantApp:
                 authenticate=self.authenticate,
                 cors_origins=self.settings.cors_origins,
                 metrics=service.metrics,
+                frame_ancestors=self.settings.frame_ancestors,
+                public_metrics=self.settings.public_metrics,
             )
             users = self.authenticate is not None
             lines = banner("mounted", self.settings, assistant, provider, users=users)

@@ -17,6 +17,7 @@ from pydantic.json_schema import models_json_schema
 
 from ..outcomes import TurnStatus
 from ..state import Role
+from .routes import MAX_PAGE, PAGE
 
 MAX_AFTER = 10**18 - 1
 """`after` is at most 18 digits."""
@@ -163,6 +164,11 @@ class Transcript(BaseModel):
     running_turn_id: str | None = Field(
         default=None, description="The turn that is not done yet (to follow), or null."
     )
+    before: int | None = Field(
+        default=None,
+        ge=1,
+        description="The `before` of the page of older messages, or null: this page is the first.",
+    )
 
 
 class Busy(BaseModel):
@@ -219,6 +225,21 @@ AFTER = {
     "schema": {"type": "integer", "minimum": 0, "maximum": MAX_AFTER},
 }
 
+BEFORE = {
+    "name": "before",
+    "in": "query",
+    "description": "The page that ends before this message (0 is the oldest): a page's "
+    "`before`. Without it, the newest page.",
+    "schema": {"type": "integer", "minimum": 0, "maximum": MAX_AFTER},
+}
+
+LIMIT = {
+    "name": "limit",
+    "in": "query",
+    "description": f"At most this many messages (default {PAGE}).",
+    "schema": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE},
+}
+
 PATHS: dict[str, Any] = {
     "/api/conversations": {
         "post": {
@@ -232,10 +253,11 @@ PATHS: dict[str, Any] = {
     },
     "/api/conversations/{conversation_id}": {
         "get": {
-            "summary": "Every turn's messages, oldest first, and their summed usage.",
+            "summary": "A page of every turn's messages (the newest, unless `before`), oldest "
+            "first, and the conversation's summed usage.",
             "security": BEARER,
-            "parameters": [_id("conversation_id")],
-            "responses": {"200": _answer("transcript", Transcript), **_errors(401, 404)},
+            "parameters": [_id("conversation_id"), BEFORE, LIMIT],
+            "responses": {"200": _answer("transcript", Transcript), **_errors(400, 401, 404)},
         }
     },
     "/api/conversations/{conversation_id}/turns": {
@@ -284,7 +306,15 @@ PATHS: dict[str, Any] = {
 
 DOCUMENT: dict[str, Any] = {
     "openapi": "3.1.0",
-    "info": {"title": "turnkeeper", "version": "1"},
+    "info": {
+        "title": "turnkeeper",
+        "version": "1",
+        "description": "Every answer carries `X-Content-Type-Options: nosniff` and a "
+        "`Content-Security-Policy` (scripts from the server's own origin; `frame-ancestors` "
+        "its own origin and those of `serve --frame-ancestors`); without such origins, "
+        "`X-Frame-Options: SAMEORIGIN` too. Every 4xx and 5xx, a refused CORS preflight "
+        'included, is `{"error": "…"}`. A trailing slash is not redirected (404).',
+    },
     "components": {
         "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         "schemas": _schemas(),

@@ -44,6 +44,9 @@ BUSY = "This conversation has a turn that is not done yet; its turn_id is the on
 SIGN_IN = "Sign in to talk to the assistant."
 NO_LIST = "Conversations are listed only for signed-in users; this assistant has no sign-in."
 MAX_ID = 64
+PAGE = 200
+"""Transcript messages per page, unless `?limit=` says otherwise (at most MAX_PAGE)."""
+MAX_PAGE = 1000
 MAX_USER = 256
 """The longest user id `authenticate` may return."""
 
@@ -125,8 +128,15 @@ class Routes:
         return JSONResponse({"turn_id": turn_id}, 202)
 
     async def conversation(self, request: Request) -> Response:
+        """The transcript's newest page (`?before=N`: the page that ends before message N,
+        counted from 0 = the oldest; `?limit=M` messages), oldest first; `before` is the
+        cursor of the page before it, null on the first."""
         conversation_id = await self._conversation(request, await self._user(request))
+        before, limit = _page(request)
         messages = await self.store.transcript(conversation_id)
+        end = len(messages) if before is None else min(before, len(messages))
+        start = max(0, end - limit)
+        messages = messages[start:end]
         usage = Usage()
         for turn in await self.store.usages(conversation_id):
             usage.add(turn)
@@ -137,6 +147,7 @@ class Routes:
                 "messages": messages,
                 "usage": usage.as_dict(),
                 "running_turn_id": running,
+                "before": start or None,
             }
         )
 
@@ -240,6 +251,21 @@ def _question(body: Any) -> str:
     except UnicodeEncodeError:
         raise ApiError(400, 'The "text" of a turn is not valid Unicode text.') from None
     return text
+
+
+def _page(request: Request) -> tuple[int | None, int]:
+    """`?before=` (None: the newest page) and `?limit=` of a transcript page."""
+    before = request.query_params.get("before")
+    limit = request.query_params.get("limit")
+    if before is not None and not _whole(before):
+        raise ApiError(400, '"before" must be a whole number of zero or more.')
+    if limit is not None and not (_whole(limit) and 1 <= int(limit) <= MAX_PAGE):
+        raise ApiError(400, f'"limit" must be a whole number from 1 to {MAX_PAGE}.')
+    return (None if before is None else int(before)), (PAGE if limit is None else int(limit))
+
+
+def _whole(value: str) -> bool:
+    return value.isascii() and value.isdigit() and len(value) <= 18
 
 
 def _after_param(request: Request) -> str | None:

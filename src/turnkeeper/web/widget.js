@@ -14,7 +14,9 @@
  * its published state. The token travels only in the Authorization header, never
  * in a URL; when the assistant's readers sign in, no token is sent at all (the host
  * page's own cookie says who the reader is), a 401 asks them to sign in, and the
- * reader's earlier conversations are offered. Every label comes from the server's
+ * reader's earlier conversations are offered. A long transcript is read a page at a
+ * time (`page-size` messages, default 100): the newest, then older ones when the reader
+ * presses "Show earlier messages". Every label comes from the server's
  * catalogs; a key no catalog knows shows nothing.
  *
  * What the model wrote is shown as Markdown, rendered by markdown-it (vendored next
@@ -41,6 +43,7 @@
   const RETRY_MS = 500; // the first retry after a failed request, doubling...
   const RETRY_MAX_MS = 8000; // ...up to this
   const TROUBLE_AFTER = 3; // failed requests in a row before the reader is told
+  const PAGE_SIZE = 100; // transcript messages read at once (`page-size`); older on request
 
   const TEMPLATE = `
     <section class="chat" part="chat">
@@ -576,7 +579,7 @@
       let response = null;
       let failure = null;
       try {
-        response = await this.call(`/api/conversations/${id}`);
+        response = await this.call(`/api/conversations/${id}?limit=${this.pageSize()}`);
         if (response.status !== 404 && !response.ok) throw new HttpError(response.status);
       } catch (error) {
         if (error instanceof SignInNeeded) return this.askToSignIn(); // kept for after sign-in
@@ -592,9 +595,61 @@
       const transcript = await response.json();
       this.setTrouble(false);
       this.show(transcript.messages || []);
+      this.offerEarlier(saved, transcript.before);
       const running = "running_turn_id" in transcript ? transcript.running_turn_id : saved.turn_id;
       if (running) this.follow(running);
       else if (saved.turn_id) this.save(this.kept(saved)); // that turn is done
+    }
+
+    /** Transcript messages per request: the `page-size` attribute, else PAGE_SIZE. */
+    pageSize() {
+      const given = Number.parseInt(this.getAttribute("page-size") || "", 10);
+      return given > 0 ? Math.min(given, 1000) : PAGE_SIZE;
+    }
+
+    /** Atop the log, a button that loads the messages before `before`, while there are some. */
+    offerEarlier(conversation, before) {
+      const shown = this.log.querySelector(".earlier-row");
+      if (shown) shown.remove();
+      if (!Number.isInteger(before) || before <= 0) return;
+      const row = make("li", "earlier-row");
+      const button = make("button", "earlier", this.text("ui.earlier") || "");
+      button.type = "button";
+      button.addEventListener("click", () => this.loadEarlier(conversation, before, button));
+      row.append(button);
+      this.log.prepend(row);
+      return button;
+    }
+
+    /** The page of messages before `before`, put above those shown, the view kept still. */
+    async loadEarlier(conversation, before, button) {
+      const epoch = this.epoch;
+      const id = encodeURIComponent(conversation.conversation_id);
+      button.disabled = true;
+      let transcript;
+      try {
+        const path = `/api/conversations/${id}?before=${before}&limit=${this.pageSize()}`;
+        const response = await this.call(path);
+        if (!response.ok) throw new HttpError(response.status);
+        transcript = await response.json();
+      } catch (error) {
+        if (epoch !== this.epoch) return;
+        button.disabled = false;
+        return error instanceof SignInNeeded ? this.askToSignIn() : this.setTrouble(true, error);
+      }
+      if (epoch !== this.epoch) return;
+      this.setTrouble(false);
+      const anchor = button.parentElement.nextSibling;
+      const fromBottom = this.log.scrollHeight - this.log.scrollTop;
+      for (const message of transcript.messages || []) {
+        if (message.id && this.rendered.has(message.id)) continue;
+        if (message.id) this.rendered.add(message.id);
+        const item = this.bubble(message);
+        if (item) this.log.insertBefore(item, anchor);
+      }
+      this.log.scrollTop = this.log.scrollHeight - fromBottom;
+      const next = this.offerEarlier(conversation, transcript.before);
+      (next || this.input).focus();
     }
 
     /** Readers sign in: say so at once if this one is not, before any question is lost. */
