@@ -28,6 +28,7 @@ from ..wire import Message
 from . import base
 from .base import Busy, Holder, new_id, recovered_state, refused
 from .cancellations import Cancellations
+from .pool import Pool
 
 try:
     import psycopg
@@ -237,7 +238,7 @@ async def _check_if_spoken_to(db: Connection) -> None:
 
 
 class PostgresStore:
-    def __init__(self, pool: AsyncConnectionPool[Connection], url: str) -> None:
+    def __init__(self, pool: Pool, url: str) -> None:
         self.pool = pool
         self.shown: dict[str, tuple[int, int]] = {}
         """Per turn, the fence and bubble count of its last write from this process."""
@@ -247,7 +248,8 @@ class PostgresStore:
     @classmethod
     async def connect(cls, url: str, *, max_size: int = 4) -> PostgresStore:
         await probe(url)
-        pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
+        # Pool: fails fast while the database cannot be reached (the API answers 503).
+        pool = Pool(
             url,
             min_size=1,
             max_size=max_size,
