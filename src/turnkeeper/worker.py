@@ -3,6 +3,12 @@
 procrastinate keeps its jobs in the same PostgreSQL database as the store (its
 schema is one of the store's migrations). Jobs are never retried (`tries = 1`
 here as in `TurnJob`): a worker that dies leaves its turn to the sweeper.
+
+A worker rides out an outage of the database, however long: procrastinate's
+worker stops when its heartbeat, its listener or a fetch fails, so it runs on a
+`RidingJobManager` that waits instead (see there). Its pool (`store.pool.Pool`)
+fails fast while the database cannot be reached and keeps reconnecting; the
+process logs the outage once and its end (docs/design.md §8).
 """
 
 from __future__ import annotations
@@ -10,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+from collections.abc import Iterable
 from typing import Any
 
 from .errors import MissingExtra
@@ -18,7 +26,12 @@ from .sweeper import Sweeper
 
 try:
     import procrastinate
-    from procrastinate.jobs import Status
+    import psycopg
+    from procrastinate.exceptions import ConnectorException
+    from procrastinate.jobs import Job, Status
+    from procrastinate.manager import JobManager, NotificationCallback
+
+    from .store.pool import Outage, Pool, outage
 except ImportError as e:  # pragma: no cover - depends on the installed extras
     raise MissingExtra("the distributed queue", "postgres") from e
 
@@ -30,12 +43,140 @@ HEARTBEAT = 10.0
 """Seconds between a worker's heartbeats (procrastinate's default)."""
 STALLED_AFTER = 30.0
 """Seconds without a heartbeat after which a worker is taken for dead (procrastinate's default)."""
+BACKOFF = (1.0, 5.0)
+"""Seconds between tries while the database cannot be reached: the first, and the most."""
 
 
 def procrastinate_app(url: str) -> procrastinate.App:
-    """An app on the store's PostgreSQL database (its own small pool)."""
-    connector = procrastinate.PsycopgConnector(conninfo=url, min_size=1, max_size=4)
+    """An app on the store's PostgreSQL database (its own small pool, failing fast while
+    the database cannot be reached)."""
+    connector = procrastinate.PsycopgConnector(
+        conninfo=url, min_size=1, max_size=4, pool_factory=Pool
+    )
     return procrastinate.App(connector=connector)
+
+
+def unreachable(error: BaseException) -> bool:
+    """Whether a procrastinate error says the database could not be reached or the
+    connection was lost (`psycopg.OperationalError`; the pool's `PoolTimeout` is one)."""
+    return isinstance(error, ConnectorException) and isinstance(
+        error.__cause__, psycopg.OperationalError
+    )
+
+
+class Backoff:
+    """Waits between tries: `BACKOFF[0]` seconds, doubled each time up to `BACKOFF[1]`."""
+
+    def __init__(self) -> None:
+        self.delay = BACKOFF[0]
+
+    async def wait(self) -> None:
+        await asyncio.sleep(self.delay)
+        self.delay = min(self.delay * 2, BACKOFF[1])
+
+
+BEAT = (
+    "UPDATE procrastinate_workers SET last_heartbeat = NOW() WHERE id = %(worker_id)s RETURNING id"
+)
+
+
+class RidingJobManager(JobManager):
+    """procrastinate's job manager for a worker that outlives any outage of the database.
+
+    procrastinate's worker stops for good when its heartbeat, its listener or a fetch
+    raises. Here, while the database cannot be reached: a fetch finds no job (the
+    worker polls again); a heartbeat, a job's final status and the listener wait with
+    backoff until they get through; a look for jobs to abort finds none. A worker
+    taken for dead meanwhile (its row pruned by a stalled-jobs pass) registers again
+    at its next heartbeat and fetches under its new id.
+    """
+
+    def __init__(self, connector: procrastinate.PsycopgConnector, seen: Outage) -> None:
+        super().__init__(connector)
+        self.outage = seen
+        self.ids: dict[int, int] = {}
+        """Worker ids procrastinate's worker holds, to the ids registered again."""
+
+    def _noted(self, error: BaseException) -> bool:
+        if not unreachable(error):
+            return False
+        self.outage.failed(" ".join(str(error.__cause__ or error).split()))
+        return True
+
+    async def fetch_job(self, queues: Iterable[str] | None, worker_id: int) -> Job | None:
+        try:
+            return await super().fetch_job(queues, self.ids.get(worker_id, worker_id))
+        except ConnectorException as e:
+            if self._noted(e):
+                return None
+            raise
+
+    async def update_heartbeat(self, worker_id: int) -> None:
+        backoff = Backoff()
+        while True:
+            try:
+                await self._beat(worker_id)
+                return
+            except ConnectorException as e:
+                if not self._noted(e):
+                    raise
+            await backoff.wait()
+
+    async def _beat(self, worker_id: int) -> None:
+        rows = await self.connector.execute_query_all_async(
+            BEAT, worker_id=self.ids.get(worker_id, worker_id)
+        )
+        if not rows:
+            self.ids[worker_id] = await self.register_worker()
+            logger.warning(
+                "worker %d was taken for dead while it could not beat; registered again as %d",
+                worker_id,
+                self.ids[worker_id],
+            )
+
+    async def finish_job(self, job: Job, status: Status, delete_job: bool) -> None:
+        backoff = Backoff()
+        while True:
+            try:
+                await super().finish_job(job, status, delete_job)
+                return
+            except ConnectorException as e:
+                if not self._noted(e):
+                    logger.warning("job %s: its status was not recorded: %s", job.id, e)
+                    return
+            await backoff.wait()
+
+    async def list_jobs_to_abort_async(self, queue: str | None = None) -> Iterable[int]:
+        try:
+            return await super().list_jobs_to_abort_async(queue)
+        except ConnectorException as e:
+            if self._noted(e):
+                return []
+            raise
+
+    async def unregister_worker(self, worker_id: int) -> None:
+        try:
+            await super().unregister_worker(self.ids.get(worker_id, worker_id))
+        except ConnectorException as e:
+            if not self._noted(e):
+                raise
+            logger.info("worker %d stops unregistered: the database cannot be reached", worker_id)
+
+    async def listen_for_jobs(
+        self, *, on_notification: NotificationCallback, queues: Iterable[str] | None = None
+    ) -> None:
+        """Listen, connecting again with backoff whenever the connection cannot be made."""
+        backoff = Backoff()
+        while True:
+            began = asyncio.get_running_loop().time()
+            try:
+                await super().listen_for_jobs(on_notification=on_notification, queues=queues)
+            except ConnectorException as e:
+                if not self._noted(e):
+                    raise
+            if asyncio.get_running_loop().time() - began > BACKOFF[1]:
+                backoff = Backoff()  # it listened a while: the next outage starts over
+            await backoff.wait()
 
 
 class ProcrastinateQueue:
@@ -116,14 +257,23 @@ class StalledJobs:
         return retired
 
     async def run(self) -> None:
-        """Retire every `interval` seconds until cancelled; a failed pass is logged and retried."""
+        """Retire every `interval` seconds until cancelled. A failed pass is logged (the
+        first of a row) and retried; once the database answers again, nothing is retired
+        for `stalled_after` seconds, while the live workers' heartbeats get through."""
+        failing, resumes = 0, 0.0
         while True:
             try:
-                await self.retire()
+                if failing:
+                    await self.manager.get_stalled_jobs(queue=QUEUE)  # does it answer?
+                    failing, resumes = 0, time.monotonic() + self.stalled_after
+                elif time.monotonic() >= resumes:
+                    await self.retire()
             except Exception:
-                logger.exception(
-                    "retiring stalled jobs failed; trying again in %.1f s", self.interval
-                )
+                failing += 1
+                if failing == 1:
+                    logger.exception(
+                        "retiring stalled jobs failed; trying again every %.1f s", self.interval
+                    )
             await asyncio.sleep(self.interval)
 
 
@@ -145,12 +295,13 @@ async def run_worker(
     `stalled_after` seconds is taken for dead.
     """
     app = procrastinate_app(url)
+    app.job_manager = RidingJobManager(app.connector, outage(url))  # type: ignore[arg-type]
 
     async def run_turn(turn_id: str) -> None:
         await job.run(turn_id)
 
     app.task(name=TASK, queue=QUEUE, retry=False)(run_turn)
-    sweeper = sweeper or Sweeper(job.store)
+    sweeper = sweeper or Sweeper(job.store, lease=job.lease)
     sweeper.queue = sweeper.queue or DeferredTurns(app)
     async with app.open_async():
         sweeping = asyncio.create_task(sweeper.run(), name="sweeper")
