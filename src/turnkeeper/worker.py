@@ -85,8 +85,9 @@ class RidingJobManager(JobManager):
 
     procrastinate's worker stops for good when its heartbeat, its listener or a fetch
     raises. Here, while the database cannot be reached: a fetch finds no job (the
-    worker polls again); a heartbeat, a job's final status and the listener wait with
-    backoff until they get through; a look for jobs to abort finds none. A worker
+    worker polls again); a heartbeat and the listener try again with backoff until
+    they get through; a job's final status waits for the next heartbeat that does; a
+    look for jobs to abort finds none. A worker
     taken for dead meanwhile (its row pruned by a stalled-jobs pass) registers again
     at its next heartbeat and fetches under its new id.
     """
@@ -96,6 +97,8 @@ class RidingJobManager(JobManager):
         self.outage = seen
         self.ids: dict[int, int] = {}
         """Worker ids procrastinate's worker holds, to the ids registered again."""
+        self.unrecorded: list[tuple[Job, Status, bool]] = []
+        """Jobs that ended while the database could not be reached, oldest first."""
 
     def _noted(self, error: BaseException) -> bool:
         if not unreachable(error):
@@ -116,6 +119,7 @@ class RidingJobManager(JobManager):
         while True:
             try:
                 await self._beat(worker_id)
+                await self._record_finished()
                 return
             except ConnectorException as e:
                 if not self._noted(e):
@@ -135,16 +139,27 @@ class RidingJobManager(JobManager):
             )
 
     async def finish_job(self, job: Job, status: Status, delete_job: bool) -> None:
-        backoff = Backoff()
-        while True:
+        """Record a job's final status; while the database cannot be reached, keep it for
+        the next heartbeat that gets through (a stopping worker never waits for it)."""
+        try:
+            await super().finish_job(job, status, delete_job)
+        except ConnectorException as e:
+            if not self._noted(e):
+                logger.warning("job %s: its status was not recorded: %s", job.id, e)
+                return
+            self.unrecorded.append((job, status, delete_job))
+
+    async def _record_finished(self) -> None:
+        """The final statuses an outage kept from the database, recorded now."""
+        while self.unrecorded:
+            job, status, delete_job = self.unrecorded[0]
             try:
                 await super().finish_job(job, status, delete_job)
-                return
             except ConnectorException as e:
-                if not self._noted(e):
-                    logger.warning("job %s: its status was not recorded: %s", job.id, e)
-                    return
-            await backoff.wait()
+                if unreachable(e):
+                    raise
+                logger.warning("job %s: its status was not recorded: %s", job.id, e)
+            self.unrecorded.pop(0)
 
     async def list_jobs_to_abort_async(self, queue: str | None = None) -> Iterable[int]:
         try:

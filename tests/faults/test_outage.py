@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from tests import databases, fake_model, scripts
@@ -24,7 +26,11 @@ from tests.tcp_proxy import TcpProxy
 from tests.test_server import output, running
 from tests.waiting import eventually
 from turnkeeper.api import create_app
+from turnkeeper.job import TurnJob
+from turnkeeper.outcomes import Outcome
+from turnkeeper.providers import messages_api
 from turnkeeper.store import Store, new_token, open_store
+from turnkeeper.wire import Message, Reply, ToolResult, ToolSpec
 from turnkeeper.worker import ProcrastinateQueue
 
 pytestmark = pytest.mark.postgres
@@ -57,6 +63,13 @@ async def queue_turn(store: Store, url: str) -> str:
     async with ProcrastinateQueue(url) as queue:
         await queue.enqueue(turn_id)
     return turn_id
+
+
+async def job_statuses(url: str) -> list[str]:
+    """The procrastinate jobs' statuses, in the order they were deferred."""
+    async with await psycopg.AsyncConnection.connect(url) as db:
+        cursor = await db.execute("SELECT status::text FROM procrastinate_jobs ORDER BY id")
+        return [str(s) for (s,) in await cursor.fetchall()]
 
 
 async def status(store: Store, turn_id: str) -> tuple[str, bool]:
@@ -102,6 +115,11 @@ async def test_a_worker_rides_out_a_minute_without_its_database(
                 return (await status(store, held))[1]
 
             await eventually(held_done, "the turn in flight through the outage ended", bound=30)
+
+            async def recorded() -> bool:
+                return await job_statuses(own_database) == ["succeeded"] * 3
+
+            await eventually(recorded, "every job recorded as succeeded (none retired)")
             assert worker.poll() is None, f"the worker exited: {output(log)}"
     text = output(log)
     assert [await status(store, t) for t in [held, *queued]] == [("finished", True)] * 3, text
@@ -135,3 +153,50 @@ async def test_the_api_answers_503_within_seconds_while_the_database_is_unreacha
             await eventually(answers, "the API answering once the database is back", bound=20)
     finally:
         await store.close()
+
+
+class OutageModel:
+    """Answers at once; as the call is made, the database goes out of reach for `outage` s."""
+
+    wire = messages_api.WIRE
+
+    def __init__(self, proxy: TcpProxy, outage: float) -> None:
+        self.back = threading.Timer(outage, proxy.restore)
+        self.proxy = proxy
+
+    async def complete(
+        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+    ) -> Reply:
+        self.proxy.cut()
+        self.back.start()
+        return messages_api.parse_reply(scripts.answer("the answer outlived the outage"))
+
+    def user_message(self, text: str) -> Message:
+        return messages_api.user_message(text)
+
+    def tool_results(self, results: Sequence[ToolResult]) -> list[Message]:
+        return messages_api.tool_results(results)
+
+    def describe(self) -> dict[str, str]:
+        return {"provider": "outage"}
+
+
+async def test_a_model_answer_that_comes_during_an_outage_is_written_once_it_ends(
+    own_database: str, proxy: TcpProxy
+) -> None:
+    direct = await open_store(own_database)
+    conversation_id = await direct.create_conversation(new_token()[1])
+    turn_id = (await direct.create_turn(conversation_id, "worth the wait?")).turn_id
+    store = await open_store(proxy.url(own_database))
+    model = OutageModel(proxy, 5.0)
+    try:
+        outcome = await TurnJob(store, model).run(turn_id)
+    finally:
+        model.back.join()
+        await store.close()
+    state = await direct.state_after(turn_id, 0)
+    await direct.close()
+    assert outcome == Outcome.FINISHED
+    assert state is not None
+    assert (state["status"], state["done"]) == ("finished", True)
+    assert state["messages"][-1]["text"] == "the answer outlived the outage"
