@@ -87,9 +87,9 @@ class RidingJobManager(JobManager):
     raises. Here, while the database cannot be reached: a fetch finds no job (the
     worker polls again); a heartbeat and the listener try again with backoff until
     they get through; a job's final status waits for the next heartbeat that does; a
-    look for jobs to abort finds none. A worker
-    taken for dead meanwhile (its row pruned by a stalled-jobs pass) registers again
-    at its next heartbeat and fetches under its new id.
+    look for jobs to abort finds none. A worker taken for dead meanwhile (its row
+    pruned by another worker's stalled-jobs pass) registers again at its next
+    heartbeat and fetches under its new id.
     """
 
     def __init__(self, connector: procrastinate.PsycopgConnector, seen: Outage) -> None:
