@@ -32,7 +32,6 @@ from ..wire import Message
 from . import base
 from .base import Busy, Holder, new_id, recovered_state, refused
 from .cancellations import Cancellations
-from .pool import Pool
 
 try:
     import psycopg
@@ -44,6 +43,7 @@ except ImportError as e:  # pragma: no cover - depends on the installed extras
 
 from .. import state as published
 from .listener import CHANNEL, Listener
+from .pool import Pool
 
 NOW = "extract(epoch from clock_timestamp())"
 MIGRATION_LOCK = 7_301_880_451  # pg_advisory_xact_lock key: one migrator at a time
