@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import logging
 import time
 from collections.abc import Iterable
@@ -30,6 +31,7 @@ try:
     from procrastinate.exceptions import ConnectorException
     from procrastinate.jobs import Job, Status
     from procrastinate.manager import JobManager, NotificationCallback
+    from psycopg_pool import PoolTimeout
 
     from .store.pool import Outage, Pool, outage
 except ImportError as e:  # pragma: no cover - depends on the installed extras
@@ -75,6 +77,7 @@ class Backoff:
         self.delay = min(self.delay * 2, BACKOFF[1])
 
 
+ASTRAY = "SELECT id FROM procrastinate_jobs WHERE status = 'doing' AND worker_id = %(worker_id)s"
 BEAT = (
     "UPDATE procrastinate_workers SET last_heartbeat = NOW() WHERE id = %(worker_id)s RETURNING id"
 )
@@ -89,7 +92,8 @@ class RidingJobManager(JobManager):
     they get through; a job's final status waits for the next heartbeat that does; a
     look for jobs to abort finds none. A worker taken for dead meanwhile (its row
     pruned by another worker's stalled-jobs pass) registers again at its next
-    heartbeat and fetches under its new id.
+    heartbeat and fetches under its new id; a job fetched as the connection was lost
+    (marked this worker's, never received) is queued again at the next heartbeat.
     """
 
     def __init__(self, connector: procrastinate.PsycopgConnector, seen: Outage) -> None:
@@ -99,6 +103,11 @@ class RidingJobManager(JobManager):
         """Worker ids procrastinate's worker holds, to the ids registered again."""
         self.unrecorded: list[tuple[Job, Status, bool]] = []
         """Jobs that ended while the database could not be reached, oldest first."""
+        self.fetched: set[int] = set()
+        """The jobs this worker received and has not finished."""
+        self.astray = False
+        """A fetch was sent and its answer lost: the database may hold a job as ours."""
+        self._fetching = asyncio.Lock()
 
     def _noted(self, error: BaseException) -> bool:
         if not unreachable(error):
@@ -107,12 +116,32 @@ class RidingJobManager(JobManager):
         return True
 
     async def fetch_job(self, queues: Iterable[str] | None, worker_id: int) -> Job | None:
-        try:
-            return await super().fetch_job(queues, self.ids.get(worker_id, worker_id))
-        except ConnectorException as e:
-            if self._noted(e):
+        async with self._fetching:
+            try:
+                job = await super().fetch_job(queues, self.ids.get(worker_id, worker_id))
+            except ConnectorException as e:
+                if not self._noted(e):
+                    raise
+                # Sent, and the answer lost with the connection: a job may be ours unknown.
+                self.astray |= not isinstance(e.__cause__, PoolTimeout)
                 return None
-            raise
+            if job is not None and job.id is not None:
+                self.fetched.add(job.id)
+            return job
+
+    async def _requeue_astray(self, worker_id: int) -> None:
+        """The jobs the database holds as this worker's that it never received (a fetch
+        whose answer a lost connection took), queued again: they never ran, and a turn
+        runs at most once whoever fetches its job (the store's claim)."""
+        async with self._fetching:
+            rows = await self.connector.execute_query_all_async(
+                ASTRAY, worker_id=self.ids.get(worker_id, worker_id)
+            )
+            for job_id in {int(row["id"]) for row in rows} - self.fetched:
+                now = datetime.datetime.now(datetime.UTC)
+                await self.retry_job_by_id_async(job_id=job_id, retry_at=now)
+                logger.warning("job %d: fetched as its connection was lost; queued again", job_id)
+            self.astray = False
 
     async def update_heartbeat(self, worker_id: int) -> None:
         backoff = Backoff()
@@ -120,6 +149,8 @@ class RidingJobManager(JobManager):
             try:
                 await self._beat(worker_id)
                 await self._record_finished()
+                if self.astray:
+                    await self._requeue_astray(worker_id)
                 return
             except ConnectorException as e:
                 if not self._noted(e):
@@ -141,6 +172,7 @@ class RidingJobManager(JobManager):
     async def finish_job(self, job: Job, status: Status, delete_job: bool) -> None:
         """Record a job's final status; while the database cannot be reached, keep it for
         the next heartbeat that gets through (a stopping worker never waits for it)."""
+        self.fetched.discard(job.id or 0)
         try:
             await super().finish_job(job, status, delete_job)
         except ConnectorException as e:

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 import psycopg
 import pytest
 from procrastinate.jobs import Status
+from procrastinate.manager import JobManager
 
 from tests import databases
 from tests.tcp_proxy import TcpProxy
@@ -83,3 +84,22 @@ async def test_out_of_reach_a_fetch_finds_nothing_and_an_end_is_recorded_later(
     status = "SELECT status::text FROM procrastinate_jobs WHERE id = %s"
     assert scalar(own_database, status, running.id) == "succeeded"
     assert manager.unrecorded == []
+
+
+async def test_a_job_fetched_as_the_connection_was_lost_is_queued_again(own_database: str) -> None:
+    """The fetch ran in the database and marked the job this worker's; its answer was
+    lost with the connection (the manager notes that as `astray`)."""
+    async with ProcrastinateQueue(own_database) as queue:
+        await queue.enqueue("t_lost")
+    app = procrastinate_app(own_database)
+    manager = RidingJobManager(app.connector, outage(own_database))  # type: ignore[arg-type]
+    async with app.open_async():
+        worker_id = await manager.register_worker()
+        lost = await JobManager(app.connector).fetch_job([QUEUE], worker_id)
+        assert lost is not None
+        manager.astray = True
+        await manager.update_heartbeat(worker_id)
+        again = await manager.fetch_job([QUEUE], worker_id)
+    assert again is not None
+    assert (again.id, again.task_kwargs) == (lost.id, {"turn_id": "t_lost"})
+    assert manager.astray is False
