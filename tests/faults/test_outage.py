@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
@@ -52,8 +53,8 @@ def own_database() -> Iterator[str]:
 
 @pytest.fixture
 def proxy(own_database: str) -> Iterator[TcpProxy]:
-    host, port = databases.ADMIN_URL.split("@", 1)[1].split("/", 1)[0].split(":")
-    with TcpProxy(host, int(port)) as forwarding:
+    server = urlsplit(databases.ADMIN_URL)
+    with TcpProxy(server.hostname or "127.0.0.1", server.port or 5432) as forwarding:
         yield forwarding
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
@@ -33,7 +34,8 @@ async def own_database() -> AsyncIterator[str]:
 
 @pytest.fixture
 def proxy(own_database: str) -> Iterator[TcpProxy]:
-    with TcpProxy("127.0.0.1", 5432) as forwarding:
+    server = urlsplit(databases.ADMIN_URL)
+    with TcpProxy(server.hostname or "127.0.0.1", server.port or 5432) as forwarding:
         yield forwarding
 
 
