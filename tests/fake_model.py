@@ -28,6 +28,8 @@ from turnkeeper.wire import Message, Reply, ToolResult, ToolSpec
 
 HOLD = "hold"
 """A script entry: keep this request open until `release()`, then answer the next entry."""
+HOLD_BOUND = 60.0
+"""Seconds a held request waits for `release()` at most."""
 
 
 class FakeModelServer:
@@ -71,7 +73,7 @@ class FakeModelServer:
             script, released = self.script, self.released
             entry = script.pop(0) if script else None
         if entry == HOLD:
-            released.wait(60)
+            released.wait(HOLD_BOUND)
             with self._lock:
                 entry = script.pop(0) if script else None
         if entry is None:

@@ -26,6 +26,8 @@ class _Held:
     fence: int
     body: asyncio.Task[object]
     lost: asyncio.Event = field(default_factory=asyncio.Event)
+    failing: int = 0
+    """Renewals that failed in a row (a store out of reach): the first is logged."""
 
 
 class Leases:
@@ -76,8 +78,13 @@ class Leases:
         try:
             renewed = await self.store.renew(turn_id, held.fence, self.lease)
         except Exception as e:  # a passing store error: try again next tick
-            logger.warning("turn %s: lease renewal failed, will retry: %s", turn_id, e)
+            held.failing += 1
+            if held.failing == 1:
+                logger.warning("turn %s: lease renewal failed, will retry: %s", turn_id, e)
             return
+        if held.failing and renewed:
+            logger.info("turn %s: lease renewed after %d failed tries", turn_id, held.failing)
+            held.failing = 0
         if renewed or self._held.get(turn_id) is not held:
             return
         logger.warning(

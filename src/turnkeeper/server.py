@@ -169,7 +169,9 @@ async def work(settings: Settings, assistant: Assistant, provider: Provider) -> 
         _exposed(metrics, settings.metrics_port),
     ):
         job = _job(store, assistant, provider, tools, settings, metrics)
-        sweeper = Sweeper(store, interval=settings.sweep_interval, metrics=metrics)
+        sweeper = Sweeper(
+            store, interval=settings.sweep_interval, metrics=metrics, lease=settings.lease
+        )
         announce(banner("worker", settings, assistant, provider), settings.log_format)
         await run_worker(
             settings.database,
@@ -383,7 +385,13 @@ async def _sweeping(
     store: Store, settings: Settings, queue: Queue, metrics: Metrics
 ) -> AsyncIterator[None]:
     holding = queue if isinstance(queue, Holding) else None
-    sweeper = Sweeper(store, interval=settings.sweep_interval, queue=holding, metrics=metrics)
+    sweeper = Sweeper(
+        store,
+        interval=settings.sweep_interval,
+        queue=holding,
+        metrics=metrics,
+        lease=settings.lease,
+    )
     task = asyncio.create_task(sweeper.run())
     try:
         yield

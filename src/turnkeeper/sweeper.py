@@ -10,15 +10,23 @@ Given the queue (`holding`), it also finalises turns left `queued` with nothing
 behind them: queued for `unheld_after` seconds and held by no queue (a claim
 whose failure could not be written, an API process that died between creating
 a turn and handing it over). Nothing stays queued with no job behind it.
+
+While the store cannot be reached, sweeps fail; the first failure is logged and
+the sweeper tries again every interval. Once it reaches the store again it
+finalises nothing for one `lease`: during an outage no worker could renew, so
+every lease may have expired, and the workers that lived through it get one
+lease to renew theirs first. An outage alone never fails a turn whose worker is
+alive (docs/design.md §8).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from .job import failed
+from .job import DEFAULT_LEASE, failed
 from .report import Reporter, log_report
 from .store import EXPIRED, UNCLAIMED, Store
 
@@ -55,6 +63,7 @@ class Sweeper:
         metrics: Metrics | None = None,
         queue: Holding | None = None,
         unheld_after: float = UNHELD_AFTER,
+        lease: float = DEFAULT_LEASE,
     ) -> None:
         self.store = store
         self.interval = interval
@@ -62,6 +71,11 @@ class Sweeper:
         self.metrics = metrics
         self.queue = queue
         self.unheld_after = unheld_after
+        self.lease = lease
+        self.failing = 0
+        """Sweeps failed in a row."""
+        self.resumes = 0.0
+        """When (monotonic seconds) sweeping resumes after the store was reached again."""
 
     async def sweep(self) -> list[str]:
         """Finalise every turn whose lease has expired, and every queued turn no queue
@@ -99,10 +113,28 @@ class Sweeper:
         return swept
 
     async def run(self) -> None:
-        """Sweep every `interval` seconds until cancelled; a failed sweep is logged and retried."""
+        """Sweep every `interval` seconds until cancelled; a failed sweep is retried."""
         while True:
-            try:
-                await self.sweep()
-            except Exception:
-                logger.exception("the sweep failed; trying again in %.1f s", self.interval)
+            await self.tick()
             await asyncio.sleep(self.interval)
+
+    async def tick(self) -> None:
+        """One sweep; or, after failed sweeps, a look that starts a lease's hold if the
+        store answers; or nothing while the hold lasts."""
+        if time.monotonic() < self.resumes:
+            return
+        try:
+            if self.failing:
+                await self.store.expired()  # the store answers: hold, finalise nothing yet
+                logger.warning(
+                    "the sweeper reached the store again; it finalises nothing for %g s,"
+                    " while live workers renew their leases",
+                    self.lease,
+                )
+                self.failing, self.resumes = 0, time.monotonic() + self.lease
+                return
+            await self.sweep()
+        except Exception:
+            self.failing += 1
+            if self.failing == 1:
+                logger.exception("the sweep failed; trying again every %.1f s", self.interval)

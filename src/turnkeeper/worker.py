@@ -3,13 +3,22 @@
 procrastinate keeps its jobs in the same PostgreSQL database as the store (its
 schema is one of the store's migrations). Jobs are never retried (`tries = 1`
 here as in `TurnJob`): a worker that dies leaves its turn to the sweeper.
+
+A worker rides out an outage of the database, however long: procrastinate's
+worker stops when its heartbeat, its listener or a fetch fails, so it runs on a
+`RidingJobManager` that waits instead (see there). Its pool (`store.pool.Pool`)
+fails fast while the database cannot be reached and keeps reconnecting; the
+process logs the outage once and its end (docs/design.md §8).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import logging
+import time
+from collections.abc import Iterable
 from typing import Any
 
 from .errors import MissingExtra
@@ -18,7 +27,13 @@ from .sweeper import Sweeper
 
 try:
     import procrastinate
-    from procrastinate.jobs import Status
+    import psycopg
+    from procrastinate.exceptions import ConnectorException
+    from procrastinate.jobs import Job, Status
+    from procrastinate.manager import JobManager, NotificationCallback
+    from psycopg_pool import PoolTimeout
+
+    from .store.pool import Outage, Pool, outage
 except ImportError as e:  # pragma: no cover - depends on the installed extras
     raise MissingExtra("the distributed queue", "postgres") from e
 
@@ -30,12 +45,185 @@ HEARTBEAT = 10.0
 """Seconds between a worker's heartbeats (procrastinate's default)."""
 STALLED_AFTER = 30.0
 """Seconds without a heartbeat after which a worker is taken for dead (procrastinate's default)."""
+BACKOFF = (1.0, 5.0)
+"""Seconds between tries while the database cannot be reached: the first, and the most."""
 
 
 def procrastinate_app(url: str) -> procrastinate.App:
-    """An app on the store's PostgreSQL database (its own small pool)."""
-    connector = procrastinate.PsycopgConnector(conninfo=url, min_size=1, max_size=4)
+    """An app on the store's PostgreSQL database (its own small pool, failing fast while
+    the database cannot be reached)."""
+    connector = procrastinate.PsycopgConnector(
+        conninfo=url, min_size=1, max_size=4, pool_factory=Pool
+    )
     return procrastinate.App(connector=connector)
+
+
+def unreachable(error: BaseException) -> bool:
+    """Whether a procrastinate error says the database could not be reached or the
+    connection was lost (`psycopg.OperationalError`; the pool's `PoolTimeout` is one)."""
+    return isinstance(error, ConnectorException) and isinstance(
+        error.__cause__, psycopg.OperationalError
+    )
+
+
+class Backoff:
+    """Waits between tries: `BACKOFF[0]` seconds, doubled each time up to `BACKOFF[1]`."""
+
+    def __init__(self) -> None:
+        self.delay = BACKOFF[0]
+
+    async def wait(self) -> None:
+        await asyncio.sleep(self.delay)
+        self.delay = min(self.delay * 2, BACKOFF[1])
+
+
+ASTRAY = "SELECT id FROM procrastinate_jobs WHERE status = 'doing' AND worker_id = %(worker_id)s"
+BEAT = (
+    "UPDATE procrastinate_workers SET last_heartbeat = NOW() WHERE id = %(worker_id)s RETURNING id"
+)
+
+
+class RidingJobManager(JobManager):
+    """procrastinate's job manager for a worker that outlives any outage of the database.
+
+    procrastinate's worker stops for good when its heartbeat, its listener or a fetch
+    raises. Here, while the database cannot be reached: a fetch finds no job (the
+    worker polls again); a heartbeat and the listener try again with backoff until
+    they get through; a job's final status waits for the next heartbeat that does; a
+    look for jobs to abort finds none. A worker taken for dead meanwhile (its row
+    pruned by another worker's stalled-jobs pass) registers again at its next
+    heartbeat and fetches under its new id; a job fetched as the connection was lost
+    (marked this worker's, never received) is queued again at the next heartbeat.
+    """
+
+    def __init__(self, connector: procrastinate.PsycopgConnector, seen: Outage) -> None:
+        super().__init__(connector)
+        self.outage = seen
+        self.ids: dict[int, int] = {}
+        """Worker ids procrastinate's worker holds, to the ids registered again."""
+        self.unrecorded: list[tuple[Job, Status, bool]] = []
+        """Jobs that ended while the database could not be reached, oldest first."""
+        self.fetched: set[int] = set()
+        """The jobs this worker received and has not finished."""
+        self.astray = False
+        """A fetch was sent and its answer lost: the database may hold a job as ours."""
+        self._fetching = asyncio.Lock()
+
+    def _noted(self, error: BaseException) -> bool:
+        if not unreachable(error):
+            return False
+        self.outage.failed(" ".join(str(error.__cause__ or error).split()))
+        return True
+
+    async def fetch_job(self, queues: Iterable[str] | None, worker_id: int) -> Job | None:
+        async with self._fetching:
+            try:
+                job = await super().fetch_job(queues, self.ids.get(worker_id, worker_id))
+            except ConnectorException as e:
+                if not self._noted(e):
+                    raise
+                # Sent, and the answer lost with the connection: a job may be ours unknown.
+                self.astray |= not isinstance(e.__cause__, PoolTimeout)
+                return None
+            if job is not None and job.id is not None:
+                self.fetched.add(job.id)
+            return job
+
+    async def _requeue_astray(self, worker_id: int) -> None:
+        """The jobs the database holds as this worker's that it never received (a fetch
+        whose answer a lost connection took), queued again: they never ran, and a turn
+        runs at most once whoever fetches its job (the store's claim)."""
+        async with self._fetching:
+            rows = await self.connector.execute_query_all_async(
+                ASTRAY, worker_id=self.ids.get(worker_id, worker_id)
+            )
+            for job_id in {int(row["id"]) for row in rows} - self.fetched:
+                now = datetime.datetime.now(datetime.UTC)
+                await self.retry_job_by_id_async(job_id=job_id, retry_at=now)
+                logger.warning("job %d: fetched as its connection was lost; queued again", job_id)
+            self.astray = False
+
+    async def update_heartbeat(self, worker_id: int) -> None:
+        backoff = Backoff()
+        while True:
+            try:
+                await self._beat(worker_id)
+                await self._record_finished()
+                if self.astray:
+                    await self._requeue_astray(worker_id)
+                return
+            except ConnectorException as e:
+                if not self._noted(e):
+                    raise
+            await backoff.wait()
+
+    async def _beat(self, worker_id: int) -> None:
+        rows = await self.connector.execute_query_all_async(
+            BEAT, worker_id=self.ids.get(worker_id, worker_id)
+        )
+        if not rows:
+            self.ids[worker_id] = await self.register_worker()
+            logger.warning(
+                "worker %d was taken for dead while it could not beat; registered again as %d",
+                worker_id,
+                self.ids[worker_id],
+            )
+
+    async def finish_job(self, job: Job, status: Status, delete_job: bool) -> None:
+        """Record a job's final status; while the database cannot be reached, keep it for
+        the next heartbeat that gets through (a stopping worker never waits for it)."""
+        self.fetched.discard(job.id or 0)
+        try:
+            await super().finish_job(job, status, delete_job)
+        except ConnectorException as e:
+            if not self._noted(e):
+                logger.warning("job %s: its status was not recorded: %s", job.id, e)
+                return
+            self.unrecorded.append((job, status, delete_job))
+
+    async def _record_finished(self) -> None:
+        """The final statuses an outage kept from the database, recorded now."""
+        while self.unrecorded:
+            job, status, delete_job = self.unrecorded[0]
+            try:
+                await super().finish_job(job, status, delete_job)
+            except ConnectorException as e:
+                if unreachable(e):
+                    raise
+                logger.warning("job %s: its status was not recorded: %s", job.id, e)
+            self.unrecorded.pop(0)
+
+    async def list_jobs_to_abort_async(self, queue: str | None = None) -> Iterable[int]:
+        try:
+            return await super().list_jobs_to_abort_async(queue)
+        except ConnectorException as e:
+            if self._noted(e):
+                return []
+            raise
+
+    async def unregister_worker(self, worker_id: int) -> None:
+        try:
+            await super().unregister_worker(self.ids.get(worker_id, worker_id))
+        except ConnectorException as e:
+            if not self._noted(e):
+                raise
+            logger.info("worker %d stops unregistered: the database cannot be reached", worker_id)
+
+    async def listen_for_jobs(
+        self, *, on_notification: NotificationCallback, queues: Iterable[str] | None = None
+    ) -> None:
+        """Listen, connecting again with backoff whenever the connection cannot be made."""
+        backoff = Backoff()
+        while True:
+            began = asyncio.get_running_loop().time()
+            try:
+                await super().listen_for_jobs(on_notification=on_notification, queues=queues)
+            except ConnectorException as e:
+                if not self._noted(e):
+                    raise
+            if asyncio.get_running_loop().time() - began > BACKOFF[1]:
+                backoff = Backoff()  # it listened a while: the next outage starts over
+            await backoff.wait()
 
 
 class ProcrastinateQueue:
@@ -116,14 +304,23 @@ class StalledJobs:
         return retired
 
     async def run(self) -> None:
-        """Retire every `interval` seconds until cancelled; a failed pass is logged and retried."""
+        """Retire every `interval` seconds until cancelled. A failed pass is logged (the
+        first of a row) and retried; once the database answers again, nothing is retired
+        for `stalled_after` seconds, while the live workers' heartbeats get through."""
+        failing, resumes = 0, 0.0
         while True:
             try:
-                await self.retire()
+                if failing:
+                    await self.manager.get_stalled_jobs(queue=QUEUE)  # does it answer?
+                    failing, resumes = 0, time.monotonic() + self.stalled_after
+                elif time.monotonic() >= resumes:
+                    await self.retire()
             except Exception:
-                logger.exception(
-                    "retiring stalled jobs failed; trying again in %.1f s", self.interval
-                )
+                failing += 1
+                if failing == 1:
+                    logger.exception(
+                        "retiring stalled jobs failed; trying again every %.1f s", self.interval
+                    )
             await asyncio.sleep(self.interval)
 
 
@@ -145,12 +342,13 @@ async def run_worker(
     `stalled_after` seconds is taken for dead.
     """
     app = procrastinate_app(url)
+    app.job_manager = RidingJobManager(app.connector, outage(url))  # type: ignore[arg-type]
 
     async def run_turn(turn_id: str) -> None:
         await job.run(turn_id)
 
     app.task(name=TASK, queue=QUEUE, retry=False)(run_turn)
-    sweeper = sweeper or Sweeper(job.store)
+    sweeper = sweeper or Sweeper(job.store, lease=job.lease)
     sweeper.queue = sweeper.queue or DeferredTurns(app)
     async with app.open_async():
         sweeping = asyncio.create_task(sweeper.run(), name="sweeper")

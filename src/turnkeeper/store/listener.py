@@ -8,7 +8,9 @@ notification wakes that turn's waiters in `Cancellations`. One connection per
 process, whatever the number of running turns, and no query while nothing is
 cancelled, where a poll of the flag would cost a query per running call every
 fraction of a second. A notification sent while the connection is down is
-lost, so after every (re)connection all waiters read their flag again.
+lost, so after every (re)connection all waiters read their flag again. While
+the database cannot be reached it tries again with backoff, and the process's
+`Outage` logs that once.
 """
 
 from __future__ import annotations
@@ -16,16 +18,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from typing import Any
 
 import psycopg
 
 from .cancellations import Cancellations
+from .pool import CONNECT_TIMEOUT, outage
 
 logger = logging.getLogger("turnkeeper.store")
 
 CHANNEL = "turnkeeper_cancel"
-RECONNECT = 1.0
-"""Seconds between attempts to reconnect the listening connection."""
+RECONNECT = (1.0, 5.0)
+"""Seconds between attempts to reconnect the listening connection: the first, and the most."""
 
 
 class Listener:
@@ -48,19 +52,31 @@ class Listener:
             self._task = None
 
     async def _run(self) -> None:
+        delay = RECONNECT[0]
         while True:
             try:
-                await self._listen()
-            except Exception as e:  # the server went away, or refused us: try again
-                why = " ".join(str(e).split())
-                logger.warning(
-                    "listening for cancels failed; reconnecting in %g s: %s", RECONNECT, why
+                db = await psycopg.AsyncConnection.connect(
+                    self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT
                 )
-            await asyncio.sleep(RECONNECT)
+            except psycopg.OperationalError as e:  # the database cannot be reached
+                outage(self.url).failed(" ".join(str(e).split()))
+            else:
+                delay = RECONNECT[0]
+                outage(self.url).reached()
+                await self._listening(db)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RECONNECT[1])
 
-    async def _listen(self) -> None:
-        async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as db:
-            await db.execute(f"LISTEN {CHANNEL}")
-            self.cancellations.wake_all()  # anything sent while nobody listened
-            async for notify in db.notifies():
-                self.cancellations.wake(notify.payload)
+    async def _listening(self, db: psycopg.AsyncConnection[Any]) -> None:
+        try:
+            async with db:
+                await self._listen(db)
+        except Exception as e:  # the server went away: connect again
+            why = " ".join(str(e).split())
+            logger.info("the connection listening for cancels was lost; reconnecting: %s", why)
+
+    async def _listen(self, db: psycopg.AsyncConnection[Any]) -> None:
+        await db.execute(f"LISTEN {CHANNEL}")
+        self.cancellations.wake_all()  # anything sent while nobody listened
+        async for notify in db.notifies():
+            self.cancellations.wake(notify.payload)

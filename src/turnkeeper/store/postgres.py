@@ -10,6 +10,10 @@ A publish, a checkpoint and the final write are each one statement, a call of
 the `turnkeeper_write` function (migration 6): one round trip on an autocommit
 connection, its own transaction. A worker's CPU goes to psycopg's cost per
 statement (~0.2–0.35 ms under load), not to what the statement does.
+
+While the database cannot be reached, a request for a connection fails within a
+second (`pool.py`: the API answers 503), and a turn's writes wait for the
+database instead (`_patient`): an outage alone does not fail a running turn.
 """
 
 from __future__ import annotations
@@ -33,12 +37,13 @@ try:
     import psycopg
     from psycopg.rows import TupleRow
     from psycopg.types.json import Json, Jsonb
-    from psycopg_pool import AsyncConnectionPool
+    from psycopg_pool import AsyncConnectionPool, PoolTimeout
 except ImportError as e:  # pragma: no cover - depends on the installed extras
     raise MissingExtra("PostgreSQL", "postgres") from e
 
 from .. import state as published
 from .listener import CHANNEL, Listener
+from .pool import Pool
 
 NOW = "extract(epoch from clock_timestamp())"
 MIGRATION_LOCK = 7_301_880_451  # pg_advisory_xact_lock key: one migrator at a time
@@ -189,6 +194,9 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
 )
 
 
+PATIENCE = (0.5, 5.0)
+"""Seconds between tries of a turn's write while the database cannot be reached: the
+first, and the most."""
 PROBE_TIMEOUT = 1.5
 """Seconds the first connection may take before the database counts as unreachable."""
 
@@ -240,7 +248,7 @@ class PostgresStore:
     """The shared store on PostgreSQL, through a psycopg connection pool; also holds
     procrastinate's job queue. Open one with `PostgresStore.connect(url)` (or `open_store`)."""
 
-    def __init__(self, pool: AsyncConnectionPool[Connection], url: str) -> None:
+    def __init__(self, pool: Pool, url: str) -> None:
         self.pool = pool
         self.shown: dict[str, tuple[int, int]] = {}
         """Per turn, the fence and bubble count of its last write from this process."""
@@ -250,7 +258,8 @@ class PostgresStore:
     @classmethod
     async def connect(cls, url: str, *, max_size: int = 4) -> PostgresStore:
         await probe(url)
-        pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
+        # Pool: fails fast while the database cannot be reached (the API answers 503).
+        pool = Pool(
             url,
             min_size=1,
             max_size=max_size,
@@ -283,6 +292,22 @@ class PostgresStore:
             return await self._fetch_once(sql, params, one=one)
         except ENDED_UNRUN:  # nothing ran: once more, on a connection the pool checks
             return await self._fetch_once(sql, params, one=one)
+
+    async def _patient(self, sql: Any, params: Any) -> Any:
+        """A turn's write (its usage, state, checkpoint, final write): while the database
+        cannot be reached, wait for it and send the write then. The pool's `PoolTimeout`
+        means nothing was sent. The turn's job clock bounds the wait; a task being
+        cancelled (a stopping process) waits for nothing and leaves it to the sweeper."""
+        delay = PATIENCE[0]
+        while True:
+            try:
+                return await self._one(sql, params)
+            except PoolTimeout:
+                task = asyncio.current_task()
+                if not self.pool.outage.down or (task is not None and task.cancelling()):
+                    raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, PATIENCE[1])
 
     async def _fetch_once(self, sql: Any, params: Any, *, one: bool) -> Any:
         async with self.pool.connection() as db:
@@ -458,7 +483,7 @@ class PostgresStore:
         await self.cancellations.wait(turn_id, lambda: self.cancel_requested(turn_id))
 
     async def record_usage(self, turn_id: str, fence: int, usage: Usage) -> None:
-        row = await self._one(
+        row = await self._patient(
             "UPDATE turns SET usage = %s WHERE turn_id = %s AND fence = %s AND NOT done"
             " RETURNING fence",
             (Jsonb(usage.as_dict()), turn_id, fence),
@@ -490,7 +515,7 @@ class PostgresStore:
         that failed): the statement stores those past the count in the turn's row."""
         held, count = self.shown.pop(turn_id, (None, 0))
         since = min(count, len(state.messages)) if held == fence else 0
-        row = await self._one(WRITE, _written(kind, turn_id, fence, state, write, since))
+        row = await self._patient(WRITE, _written(kind, turn_id, fence, state, write, since))
         if row is None or row[0] is None:
             raise refused(turn_id, fence)
         if kind != "finish":

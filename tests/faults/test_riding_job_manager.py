@@ -1,0 +1,107 @@
+"""The worker's job manager while PostgreSQL is out of reach, and after it was taken for dead.
+
+procrastinate's worker stops for good when a fetch or a heartbeat raises; the
+`RidingJobManager` it runs on waits instead (docs/design.md §8).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from urllib.parse import urlsplit
+
+import psycopg
+import pytest
+from procrastinate.jobs import Status
+from procrastinate.manager import JobManager
+
+from tests import databases
+from tests.tcp_proxy import TcpProxy
+from turnkeeper.store import open_store
+from turnkeeper.store.pool import outage
+from turnkeeper.worker import QUEUE, ProcrastinateQueue, RidingJobManager, procrastinate_app
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+async def own_database() -> AsyncIterator[str]:
+    with databases.test_database() as url:
+        store = await open_store(url)  # migrated: procrastinate's schema is one migration
+        await store.close()
+        yield url
+
+
+@pytest.fixture
+def proxy(own_database: str) -> Iterator[TcpProxy]:
+    server = urlsplit(databases.ADMIN_URL)
+    with TcpProxy(server.hostname or "127.0.0.1", server.port or 5432) as forwarding:
+        yield forwarding
+
+
+def scalar(url: str, sql: str, *params: object) -> object:
+    with psycopg.connect(url, autocommit=True) as db:
+        cursor = db.execute(sql, params)
+        row = cursor.fetchone() if cursor.description else None
+    return None if row is None else row[0]
+
+
+async def test_a_worker_taken_for_dead_registers_again_and_fetches(own_database: str) -> None:
+    async with ProcrastinateQueue(own_database) as queue:
+        await queue.enqueue("t_waiting")
+    app = procrastinate_app(own_database)
+    manager = RidingJobManager(app.connector, outage(own_database))  # type: ignore[arg-type]
+    async with app.open_async():
+        worker_id = await manager.register_worker()
+        scalar(own_database, "DELETE FROM procrastinate_workers WHERE id = %s", worker_id)
+        await manager.update_heartbeat(worker_id)
+        job = await manager.fetch_job([QUEUE], worker_id)
+    assert job is not None
+    assert job.task_kwargs == {"turn_id": "t_waiting"}
+    new_id = scalar(own_database, "SELECT worker_id FROM procrastinate_jobs WHERE id = %s", job.id)
+    assert new_id == manager.ids[worker_id] != worker_id
+
+
+async def test_out_of_reach_a_fetch_finds_nothing_and_an_end_is_recorded_later(
+    own_database: str, proxy: TcpProxy
+) -> None:
+    async with ProcrastinateQueue(own_database) as queue:
+        await queue.enqueue("t_running")
+        await queue.enqueue("t_waiting")
+    url = proxy.url(own_database)
+    app = procrastinate_app(url)
+    manager = RidingJobManager(app.connector, outage(url))  # type: ignore[arg-type]
+    async with app.open_async():
+        worker_id = await manager.register_worker()
+        running = await manager.fetch_job([QUEUE], worker_id)
+        assert running is not None
+        proxy.cut()
+        assert await manager.fetch_job([QUEUE], worker_id) is None
+        await manager.finish_job(running, Status.SUCCEEDED, delete_job=False)
+        beat = asyncio.create_task(manager.update_heartbeat(worker_id))
+        done, _ = await asyncio.wait({beat}, timeout=2)
+        assert not done, "the heartbeat waits for the database"
+        proxy.restore()
+        await asyncio.wait_for(beat, 30)
+    status = "SELECT status::text FROM procrastinate_jobs WHERE id = %s"
+    assert scalar(own_database, status, running.id) == "succeeded"
+    assert manager.unrecorded == []
+
+
+async def test_a_job_fetched_as_the_connection_was_lost_is_queued_again(own_database: str) -> None:
+    """The fetch ran in the database and marked the job this worker's; its answer was
+    lost with the connection (the manager notes that as `astray`)."""
+    async with ProcrastinateQueue(own_database) as queue:
+        await queue.enqueue("t_lost")
+    app = procrastinate_app(own_database)
+    manager = RidingJobManager(app.connector, outage(own_database))  # type: ignore[arg-type]
+    async with app.open_async():
+        worker_id = await manager.register_worker()
+        lost = await JobManager(app.connector).fetch_job([QUEUE], worker_id)
+        assert lost is not None
+        manager.astray = True
+        await manager.update_heartbeat(worker_id)
+        again = await manager.fetch_job([QUEUE], worker_id)
+    assert again is not None
+    assert (again.id, again.task_kwargs) == (lost.id, {"turn_id": "t_lost"})
+    assert manager.astray is False
