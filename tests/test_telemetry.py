@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import subprocess
 import sys
@@ -14,6 +16,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
+from tests.models import GatedModel
 from tests.scripts import answer, asks, body, tool_use, usage
 from turnkeeper import LocalHooks, Outcome, ScriptedProvider, run_turn
 from turnkeeper.credentials import keep_secret
@@ -251,3 +254,28 @@ def test_a_call_spans_error_hides_the_configured_secrets(exporter: InMemorySpanE
     assert call.status.description == "ProviderFailed: bad key ***"
     assert call.attributes is not None
     assert call.attributes["error.type"] == "ProviderFailed"
+
+
+async def test_a_call_cut_off_by_a_cancel_still_ends_its_span(
+    exporter: InMemorySpanExporter,
+) -> None:
+    """The process stopping cancels the turn's task mid-call: the call's span ends, as an
+    error, instead of never being exported."""
+    model = GatedModel([answer("never sent")])
+    turn = asyncio.create_task(
+        run_turn(
+            QUESTION,
+            provider=model,
+            hooks=LocalHooks(reporter=lambda r: None),
+            watcher=telemetry(exporter),
+        )
+    )
+    await model.started.wait()
+    turn.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await turn
+    calls = [s for s in exporter.get_finished_spans() if s.name.startswith("chat")]
+    assert len(calls) == 1
+    assert calls[0].status.status_code is StatusCode.ERROR
+    assert calls[0].attributes is not None
+    assert calls[0].attributes["error.type"] == "CancelledError"

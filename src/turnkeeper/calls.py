@@ -123,6 +123,8 @@ class CallRoom:
         except BaseException as e:  # a cancel too (the deadline's backstop, the task's): timed
             call.duration = self.now() - started
             if not isinstance(e, Exception):
+                end = CallEnd(call.iteration, call.duration, self.requested, error="CancelledError")
+                self.watch.call_ended(end)  # its span ends, cut short
                 raise
             error = provider_error(e, timeout)
             call.error = error.describe()

@@ -311,3 +311,27 @@ async def test_openapi_metrics_and_index_need_no_token(store: Store, held: HeldQ
         index = await client.get("/")
         assert index.status_code == 200
         assert "turnkeeper" in index.text
+
+
+class BrokenQueue:
+    """A queue that cannot take a turn (its database went away between two statements)."""
+
+    async def enqueue(self, turn_id: str) -> None:
+        raise ConnectionError("the queue's database is out of reach")
+
+
+async def test_a_turn_that_cannot_be_queued_is_503_with_retry_after_and_ends_failed(
+    store: Store,
+) -> None:
+    async with client_for(create_app(store, BrokenQueue())) as client:
+        conversation_id, auth = await conversation(client)
+        response = await client.post(
+            f"/api/conversations/{conversation_id}/turns", json={"text": "hi"}, headers=auth
+        )
+        assert response.status_code == 503
+        assert response.headers["retry-after"] == "1"
+        assert "try again" in response.json()["error"]
+        transcript = await client.get(f"/api/conversations/{conversation_id}", headers=auth)
+    assert (
+        transcript.json()["running_turn_id"] is None
+    )  # nothing left queued: it can be asked again

@@ -37,7 +37,10 @@ def error(status: int, message: str) -> JSONResponse:
 async def api_error(request: Request, exc: Exception) -> Response:
     """An `ApiError` raised by a route, as its answer."""
     assert isinstance(exc, ApiError)
-    return error(exc.status, exc.message)
+    answer = error(exc.status, exc.message)
+    if exc.status == 503:  # nothing was lost: the client may ask again shortly
+        answer.headers["retry-after"] = "1"
+    return answer
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
