@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
+from tests.databases import fresh_schema
 from tests.models import GatedModel
 from tests.scripts import answer, asks, tool_use, usage
 from tests.test_loop import Clock, quiet_hooks
@@ -426,3 +429,32 @@ def test_trace_show_of_a_turn_id_creates_no_database(
     assert main(["trace", "show", "t_0123abcd", "--database", f"sqlite:///{missing}"]) == 2
     assert str(missing) in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == [], "no database file was created"
+
+
+def test_trace_show_changes_no_database_it_reads(
+    postgres_database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty database gets no tables; one older than this turnkeeper is not migrated:
+    each is one line, exit 2."""
+    argv = ["trace", "show", "t_0123abcd", "--database"]
+    with fresh_schema(postgres_database) as empty:
+        assert main([*argv, empty]) == 2
+        assert "there is no turnkeeper store at" in capsys.readouterr().err
+        with psycopg.connect(empty) as db:
+            tables = db.execute(
+                "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
+            ).fetchone()
+        assert tables == (0,), "reading made no tables"
+    older = tmp_path / "older.db"
+    with sqlite3.connect(older) as db:
+        db.execute(
+            "CREATE TABLE turnkeeper_migrations (number INTEGER PRIMARY KEY,"
+            " name TEXT NOT NULL, applied REAL NOT NULL)"
+        )
+        db.execute("INSERT INTO turnkeeper_migrations VALUES (1, 'first', 0)")
+    assert main([*argv, f"sqlite:///{older}"]) == 2
+    err = capsys.readouterr().err
+    assert "older than this turnkeeper" in err
+    assert len(err.strip().splitlines()) == 1
+    with sqlite3.connect(older) as db:
+        assert db.execute("SELECT count(*) FROM turnkeeper_migrations").fetchone() == (1,)

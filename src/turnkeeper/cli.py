@@ -374,12 +374,25 @@ def _stored_turn_url(turn_id: str, database: str | None) -> str:
     return url
 
 
+async def _readable(store: Any, url: str) -> None:
+    """`ConfigError` unless the store at `url` holds turnkeeper's tables, all migrated."""
+    pending = await store.pending()
+    if pending is None:
+        raise ConfigError(f"there is no turnkeeper store at {redact_url(url)}")
+    if pending:
+        raise ConfigError(
+            f"the store at {redact_url(url)} is older than this turnkeeper ({pending} "
+            "migrations behind); `turnkeeper serve` or `worker` on it migrates it"
+        )
+
+
 async def _stored_timeline(turn_id: str, url: str) -> tuple[list[Any], str | None]:
     """The timeline of a turn the store at `url` holds."""
     from .store import open_store
 
-    store = await open_store(url)
+    store = await open_store(url, migrate=False)  # reading a turn changes no database
     try:
+        await _readable(store, url)
         turn = await store.turn(turn_id)
         if turn is None:
             raise ConfigError(f"the store at {redact_url(url)} has no turn {turn_id}")

@@ -231,3 +231,14 @@ async def test_conversations_and_turns_from_before_owners_read_back_unowned_and_
         assert (summary.conversation_id, summary.title) == (owned, "hallo?")
     finally:
         await store.close()
+
+
+async def test_pending_counts_what_migrate_would_apply_and_applies_nothing(store_url: str) -> None:
+    untouched = await open_store(store_url, migrate=False)
+    try:
+        assert await untouched.pending() is None  # no turnkeeper store here yet
+        assert await untouched.pending() is None  # and asking made none
+        await untouched.migrate()
+        assert await untouched.pending() == 0
+    finally:
+        await untouched.close()

@@ -31,8 +31,9 @@ from .base import (
 from .url import DEFAULT_URL, StoreUrl, parse_url
 
 
-async def open_store(url: str | None = None) -> Store:
-    """The store at `url` (default `sqlite:///turnkeeper.db`), migrated and ready."""
+async def open_store(url: str | None = None, *, migrate: bool = True) -> Store:
+    """The store at `url` (default `sqlite:///turnkeeper.db`), migrated and ready; with
+    `migrate=False`, as it is (for reading only: see `Store.pending()`)."""
     parsed = parse_url(url or DEFAULT_URL)
     store: Store
     if parsed.scheme == "sqlite":
@@ -43,7 +44,8 @@ async def open_store(url: str | None = None) -> Store:
         from .postgres import PostgresStore
 
         store = await PostgresStore.connect(parsed.target)
-    await store.migrate()
+    if migrate:
+        await store.migrate()
     return store
 
 

@@ -75,6 +75,11 @@ class Store(Protocol):
     async def migrate(self) -> None:
         """Apply the numbered migrations not yet recorded in the database, in order."""
 
+    async def pending(self) -> int | None:
+        """How many migrations `migrate()` would apply, without applying any; None when the
+        database holds no turnkeeper store at all."""
+        ...
+
     async def close(self) -> None:
         """Close the store's connections (and, on PostgreSQL, its listening one)."""
         ...

@@ -334,6 +334,16 @@ class PostgresStore:
                     (number, name),
                 )
 
+    async def pending(self) -> int | None:
+        async with self.pool.connection() as db:
+            cursor = await db.execute("SELECT to_regclass('turnkeeper_migrations') IS NOT NULL")
+            found = await cursor.fetchone()
+            if found is None or not found[0]:
+                return None
+            cursor = await db.execute("SELECT count(*) FROM turnkeeper_migrations")
+            done = await cursor.fetchone()
+        return max(len(MIGRATIONS) - int(done[0] if done else 0), 0)
+
     # ---- the API's side ------------------------------------------------------
 
     async def create_conversation(self, token_hash: str, owner: str | None = None) -> str:

@@ -131,6 +131,9 @@ class SqliteStore:
     async def migrate(self) -> None:
         await self.commits.alone(_migrate)
 
+    async def pending(self) -> int | None:
+        return await self.commits.alone(_pending)
+
     # ---- the API's side ------------------------------------------------------
 
     async def create_conversation(self, token_hash: str, owner: str | None = None) -> str:
@@ -532,6 +535,14 @@ def _take_over(
         last_message=_load(last[0]) if last else None,
         usage=Usage.from_dict(_load(usage)),
     )
+
+
+def _pending(db: sqlite3.Connection) -> int | None:
+    tables = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'turnkeeper_migrations'")
+    if tables.fetchone() is None:
+        return None
+    (done,) = db.execute("SELECT count(*) FROM turnkeeper_migrations").fetchone()
+    return max(len(MIGRATIONS) - int(done), 0)
 
 
 def _migrate(db: sqlite3.Connection) -> None:
