@@ -63,7 +63,7 @@ async def test_the_key_is_nowhere_but_in_the_requests_to_the_provider(
             await TurnJob(store, provider, tools, watcher=watcher).run(turn.turn_id)
         traced = await run_turn("three", provider=provider, hooks=LocalHooks(), watcher=watcher)
     stored = [
-        await store.transcript(conversation_id),
+        (await store.transcript(conversation_id)).messages,
         await store.history(conversation_id),
         [u.as_dict() for u in await store.usages(conversation_id)],
     ]

@@ -136,6 +136,15 @@ class ConversationSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class TranscriptPage:
+    """A run of a conversation's messages, oldest first, as the store reads it."""
+
+    first: int
+    """The index of its first message among all the conversation's (0 = the oldest)."""
+    messages: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
 class Recovery:
     """What `take_over` hands to `failed()`: the turn's row as its last checkpoint left it."""
 

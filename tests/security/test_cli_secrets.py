@@ -4,6 +4,7 @@ nothing this test process was configured with helps it hide them."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 
 from tests.databases import fresh_schema
 from tests.providers.wire_server import json_response, serving
+from turnkeeper.store import open_store
 
 from .test_secrets import API_KEY, ECHOED, PASSWORD, assert_no_secret
 
@@ -67,6 +69,10 @@ def test_trace_show_does_not_print_an_unreachable_databases_password() -> None:
     assert_no_secret("the error", done.stdout + done.stderr)
 
 
+async def migrated(url: str) -> None:
+    await (await open_store(url)).close()
+
+
 @pytest.mark.postgres
 def test_trace_show_does_not_print_the_password_of_a_store_without_the_turn(
     postgres_database: str,
@@ -74,6 +80,7 @@ def test_trace_show_does_not_print_the_password_of_a_store_without_the_turn(
     with fresh_schema(postgres_database) as url:  # trust authentication: any password will do
         with_password = url.replace("://postgres@", f"://postgres:{PASSWORD}@", 1)
         assert with_password != url
+        asyncio.run(migrated(url))  # a store, without that turn
         done = turnkeeper("trace", "show", "t_0", "--database", with_password)
     assert done.returncode == 2
     assert "has no turn t_0" in done.stderr

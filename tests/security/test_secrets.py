@@ -159,7 +159,7 @@ async def run_both_ways(tmp_path: Path, first: Provider, second: Provider) -> di
         turn = await store.create_turn(conversation_id, "hi")
         await TurnJob(store, second, budget=budget, watcher=watcher).run(turn.turn_id)
         state = await store.state_after(turn.turn_id, 0)
-        transcript = await store.transcript(conversation_id)
+        transcript = (await store.transcript(conversation_id)).messages
     finally:
         await store.close()
     for provider in (first, second):
@@ -214,7 +214,7 @@ async def test_an_echoed_key_is_in_no_row_of_either_store(store_url: str, tmp_pa
             turn = await store.create_turn(conversation_id, "hi")
             await TurnJob(store, provider, budget=Budget(call_timeout=5)).run(turn.turn_id)
             state = await store.state_after(turn.turn_id, 0)
-            read = [state, await store.transcript(conversation_id)]
+            read = [state, (await store.transcript(conversation_id)).messages]
             read.append(await store.iterations(turn.turn_id))
         finally:
             await store.close()

@@ -340,7 +340,7 @@ async def test_bubbles_past_those_stored_are_added_and_fewer_drop_the_rest(store
     final = running(6, q, a, c, d, done=True)
     await store.finish(turn_id, recovery.fence, write([], final, Usage()))
     await shown(final)
-    assert await store.transcript(conversation_id) == final.to_json()["messages"]
+    assert (await store.transcript(conversation_id)).messages == final.to_json()["messages"]
 
 
 async def test_leases_expire_unless_renewed(store: Store) -> None:
@@ -385,7 +385,11 @@ async def test_transcript_and_counts(store: Store) -> None:
     done = running(2, {"id": "m1", "text": "one"}, {"id": "m2", "text": "answer"}, done=True)
     await store.finish(turn_id, fence, write([], done, Usage()))
     await store.create_turn(conversation_id, "two")
-    assert [m["id"] for m in await store.transcript(conversation_id)] == ["m1", "m2", "m3"]
+    assert [m["id"] for m in (await store.transcript(conversation_id)).messages] == [
+        "m1",
+        "m2",
+        "m3",
+    ]
     assert await store.counts() == {"finished": 1, "queued": 1}
 
 
@@ -438,3 +442,21 @@ async def test_one_write_per_iteration_publishes_its_state_and_keeps_its_model_c
         "decision": "continue",
     }
     assert records[1]["stop_reason"] == "end_turn"
+
+
+async def test_a_transcript_page_is_read_by_the_store(store: Store) -> None:
+    conversation_id, turn_id, fence = await claimed_turn(store, "one")
+    done = running(2, {"id": "m1", "text": "one"}, {"id": "m2", "text": "answer"}, done=True)
+    await store.finish(turn_id, fence, write([], done, Usage()))
+    await store.create_turn(conversation_id, "two")  # m3, its question
+
+    async def page(**asked: int | None) -> tuple[int, list[str]]:
+        read = await store.transcript(conversation_id, **asked)  # type: ignore[arg-type]
+        return read.first, [m["id"] for m in read.messages]
+
+    assert await page(limit=2) == (1, ["m2", "m3"])  # the newest two
+    assert await page(before=1, limit=2) == (0, ["m1"])
+    assert await page(before=3, limit=1) == (2, ["m3"])
+    assert await page(before=99, limit=2) == (1, ["m2", "m3"])
+    assert await page(before=0, limit=5) == (0, [])
+    assert await page() == (0, ["m1", "m2", "m3"])

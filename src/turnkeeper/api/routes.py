@@ -133,10 +133,7 @@ class Routes:
         cursor of the page before it, null on the first."""
         conversation_id = await self._conversation(request, await self._user(request))
         before, limit = _page(request)
-        messages = await self.store.transcript(conversation_id)
-        end = len(messages) if before is None else min(before, len(messages))
-        start = max(0, end - limit)
-        messages = messages[start:end]
+        page = await self.store.transcript(conversation_id, before=before, limit=limit)
         usage = Usage()
         for turn in await self.store.usages(conversation_id):
             usage.add(turn)
@@ -144,10 +141,10 @@ class Routes:
         return JSONResponse(
             {
                 "conversation_id": conversation_id,
-                "messages": messages,
+                "messages": page.messages,
                 "usage": usage.as_dict(),
                 "running_turn_id": running,
-                "before": start or None,
+                "before": page.first or None,
             }
         )
 

@@ -16,7 +16,15 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ..errors import TurnError
-from ..records import Checkpoint, ConversationSummary, Guard, Recovery, Turn, TurnStart
+from ..records import (
+    Checkpoint,
+    ConversationSummary,
+    Guard,
+    Recovery,
+    TranscriptPage,
+    Turn,
+    TurnStart,
+)
 from ..state import PublishedState
 from ..usage import Usage
 from ..wire import Message
@@ -67,6 +75,28 @@ def held_by(fence: int) -> Holder:
     """The holder that owns the turn under `fence`: the job that claimed it, taking it over to
     finalise it itself."""
     return Holder(fence)
+
+
+ALL = 2**62
+"""A transcript's `limit` that no conversation reaches."""
+
+PAGED = (
+    "SELECT i, body FROM (SELECT b.body, row_number() OVER (ORDER BY t.seq, b.n) - 1 AS i,"
+    " count(*) OVER () AS total FROM turns t JOIN bubbles b ON b.turn_id = t.turn_id"
+    " WHERE t.conversation_id = {p} AND b.n < t.n_messages) m"
+    " WHERE i < COALESCE({p}, total) AND i >= {least}(COALESCE({p}, total), total) - {p}"
+    " ORDER BY i"
+)
+"""A page of a transcript in one statement on either store (`{p}` is the placeholder,
+`{least}` the function of two numbers that gives the smaller): parameters conversation,
+before, before, limit."""
+
+
+def transcript_page(rows: list[tuple[int, Any]], before: int | None) -> TranscriptPage:
+    """The page the `PAGED` rows make (an empty one starts where it was asked to end)."""
+    if rows:
+        return TranscriptPage(int(rows[0][0]), [body for _, body in rows])
+    return TranscriptPage(before or 0, [])
 
 
 class Store(Protocol):
@@ -122,8 +152,11 @@ class Store(Protocol):
         """The published state if its version is above `after`, else None."""
         ...
 
-    async def transcript(self, conversation_id: str) -> list[dict[str, Any]]:
-        """Every turn's published messages, oldest first."""
+    async def transcript(
+        self, conversation_id: str, *, before: int | None = None, limit: int = ALL
+    ) -> TranscriptPage:
+        """The turns' published messages, oldest first: the last `limit` of those before
+        message `before` (counted from 0, the oldest; None: the newest), all by default."""
         ...
 
     async def usages(self, conversation_id: str) -> list[Usage]:

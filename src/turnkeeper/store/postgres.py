@@ -25,12 +25,20 @@ from typing import Any
 
 from ..credentials import redact_url
 from ..errors import ConfigError, MissingExtra
-from ..records import Checkpoint, ConversationSummary, Guard, Recovery, Turn, TurnStart
+from ..records import (
+    Checkpoint,
+    ConversationSummary,
+    Guard,
+    Recovery,
+    TranscriptPage,
+    Turn,
+    TurnStart,
+)
 from ..state import PublishedState
 from ..usage import Usage
 from ..wire import Message
 from . import base
-from .base import Busy, Holder, new_id, recovered_state, refused
+from .base import ALL, PAGED, Busy, Holder, new_id, recovered_state, refused, transcript_page
 from .cancellations import Cancellations
 
 try:
@@ -44,6 +52,8 @@ except ImportError as e:  # pragma: no cover - depends on the installed extras
 from .. import state as published
 from .listener import CHANNEL, Listener
 from .pool import Pool
+
+PAGED_POSTGRES = PAGED.format(p="%s", least="LEAST")
 
 NOW = "extract(epoch from clock_timestamp())"
 MIGRATION_LOCK = 7_301_880_451  # pg_advisory_xact_lock key: one migrator at a time
@@ -425,13 +435,11 @@ class PostgresStore:
                 return None
             return {**row[0], "messages": await _bubbles(db, turn_id, row[1])}
 
-    async def transcript(self, conversation_id: str) -> list[dict[str, Any]]:
-        rows = await self._all(
-            "SELECT b.body FROM turns t JOIN bubbles b ON b.turn_id = t.turn_id"
-            " WHERE t.conversation_id = %s AND b.n < t.n_messages ORDER BY t.seq, b.n",
-            (conversation_id,),
-        )
-        return [b for (b,) in rows]
+    async def transcript(
+        self, conversation_id: str, *, before: int | None = None, limit: int = ALL
+    ) -> TranscriptPage:
+        rows = await self._all(PAGED_POSTGRES, (conversation_id, before, before, limit))
+        return transcript_page([(i, b) for i, b in rows], before)
 
     async def usages(self, conversation_id: str) -> list[Usage]:
         rows = await self._all(

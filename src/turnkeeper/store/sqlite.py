@@ -22,15 +22,25 @@ from typing import Any
 
 from .. import state as published
 from ..errors import ConfigError
-from ..records import Checkpoint, ConversationSummary, Guard, Recovery, Turn, TurnStart
+from ..records import (
+    Checkpoint,
+    ConversationSummary,
+    Guard,
+    Recovery,
+    TranscriptPage,
+    Turn,
+    TurnStart,
+)
 from ..state import PublishedState
 from ..usage import Usage
 from ..wire import Message
 from . import base
-from .base import Busy, Holder, new_id, recovered_state, refused
+from .base import ALL, PAGED, Busy, Holder, new_id, recovered_state, refused, transcript_page
 from .cancellations import Cancellations
 from .commits import GroupCommit, transaction
 from .seen import SeenVersions
+
+PAGED_SQLITE = PAGED.format(p="?", least="min")
 
 NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 
@@ -255,16 +265,14 @@ class SqliteStore:
             self.seen.saw(turn_id, version, as_of)
         return state
 
-    async def transcript(self, conversation_id: str) -> list[dict[str, Any]]:
-        def read(db: sqlite3.Connection) -> list[dict[str, Any]]:
-            rows = db.execute(
-                "SELECT b.body FROM turns t JOIN bubbles b ON b.turn_id = t.turn_id"
-                " WHERE t.conversation_id = ? AND b.n < t.n_messages ORDER BY t.seq, b.n",
-                (conversation_id,),
-            ).fetchall()
-            return [_load(b) for (b,) in rows]
+    async def transcript(
+        self, conversation_id: str, *, before: int | None = None, limit: int = ALL
+    ) -> TranscriptPage:
+        def read(db: sqlite3.Connection) -> list[tuple[int, Any]]:
+            asked = (conversation_id, before, before, limit)
+            return [(i, _load(b)) for i, b in db.execute(PAGED_SQLITE, asked).fetchall()]
 
-        return await self.commits.read(read)
+        return transcript_page(await self.commits.read(read), before)
 
     async def usages(self, conversation_id: str) -> list[Usage]:
         def read(db: sqlite3.Connection) -> list[Usage]:
