@@ -6,6 +6,7 @@ import asyncio
 import json
 import sqlite3
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -440,13 +441,13 @@ def test_trace_show_changes_no_database_it_reads(
     with fresh_schema(postgres_database) as empty:
         assert main([*argv, empty]) == 2
         assert "there is no turnkeeper store at" in capsys.readouterr().err
-        with psycopg.connect(empty) as db:
-            tables = db.execute(
+        with psycopg.connect(empty) as pg:
+            tables = pg.execute(
                 "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
             ).fetchone()
         assert tables == (0,), "reading made no tables"
     older = tmp_path / "older.db"
-    with sqlite3.connect(older) as db:
+    with closing(sqlite3.connect(older)) as db, db:
         db.execute(
             "CREATE TABLE turnkeeper_migrations (number INTEGER PRIMARY KEY,"
             " name TEXT NOT NULL, applied REAL NOT NULL)"
@@ -456,5 +457,6 @@ def test_trace_show_changes_no_database_it_reads(
     err = capsys.readouterr().err
     assert "older than this turnkeeper" in err
     assert len(err.strip().splitlines()) == 1
-    with sqlite3.connect(older) as db:
+    with closing(sqlite3.connect(older)) as db:
         assert db.execute("SELECT count(*) FROM turnkeeper_migrations").fetchone() == (1,)
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("delete",), "not made WAL"

@@ -10,9 +10,9 @@ per-call timeout used, the decision), which the store writes and the trace
 file holds (`trace.py`).
 
 This is the one place where a call's failure becomes a `ProviderError`: an
-exception the provider did not translate, the per-call timeout the loop
-imposed, and the turn's deadline passing inside a call that ignored its
-timeout (`overran`).
+exception the provider did not translate, a `TimeoutError` out of the call
+(one message for every timeout, `errors.timed_out`), and the turn's deadline
+passing inside a call that ignored its timeout (`overran`).
 """
 
 from __future__ import annotations

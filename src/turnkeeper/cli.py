@@ -390,7 +390,7 @@ async def _stored_timeline(turn_id: str, url: str) -> tuple[list[Any], str | Non
     """The timeline of a turn the store at `url` holds."""
     from .store import open_store
 
-    store = await open_store(url, migrate=False)  # reading a turn changes no database
+    store = await open_store(url, read_only=True)  # reading a turn changes no database
     try:
         await _readable(store, url)
         turn = await store.turn(turn_id)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import logging
 import re
+import threading
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
@@ -42,6 +43,7 @@ that is already hidden is left as it is: redacting twice changes nothing)."""
 _HEADER_NAMES = ("authorization", "api-key")
 
 _kept: set[str] = set()
+_keeping = threading.Lock()
 _kept_longest_first: tuple[str, ...] = ()
 """The kept secrets, longest first (one that contains another is hidden whole); replaced,
 never changed in place, so a thread redacting while another keeps a secret reads either."""
@@ -99,10 +101,11 @@ def redact_value(value: Any) -> Any:
 def keep_secret(*values: str | None) -> None:
     """Hide these values (API keys, passwords, tokens) in every text redacted from now on."""
     global _kept_longest_first
-    fresh = {v for v in values if v and len(v) >= MIN_SECRET} - _kept
-    if fresh:
-        _kept.update(fresh)
-        _kept_longest_first = tuple(sorted(_kept, key=len, reverse=True))
+    with _keeping:  # two threads keeping at once: neither's secret is lost
+        fresh = {v for v in values if v and len(v) >= MIN_SECRET} - _kept
+        if fresh:
+            _kept.update(fresh)
+            _kept_longest_first = tuple(sorted(_kept, key=len, reverse=True))
 
 
 def keep_url_secrets(url: str | None) -> None:

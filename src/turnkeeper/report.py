@@ -97,14 +97,12 @@ def report(r: Report) -> None:
 
 
 log_report = report
+"""The default reporter, by the name `Hooks` and the job take it."""
 
 
 def redacted(r: Report) -> Report:
     """The report with its message and details redacted (`credentials.redact_text`)."""
     return dataclasses.replace(r, message=redact_text(r.message), details=redact_value(r.details))
-
-
-"""The name earlier releases used for `report`."""
 
 
 def to_sentry(r: Report) -> bool:

@@ -97,6 +97,7 @@ async def test_a_server_error_forbids_sniffing_too(
         response = await client.get("/metrics")
     assert response.status_code == 500
     assert response.headers["x-content-type-options"] == "nosniff"
+    assert "script-src 'self'" in response.headers["content-security-policy"]
 
 
 async def test_frame_ancestors_opens_the_page_to_the_origins_named(

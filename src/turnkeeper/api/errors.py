@@ -9,6 +9,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from .headers import security_headers
+
 logger = logging.getLogger("turnkeeper.api")
 
 REASONS = {
@@ -54,12 +56,13 @@ async def server_error(request: Request, exc: Exception) -> Response:
     """Anything a route did not expect: logged with its traceback, answered `500` without
     details."""
     logger.exception("%s %s failed", request.method, request.url.path, exc_info=exc)
-    # Answered outside the app's middleware (api/headers.py): it says nosniff itself.
-    return JSONResponse(
-        {"error": "The server failed to answer; the error was logged."},
-        status_code=500,
-        headers={"x-content-type-options": "nosniff"},
+    # Answered outside the app's middleware (api/headers.py): it carries the headers itself
+    # (framing to its own origin only: an error page is nothing to embed).
+    answer = JSONResponse(
+        {"error": "The server failed to answer; the error was logged."}, status_code=500
     )
+    answer.raw_headers.extend(security_headers())
+    return answer
 
 
 UNAVAILABLE = "The store cannot be reached just now; try again shortly."

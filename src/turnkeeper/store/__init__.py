@@ -31,20 +31,21 @@ from .base import (
 from .url import DEFAULT_URL, StoreUrl, parse_url
 
 
-async def open_store(url: str | None = None, *, migrate: bool = True) -> Store:
+async def open_store(url: str | None = None, *, read_only: bool = False) -> Store:
     """The store at `url` (default `sqlite:///turnkeeper.db`), migrated and ready; with
-    `migrate=False`, as it is (for reading only: see `Store.pending()`)."""
+    `read_only`, as it is, to be read (not migrated: see `Store.pending()`; a SQLite file is
+    opened read-only)."""
     parsed = parse_url(url or DEFAULT_URL)
     store: Store
     if parsed.scheme == "sqlite":
         from .sqlite import SqliteStore
 
-        store = SqliteStore(parsed.target)
+        store = SqliteStore(parsed.target, read_only=read_only)
     else:
         from .postgres import PostgresStore
 
         store = await PostgresStore.connect(parsed.target)
-    if migrate:
+    if not read_only:
         await store.migrate()
     return store
 

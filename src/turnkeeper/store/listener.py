@@ -60,6 +60,8 @@ class Listener:
                 )
             except psycopg.OperationalError as e:  # the database cannot be reached
                 outage(self.url).failed(" ".join(str(e).split()))
+            except Exception:  # anything else: said, and tried again (a Stop must be heard)
+                logger.exception("the connection listening for cancels failed; reconnecting")
             else:
                 delay = RECONNECT[0]
                 outage(self.url).reached()

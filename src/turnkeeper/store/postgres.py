@@ -304,9 +304,9 @@ class PostgresStore:
             return await self._fetch_once(sql, params, one=one)
 
     async def _patient(self, sql: Any, params: Any) -> Any:
-        """A turn's write (its usage, state, checkpoint, final write): while the database
-        cannot be reached, wait for it and send the write then. The pool's `PoolTimeout`
-        means nothing was sent. The turn's job clock bounds the wait; a task being
+        """A turn's write (its usage, state, checkpoint, final write) or its cancel check:
+        while the database cannot be reached, wait for it and send it then. The pool's
+        `PoolTimeout` means nothing was sent. The turn's job clock bounds the wait; a task being
         cancelled (a stopping process) waits for nothing and leaves it to the sweeper."""
         delay = PATIENCE[0]
         while True:
@@ -493,7 +493,8 @@ class PostgresStore:
         return row is not None
 
     async def cancel_requested(self, turn_id: str) -> bool:
-        row = await self._one("SELECT cancel FROM turns WHERE turn_id = %s", (turn_id,))
+        # asked by the running turn before each call: it waits out an outage as its writes do
+        row = await self._patient("SELECT cancel FROM turns WHERE turn_id = %s", (turn_id,))
         return row is not None and bool(row[0])
 
     async def wait_cancel(self, turn_id: str) -> None:

@@ -113,9 +113,13 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
 class SqliteStore:
     """The embedded store: one SQLite file in WAL mode, shared by the processes on one machine."""
 
-    def __init__(self, path: str | Path, *, busy_timeout: float = 10.0) -> None:
+    def __init__(
+        self, path: str | Path, *, busy_timeout: float = 10.0, read_only: bool = False
+    ) -> None:
         self.path = str(path)
         self.busy_timeout = busy_timeout
+        self.read_only = read_only
+        """Opened for reading only: the file is not created, and its journal mode is kept."""
         self.commits = GroupCommit(self._connect)
         """The connection, its thread, and the batching of calls into transactions."""
         self.cancellations = Cancellations()
@@ -124,6 +128,11 @@ class SqliteStore:
 
     def _connect(self) -> sqlite3.Connection:
         try:
+            if self.read_only:
+                uri = f"{Path(self.path).resolve().as_uri()}?mode=ro"
+                return sqlite3.connect(
+                    uri, uri=True, timeout=self.busy_timeout, isolation_level=None
+                )
             db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
             db.execute("PRAGMA journal_mode = WAL")
         except sqlite3.Error as e:
