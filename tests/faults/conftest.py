@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from tests import databases
+from tests.tcp_proxy import TcpProxy
 from turnkeeper.store import Store, open_store
 
 
@@ -18,6 +20,14 @@ def own_database() -> Iterator[str]:
     """A PostgreSQL database of the test's own, dropped afterwards."""
     with databases.test_database() as url:
         yield url
+
+
+@pytest.fixture
+def proxy(own_database: str) -> Iterator[TcpProxy]:
+    """A TCP proxy to the PostgreSQL server, which the test may cut and restore."""
+    server = urlsplit(databases.ADMIN_URL)
+    with TcpProxy(server.hostname or "127.0.0.1", server.port or 5432) as forwarding:
+        yield forwarding
 
 
 @pytest.fixture

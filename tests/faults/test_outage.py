@@ -13,14 +13,13 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import psycopg
 import pytest
 
-from tests import databases, fake_model, scripts
+from tests import fake_model, scripts
 from tests.api.test_routes import HeldQueue, client_for, start_turn
 from tests.fake_model import HOLD, FakeModelServer
 from tests.tcp_proxy import TcpProxy
@@ -43,19 +42,6 @@ OUTAGE = float(os.environ.get("TURNKEEPER_TEST_OUTAGE", "60"))
 LEASE = 10.0
 DOWN = "PostgreSQL cannot be reached"
 BACK = "PostgreSQL reached again"
-
-
-@pytest.fixture
-def own_database() -> Iterator[str]:
-    with databases.test_database() as url:
-        yield url
-
-
-@pytest.fixture
-def proxy(own_database: str) -> Iterator[TcpProxy]:
-    server = urlsplit(databases.ADMIN_URL)
-    with TcpProxy(server.hostname or "127.0.0.1", server.port or 5432) as forwarding:
-        yield forwarding
 
 
 async def queue_turn(store: Store, url: str) -> str:

@@ -7,15 +7,12 @@ procrastinate's worker stops for good when a fetch or a heartbeat raises; the
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
-from urllib.parse import urlsplit
 
 import psycopg
 import pytest
 from procrastinate.jobs import Status
 from procrastinate.manager import JobManager
 
-from tests import databases
 from tests.tcp_proxy import TcpProxy
 from turnkeeper.store import open_store
 from turnkeeper.store.pool import outage
@@ -25,18 +22,11 @@ pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture
-async def own_database() -> AsyncIterator[str]:
-    with databases.test_database() as url:
-        store = await open_store(url)  # migrated: procrastinate's schema is one migration
-        await store.close()
-        yield url
-
-
-@pytest.fixture
-def proxy(own_database: str) -> Iterator[TcpProxy]:
-    server = urlsplit(databases.ADMIN_URL)
-    with TcpProxy(server.hostname or "127.0.0.1", server.port or 5432) as forwarding:
-        yield forwarding
+async def migrated(own_database: str) -> str:
+    """The test's own database, migrated: procrastinate's schema is one migration."""
+    store = await open_store(own_database)
+    await store.close()
+    return own_database
 
 
 def scalar(url: str, sql: str, *params: object) -> object:
@@ -46,29 +36,29 @@ def scalar(url: str, sql: str, *params: object) -> object:
     return None if row is None else row[0]
 
 
-async def test_a_worker_taken_for_dead_registers_again_and_fetches(own_database: str) -> None:
-    async with ProcrastinateQueue(own_database) as queue:
+async def test_a_worker_taken_for_dead_registers_again_and_fetches(migrated: str) -> None:
+    async with ProcrastinateQueue(migrated) as queue:
         await queue.enqueue("t_waiting")
-    app = procrastinate_app(own_database)
-    manager = RidingJobManager(app.connector, outage(own_database))  # type: ignore[arg-type]
+    app = procrastinate_app(migrated)
+    manager = RidingJobManager(app.connector, outage(migrated))  # type: ignore[arg-type]
     async with app.open_async():
         worker_id = await manager.register_worker()
-        scalar(own_database, "DELETE FROM procrastinate_workers WHERE id = %s", worker_id)
+        scalar(migrated, "DELETE FROM procrastinate_workers WHERE id = %s", worker_id)
         await manager.update_heartbeat(worker_id)
         job = await manager.fetch_job([QUEUE], worker_id)
     assert job is not None
     assert job.task_kwargs == {"turn_id": "t_waiting"}
-    new_id = scalar(own_database, "SELECT worker_id FROM procrastinate_jobs WHERE id = %s", job.id)
+    new_id = scalar(migrated, "SELECT worker_id FROM procrastinate_jobs WHERE id = %s", job.id)
     assert new_id == manager.ids[worker_id] != worker_id
 
 
 async def test_out_of_reach_a_fetch_finds_nothing_and_an_end_is_recorded_later(
-    own_database: str, proxy: TcpProxy
+    migrated: str, proxy: TcpProxy
 ) -> None:
-    async with ProcrastinateQueue(own_database) as queue:
+    async with ProcrastinateQueue(migrated) as queue:
         await queue.enqueue("t_running")
         await queue.enqueue("t_waiting")
-    url = proxy.url(own_database)
+    url = proxy.url(migrated)
     app = procrastinate_app(url)
     manager = RidingJobManager(app.connector, outage(url))  # type: ignore[arg-type]
     async with app.open_async():
@@ -84,17 +74,17 @@ async def test_out_of_reach_a_fetch_finds_nothing_and_an_end_is_recorded_later(
         proxy.restore()
         await asyncio.wait_for(beat, 30)
     status = "SELECT status::text FROM procrastinate_jobs WHERE id = %s"
-    assert scalar(own_database, status, running.id) == "succeeded"
+    assert scalar(migrated, status, running.id) == "succeeded"
     assert manager.unrecorded == []
 
 
-async def test_a_job_fetched_as_the_connection_was_lost_is_queued_again(own_database: str) -> None:
+async def test_a_job_fetched_as_the_connection_was_lost_is_queued_again(migrated: str) -> None:
     """The fetch ran in the database and marked the job this worker's; its answer was
     lost with the connection (the manager notes that as `astray`)."""
-    async with ProcrastinateQueue(own_database) as queue:
+    async with ProcrastinateQueue(migrated) as queue:
         await queue.enqueue("t_lost")
-    app = procrastinate_app(own_database)
-    manager = RidingJobManager(app.connector, outage(own_database))  # type: ignore[arg-type]
+    app = procrastinate_app(migrated)
+    manager = RidingJobManager(app.connector, outage(migrated))  # type: ignore[arg-type]
     async with app.open_async():
         worker_id = await manager.register_worker()
         lost = await JobManager(app.connector).fetch_job([QUEUE], worker_id)
