@@ -118,7 +118,7 @@ def test_loop_invariants(
     assert all(a < b for a, b in itertools.pairwise(versions))
     final = published[-1]
     assert final == result.state.to_json()
-    assert final["status"] == result.outcome.value
+    assert final["status"] == result.state.status
     assert final["activity"] is None
     assert final["has_error"] == (result.outcome in ERROR_OUTCOMES)
     assert final["stopped"] == (result.outcome is Outcome.STOPPED)

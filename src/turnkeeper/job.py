@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from . import state as published
 from .activity import ACTIVITIES
+from .approvals import Parked, resumes
 from .budget import Budget
 from .instruments import Watcher
 from .leases import Leases
@@ -29,6 +30,7 @@ from .outcomes import Outcome
 from .providers import Provider, wire_format
 from .records import Checkpoint, Recovery
 from .report import Report, Reporter, log_report
+from .resume import Resuming, end_waiting
 from .state import PublishedState
 from .store import EXPIRED, UNCLAIMED, FenceLost, Holder, Store, held_by
 from .tools import NoTools, Toolset
@@ -66,6 +68,8 @@ class StoreHooks:
         """The stop wait returned: the turn's cancel was requested."""
         self.ended: str | None = None
         """The status the final write gave the turn, once written."""
+        self.resumes = 0
+        """How many times a crash has resumed the turn (kept in its resume record)."""
 
     async def should_stop(self) -> bool:
         cancel, self._cancel = self._cancel, None
@@ -100,6 +104,12 @@ class StoreHooks:
         await self.store.finish(self.turn_id, self.fence, final)
         self.ended = final.state.status
 
+    async def pause(self, checkpoint: Checkpoint, parked: Parked) -> None:
+        """The turn waits for a person: its resume record, then its `waiting` checkpoint."""
+        await self.store.park(self.turn_id, self.fence, parked.to_json(self.resumes))
+        await self.store.checkpoint(self.turn_id, self.fence, checkpoint)
+        self.ended = checkpoint.state.status
+
     def report(self, report: Report) -> None:
         self.failure_reported |= report.event == Outcome.FAILED.value
         self.reporter(report)
@@ -120,6 +130,8 @@ class TurnJob:
     """Tool names to caption keys (`activity.captions()` adds your own)."""
     watcher: Watcher | None = None
     """Spans and metrics of the turns (default: spans if a tracer provider is configured)."""
+    resuming: Resuming = field(default_factory=Resuming)
+    """Which tools wait for approval or may run again, and whether a crash resumes a turn."""
     tries: int = field(default=1, init=False)
     """A turn is tried once; never retried by a queue."""
     _leases: Leases = field(init=False, repr=False)
@@ -178,11 +190,16 @@ class TurnJob:
             reporter(_job_failed(turn_id, error))
         return Outcome.FAILED
 
-    async def _turn(self, turn_id: str, hooks: StoreHooks) -> Outcome:
+    async def _turn(self, turn_id: str, hooks: StoreHooks) -> Outcome | None:
         start = await self.store.start(turn_id)
         assert start is not None, "a claimed turn exists"
         turn = start.turn
         history = await self.store.history(turn.conversation_id)
+        # A turn queued again (after a wait or a crash) has published more than `queued`.
+        record = await self.store.resume_record(turn_id) if start.state.version > 1 else None
+        hooks.resumes = resumes(record)
+        usage = Usage.from_dict(start.state.usage)
+        resume = self.resuming.resume(record, history, self.provider.wire, usage)
         result = await run_turn(
             turn.question,
             provider=self.provider,
@@ -196,7 +213,10 @@ class TurnJob:
             start=start.state,
             watcher=self.watcher,
             context=ToolContext(turn.user, turn.locale, turn.conversation_id, turn_id),
+            resume=resume,
         )
+        if result.outcome is None and await self.store.cancel_requested(turn_id):
+            await end_waiting(self.store, turn_id, reporter=self.reporter)  # a Stop came meanwhile
         return result.outcome
 
 

@@ -19,6 +19,7 @@ from functools import cached_property, partial
 from typing import Any, assert_never
 
 from .activity import ACTIVITIES, caption
+from .approvals import Parked, Resume
 from .budget import Budget
 from .cards import Card
 from .clock import Clock, monotonic
@@ -68,7 +69,8 @@ def decide(reply: Reply) -> Exit | None:
 
 @dataclass
 class TurnResult:
-    outcome: Outcome
+    outcome: Outcome | None
+    """None: the turn is waiting for a person (`state` is `waiting`); another job resumes it."""
     state: PublishedState
     """The final published state (`done: true`)."""
     history: list[Message]
@@ -97,6 +99,7 @@ async def run_turn(
     start: PublishedState | None = None,
     watcher: Watcher | None = None,
     context: ToolContext | None = None,
+    resume: Resume | None = None,
 ) -> TurnResult:
     """Run one turn of `question` after `history`; never raises for what the model or tools do.
 
@@ -104,6 +107,7 @@ async def run_turn(
     with the user's bubble); without one, the turn has published nothing yet. `watcher`
     sees its calls and tools (default: OpenTelemetry spans, if a tracer provider is set).
     `context` is what the tools that ask for a `ToolContext` get (default: no user, `en`).
+    `resume`: which tools wait for approval, and where a resumed turn goes on (approvals.py).
     """
     first = start or queued(turn_id, conversation_id, question, version=0)
     watch = watch_turn(watcher, provider, first, question)
@@ -116,6 +120,7 @@ async def run_turn(
         activities=activities,
         history=list(history),
         state=first,
+        resume=resume or Resume(),
     )
     with running(context or ToolContext(None, "en", conversation_id, turn_id)):
         await turn.run(question)
@@ -136,7 +141,10 @@ class _Turn:
         activities: Mapping[str, str],
         history: list[Message],
         state: PublishedState,
+        resume: Resume,
     ) -> None:
+        self.resume = resume
+        self.paused: Parked | None = None
         self.provider = provider
         self.toolset = toolset
         self.budget = budget
@@ -146,7 +154,8 @@ class _Turn:
         self.history = history
         self.prior = len(history)
         self.state = state
-        self.usage = Usage()
+        self.usage = resume.usage.copy() if resume.usage else Usage()
+        recorder.earlier = self.usage.iterations
         self.outcome: Outcome | None = None
         self.error_key: str | None = None
         self.pending: tuple[ToolUse, ...] = ()
@@ -157,7 +166,7 @@ class _Turn:
         """Text of a response that is to be shown, then its tools' cards: not published yet."""
         self.written = (len(history), 0)
         """History messages and model calls already handed to the hooks."""
-        self.deadline = recorder.started + budget.deadline
+        self.deadline = recorder.started + budget.deadline - resume.working
 
     # ---- the loop -------------------------------------------------------
 
@@ -166,11 +175,14 @@ class _Turn:
         # catches a provider or toolset that ignores the timeout it was given.
         backstop = asyncio.timeout(self.budget.deadline)
         try:
-            self.history.append(self.provider.user_message(question))
+            if not self.resume.asked:
+                self.history.append(self.provider.user_message(question))
             self.state = self.state.running()
             await self.hooks.started(self.state)
             async with backstop:
                 tools = await self.toolset.list_tools()
+                if self.resume.uses:
+                    await self.answer_resumed()
                 while True:
                     if self.recorder.stop_checked(await self.hooks.should_stop()):
                         self.exit(Outcome.STOPPED)
@@ -196,6 +208,11 @@ class _Turn:
                         tools_timeout = self.budget.timeout_for_tools(left)
                         if tools_timeout is None:
                             self.exit(Outcome.TIME_LIMIT, "no time left to run the tools")
+                            break
+                        if self.resume.checkpoint_tools:  # a crash then loses no response
+                            await self.iteration_done()
+                        if self.resume.gated(reply.tool_uses):
+                            await self.wait_for_approval(reply.tool_uses, tools_timeout)
                             break
                         await self.run_tools(reply.tool_uses, tools_timeout)
                     await self.iteration_done()
@@ -235,9 +252,12 @@ class _Turn:
     # ---- tools ----------------------------------------------------------
 
     async def run_tools(self, uses: Sequence[ToolUse], timeout: float) -> None:
-        """Run the tool uses concurrently within `timeout`; append their results as one
-        message, in order. A tool still running when the timeout fires is answered
-        with an error result; the others keep theirs."""
+        self.answer(await self.ran(uses, timeout))
+
+    async def ran(self, uses: Sequence[ToolUse], timeout: float) -> list[ToolResult]:
+        """Run the tool uses concurrently within `timeout`; their results, in order. A tool
+        still running when the timeout fires is answered with an error result; the others
+        keep theirs."""
         started = self.recorder.now()
         results: list[ToolResult | None] = [None] * len(uses)
 
@@ -255,12 +275,25 @@ class _Turn:
             if not scope.expired():
                 raise
         self.recorder.tools_took(self.recorder.now() - started)
-        self.answer(
-            [
-                r or ToolResult(u.id, f"{u.name} did not finish within {timeout:.1f} s", True)
-                for u, r in zip(uses, results, strict=True)
-            ]
-        )
+        return [
+            r or ToolResult(u.id, f"{u.name} did not finish within {timeout:.1f} s", True)
+            for u, r in zip(uses, results, strict=True)
+        ]
+
+    async def wait_for_approval(self, uses: Sequence[ToolUse], timeout: float) -> None:
+        """Run the uses that need no approval, then stop working: the turn waits."""
+        ran = await self.ran([u for u in uses if u.name not in self.resume.needs_approval], timeout)
+        worked = self.resume.working + self.recorder.now() - self.recorder.started
+        self.paused = Parked.of(uses, ran, self.activities, worked)
+
+    async def answer_resumed(self) -> None:
+        """A resumed turn first answers the uses its last response left (approved ones and,
+        after a crash, idempotent ones run now), then goes on with the next call."""
+        self.pending = self.resume.uses
+        left = self.budget.timeout_for_tools(self.deadline - self.recorder.now())
+        run = self.resume.to_run()
+        self.answer(self.resume.results(await self.ran(run, left or 0.001) if run else []))
+        await self.iteration_done()
 
     async def run_tool(self, use: ToolUse, timeout: float) -> ToolResult:
         try:
@@ -370,6 +403,11 @@ class _Turn:
     async def finalise(self) -> None:
         """Runs once per turn on every path: answer dangling tools, then the one final write."""
         self.recorder.close()
+        if self.paused is not None and self.outcome is None:
+            p, cards = self.paused, self.cards
+            self.state = p.state(self.state, self.activity, self.unshown, self.usage, cards)
+            await self.hooks.pause(self.written_since(), p)
+            return
         outcome = self.outcome or await self.cut_short()
         why = f"not run: the turn ended ({outcome.value})"
         if self.pending:
@@ -381,7 +419,6 @@ class _Turn:
         await self.hooks.finish(self.written_since())
 
     def result(self, question: str) -> TurnResult:
-        assert self.outcome is not None
         return TurnResult(
             outcome=self.outcome,
             state=self.state,
@@ -393,7 +430,7 @@ class _Turn:
                 question=question,
                 prior=self.prior,
                 history=self.history,
-                outcome=self.outcome.value,
+                outcome=self.outcome.value if self.outcome else "waiting",
                 usage=self.usage.as_dict(),
                 state=self.state.to_json(),
             ),

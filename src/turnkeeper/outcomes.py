@@ -36,6 +36,8 @@ class Status(StrEnum):
 
     QUEUED = "queued"
     RUNNING = "running"
+    WAITING = "waiting"
+    """For a person's decision on a tool call (approvals.py); not working, not done."""
 
 
 # The message key shown for each outcome; `failed` picks its key from the error.

@@ -70,6 +70,8 @@ class PublishedState:
     messages: tuple[Bubble, ...]
     usage: dict[str, int | float]
     """`Usage.as_dict()`: the token counts, and `cost_usd` when the price is known."""
+    approvals: tuple[dict[str, Any], ...] = ()
+    """While `waiting`: the tool uses waiting for a person's yes (approvals.py)."""
 
     def to_json(self) -> dict[str, Any]:
         return {**self.bare(), "messages": [m.to_json() for m in self.messages]}
@@ -86,7 +88,7 @@ class PublishedState:
             "has_error": self.has_error,
             "activity": self.activity,
             "usage": self.usage,
-        }
+        } | ({"approvals": list(self.approvals)} if self.approvals else {})
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PublishedState:
@@ -101,6 +103,7 @@ class PublishedState:
             activity=data.get("activity"),
             messages=tuple(Bubble.from_json(m) for m in data.get("messages") or ()),
             usage=dict(data.get("usage") or {}),
+            approvals=tuple(data.get("approvals") or ()),
         )
 
     # ---- transitions -------------------------------------------------------

@@ -51,6 +51,8 @@ class Recorder:
         """Told of every model call as it starts and ends (spans, metrics)."""
         self.budget = budget
         self.calls: list[ModelCall] = []
+        self.earlier = 0
+        """Model calls the turn made in earlier jobs (a resumed turn numbers on from them)."""
         self.clock_reads: list[float] = []
         self.stop_checks = 0
         self.stopped_at_check: int | None = None
@@ -91,7 +93,7 @@ class Recorder:
         """One model call, recorded, raced against `stop`: None if `stop` returned first and
         the call was aborted; any failure comes out as a `ProviderError`."""
         started = self.now()
-        call = ModelCall(len(self.calls) + 1, started - self.started, timeout)
+        call = ModelCall(self.earlier + len(self.calls) + 1, started - self.started, timeout)
         self.calls.append(call)
         self.watch.call_started(call.iteration)
         try:
@@ -227,7 +229,8 @@ class Recorder:
         self.calls[-1].decision, self.calls[-1].caption = decision, caption
 
     def tools_took(self, seconds: float) -> None:
-        self.calls[-1].tools_duration = seconds
+        if self.calls:  # none yet when a resumed turn answers its last response's tools
+            self.calls[-1].tools_duration = seconds
 
     def overran(self, why: str) -> None:
         """The deadline fired inside a call that ignored its timeout: it ends as an error."""
