@@ -181,8 +181,7 @@ class _Turn:
             await self.hooks.started(self.state)
             async with backstop:
                 tools = await self.toolset.list_tools()
-                if self.resume.uses:
-                    await self.answer_resumed()
+                await self.answer_resumed()
                 while True:
                     if self.recorder.stop_checked(await self.hooks.should_stop()):
                         self.exit(Outcome.STOPPED)
@@ -209,10 +208,7 @@ class _Turn:
                         if tools_timeout is None:
                             self.exit(Outcome.TIME_LIMIT, "no time left to run the tools")
                             break
-                        if self.resume.checkpoint_tools:  # a crash then loses no response
-                            await self.iteration_done()
-                        if self.resume.gated(reply.tool_uses):
-                            await self.wait_for_approval(reply.tool_uses, tools_timeout)
+                        if await self.waits(reply.tool_uses, tools_timeout):
                             break
                         await self.run_tools(reply.tool_uses, tools_timeout)
                     await self.iteration_done()
@@ -280,15 +276,23 @@ class _Turn:
             for u, r in zip(uses, results, strict=True)
         ]
 
-    async def wait_for_approval(self, uses: Sequence[ToolUse], timeout: float) -> None:
-        """Run the uses that need no approval, then stop working: the turn waits."""
+    async def waits(self, uses: Sequence[ToolUse], timeout: float) -> bool:
+        """Before the tools run: a checkpoint, if a crash is to lose no response; then, if
+        some need a person's yes, run the others and stop working (True): the turn waits."""
+        if self.resume.checkpoint_tools:
+            await self.iteration_done()
+        if not self.resume.gated(uses):
+            return False
         ran = await self.ran([u for u in uses if u.name not in self.resume.needs_approval], timeout)
         worked = self.resume.working + self.recorder.now() - self.recorder.started
         self.paused = Parked.of(uses, ran, self.activities, worked)
+        return True
 
     async def answer_resumed(self) -> None:
         """A resumed turn first answers the uses its last response left (approved ones and,
         after a crash, idempotent ones run now), then goes on with the next call."""
+        if not self.resume.uses:
+            return
         self.pending = self.resume.uses
         left = self.budget.timeout_for_tools(self.deadline - self.recorder.now())
         run = self.resume.to_run()

@@ -72,7 +72,7 @@ class Served:
 
         async def reached() -> bool:
             seen.update(await self.state(turn_id, auth))
-            return seen["status"] == status
+            return bool(seen["status"] == status)
 
         await eventually(reached, f"the turn to be {status}")
         return seen
@@ -199,7 +199,13 @@ async def test_a_decision_the_turn_does_not_wait_for_is_409_and_bad_ones_400_or_
     wrong = {"authorization": "Bearer not-the-token"}
     assert (await served.decide(turn_id, wrong, "toolu_delete", True)).status_code == 404
     assert (await served.decide("t_unknown", auth, "toolu_delete", True)).status_code == 404
-    for body in ({"tool_use_id": "toolu_delete"}, {"approved": True}, [], {"tool_use_id": 3}):
+    bodies: list[Any] = [
+        {"tool_use_id": "toolu_delete"},
+        {"approved": True},
+        [],
+        {"tool_use_id": 3},
+    ]
+    for body in bodies:
         response = await served.client.post(
             f"/api/turns/{turn_id}/approvals", json=body, headers=auth
         )
