@@ -21,7 +21,7 @@ from tests.test_server import free_port, output, turnkeeper, until_up
 from tests.waiting import eventually
 
 APPS = str(Path(__file__).resolve().parent / "apps")
-APP = ["desk:assistant", "--app-dir", APPS, "--provider", "anthropic"]
+APP = ["payments:assistant", "--app-dir", APPS, "--provider", "anthropic"]
 
 
 @contextmanager

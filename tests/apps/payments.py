@@ -1,7 +1,7 @@
 """A test assistant for turns that wait and resume: a tool that needs a person's yes, an
 idempotent tool and one that is not, each logging its runs to the file `TK_TOOL_LOG`.
 
-    turnkeeper serve desk:assistant --app-dir tests/apps
+    turnkeeper serve payments:assistant --app-dir tests/apps
 
 `look_up` and `charge` block the first time they run (after telling the model server at
 `ANTHROPIC_BASE_URL` they started), so a test can kill the process during them; run
@@ -19,17 +19,15 @@ import httpx
 from turnkeeper import Assistant, tool
 
 
-def runs(name: str) -> int:
-    """How many times the tool `name` has run, in any process."""
-    log = Path(os.environ["TK_TOOL_LOG"])
-    return log.read_text().split().count(name) if log.exists() else 0
-
-
 def _ran(name: str) -> int:
-    """Log a run of `name`; how many runs came before it."""
-    before = runs(name)
-    with Path(os.environ["TK_TOOL_LOG"]).open("a") as log:
-        log.write(name + "\n")
+    """Log a run of `name`; how many runs came before it (without a log: one, so nothing
+    blocks)."""
+    if "TK_TOOL_LOG" not in os.environ:
+        return 1
+    log = Path(os.environ["TK_TOOL_LOG"])
+    before = log.read_text().split().count(name) if log.exists() else 0
+    with log.open("a") as out:
+        out.write(name + "\n")
     return before
 
 
@@ -76,7 +74,7 @@ async def charge(amount: int) -> str:
 
 
 assistant = Assistant(
-    name="Desk",
+    name="Payments desk",
     tools=[delete_file, look_up, charge],
     captions={"delete_file": {"en": "Deleted a file", "es": "Borró un archivo"}},
 )
