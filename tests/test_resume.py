@@ -19,6 +19,11 @@ from tests.fake_model import FakeModelServer
 from tests.scripts import answer, asks, tool_use
 from tests.test_server import free_port, output, turnkeeper, until_up
 from tests.waiting import eventually
+from turnkeeper.providers import messages_api
+from turnkeeper.report import Report
+from turnkeeper.resume import Resuming
+from turnkeeper.store import Store, new_token
+from turnkeeper.sweeper import Sweeper
 
 APPS = str(Path(__file__).resolve().parent / "apps")
 APP = ["payments:assistant", "--app-dir", APPS, "--provider", "anthropic"]
@@ -194,3 +199,42 @@ async def test_a_turn_killed_during_its_tools_resumes_only_if_asked_to(
     assert charged["is_error"] is True
     assert "interrupted" in charged["content"]
     assert "may or may not have run" in charged["content"]
+
+
+class Held:
+    def __init__(self) -> None:
+        self.turn_ids: list[str] = []
+
+    async def enqueue(self, turn_id: str) -> None:
+        self.turn_ids.append(turn_id)
+
+
+async def test_a_turn_resumes_at_most_max_resumes_times_then_fails_with_a_report(
+    store: Store,
+) -> None:
+    conversation = await store.create_conversation(new_token()[1])
+    turn_id = (await store.create_turn(conversation, "pay it")).turn_id
+    reports: list[Report] = []
+    queue = Held()
+    resuming = Resuming(resume_after_crash=True, max_resumes=1)
+    sweeper = Sweeper(store, reporter=reports.append, resuming=resuming, requeue=queue)
+
+    async def expired() -> bool:
+        return turn_id in await store.expired()
+
+    assert await store.claim(turn_id, 0.01, messages_api.WIRE.name) is not None
+    await eventually(expired, "the lease to expire")
+    assert await sweeper.sweep() == [], "resumed, not finalised"
+    assert queue.turn_ids == [turn_id]
+    state = await store.state_after(turn_id, 0)
+    assert state is not None
+    assert (state["status"], state["done"]) == ("queued", False)
+    assert await store.claim(turn_id, 0.01, messages_api.WIRE.name) is not None, "a new job"
+    await eventually(expired, "the second lease to expire")
+    assert await sweeper.sweep() == [turn_id]
+    assert queue.turn_ids == [turn_id], "not queued a second time"
+    final = await store.state_after(turn_id, 0)
+    assert final is not None
+    assert (final["status"], final["done"]) == ("failed", True)
+    assert [r.event for r in reports] == ["resumed", "resume_refused", "failed"]
+    assert "after 1 resumes" in reports[1].message

@@ -61,6 +61,8 @@ class Resume:
     """The last response's tool uses still without results, in order."""
     answered: Mapping[str, ToolResult] = field(default_factory=dict)
     """Results already known for some of `uses`; the others run now."""
+    why: str | None = None
+    """Why the turn resumed and what was decided, for the trace (None: not resumed)."""
 
     def gated(self, uses: Sequence[ToolUse]) -> bool:
         """Whether any of `uses` waits for a person's yes."""
@@ -73,6 +75,42 @@ class Resume:
         """Every use's result, in order: the known ones and those of `ran` (run in order)."""
         got = {r.tool_use_id: r for r in ran}
         return [self.answered.get(u.id) or got[u.id] for u in self.uses]
+
+    def traced(self) -> dict[str, Any]:
+        """What a turn's trace holds of this, so a replay resumes it the same: nothing for
+        a fresh turn with no tool that waits."""
+        if self == Resume():
+            return {}
+        return {
+            "resume": {
+                "needs_approval": sorted(self.needs_approval),
+                "checkpoint_tools": self.checkpoint_tools,
+                "asked": self.asked,
+                "usage": None if self.usage is None else self.usage.as_dict(),
+                "working": self.working,
+                "uses": [_use_json(u) for u in self.uses],
+                "answered": [_result_json(r) for r in self.answered.values()],
+                "why": self.why,
+            }
+        }
+
+    @classmethod
+    def from_trace(cls, trace: Mapping[str, Any]) -> Resume | None:
+        data = trace.get("resume")
+        if not isinstance(data, dict):
+            return None
+        usage = data.get("usage")
+        answered = (_result(r) for r in data.get("answered") or ())
+        return cls(
+            frozenset(data.get("needs_approval") or ()),
+            bool(data.get("checkpoint_tools")),
+            asked=bool(data.get("asked")),
+            usage=None if usage is None else Usage.from_dict(usage),
+            working=float(data.get("working") or 0.0),
+            uses=tuple(ToolUse(u["id"], u["name"], u["input"]) for u in data.get("uses") or ()),
+            answered={r.tool_use_id: r for r in answered},
+            why=data.get("why"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +226,19 @@ def resume_from(
         working=float(record.get("working") or 0.0),
         uses=uses,
         answered=answered,
+        why=_why(record),
     )
+
+
+def _why(record: dict[str, Any]) -> str:
+    """Why a turn resumed, as its trace says: after a crash, or the decisions made."""
+    if record.get("crashed"):
+        return f"after a crash (resume {resumes(record)})"
+    said = {True: "approved", False: "denied", None: "undecided"}
+    decisions = [
+        f"{a.get('tool')} {said[a.get('approved')]}" for a in record.get("approvals") or ()
+    ]
+    return "after approval: " + ", ".join(decisions)
 
 
 def in_flight(history: Sequence[Message], wire: WireFormat) -> tuple[ToolUse, ...]:

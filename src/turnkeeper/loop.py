@@ -155,7 +155,7 @@ class _Turn:
         self.prior = len(history)
         self.state = state
         self.usage = resume.usage.copy() if resume.usage else Usage()
-        recorder.earlier = self.usage.iterations
+        recorder.earlier, recorder.resumed = self.usage.iterations, resume.why
         self.outcome: Outcome | None = None
         self.error_key: str | None = None
         self.pending: tuple[ToolUse, ...] = ()
@@ -279,9 +279,12 @@ class _Turn:
     async def waits(self, uses: Sequence[ToolUse], timeout: float) -> bool:
         """Before the tools run: a checkpoint, if a crash is to lose no response; then, if
         some need a person's yes, run the others and stop working (True): the turn waits."""
+        gated = self.resume.gated(uses)
+        if gated:
+            self.recorder.decided("waiting", self.activity)
         if self.resume.checkpoint_tools:
             await self.iteration_done()
-        if not self.resume.gated(uses):
+        if not gated:
             return False
         ran = await self.ran([u for u in uses if u.name not in self.resume.needs_approval], timeout)
         worked = self.resume.working + self.recorder.now() - self.recorder.started
@@ -437,5 +440,6 @@ class _Turn:
                 outcome=self.outcome.value if self.outcome else "waiting",
                 usage=self.usage.as_dict(),
                 state=self.state.to_json(),
+                **self.resume.traced(),
             ),
         )

@@ -40,6 +40,9 @@ class ModelCall:
     """The model that answered (the response's `model`), else the one requested."""
     stopped: bool = False
     """A stop aborted the call: it has no response, and its tokens are not counted."""
+    resumed: str | None = None
+    """The turn resumed in a new job just before this call: why (after an approval, or
+    a crash), and what was decided."""
 
     def summary(self) -> dict[str, Any]:
         """What `trace show` prints for the call, as the store keeps it with the turn
@@ -63,6 +66,8 @@ class ModelCall:
             summary["tools_seconds"] = round(self.tools_duration, 3)
         if self.model is not None:
             summary["model"] = self.model
+        if self.resumed is not None:
+            summary["resumed"] = self.resumed
         if usage.cost_usd is not None:
             summary["cost_usd"] = usage.cost_usd
         return summary

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .approvals import Resume
 from .budget import Budget
 from .errors import ConfigError, ProviderFailed, provider_error_from
 from .hooks import LocalHooks
@@ -119,4 +120,5 @@ async def replay(trace: dict[str, Any]) -> TurnResult:
         hooks=hooks,
         clock=ReplayClock(trace["clock"]),
         turn_id=trace.get("turn_id", "t_replay"),
+        resume=Resume.from_trace(trace),
     )

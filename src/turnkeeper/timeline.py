@@ -54,7 +54,7 @@ def row(call: Mapping[str, Any], wire: str = "anthropic") -> Row:
         "activity": call.get("caption", call.get("activity")),
         "model": model if isinstance(model, str) else None,
         "cost_usd": _cost(call, response, usage, wire),
-    }
+    } | _waits(call)
 
 
 def _summarised(call: Mapping[str, Any]) -> Row:
@@ -70,7 +70,17 @@ def _summarised(call: Mapping[str, Any]) -> Row:
         "activity": call.get("caption", call.get("activity")),
         "model": call.get("model"),
         "cost_usd": float(cost) if isinstance(cost, int | float) else None,
-    }
+    } | _waits(call)
+
+
+def _waits(call: Mapping[str, Any]) -> Row:
+    """A turn that waited after the call (`waiting`) or resumed before it (`resumed`)."""
+    waits: Row = {}
+    if call.get("decision") == "waiting":
+        waits["waiting"] = True
+    if isinstance(call.get("resumed"), str):
+        waits["resumed"] = call["resumed"]
+    return waits
 
 
 def rows(calls: Sequence[Mapping[str, Any]], wire: str = "anthropic") -> list[Row]:
@@ -104,12 +114,16 @@ def render(timeline: Sequence[Row], outcome: str | None) -> str:
         stop = r["stop_reason"] if r["error"] is None else f"error: {r['error']}"
         growth = "" if previous is None else f"{r['input_tokens'] - previous:+d}"
         previous = r["input_tokens"] if r["error"] is None else previous
+        if r.get("resumed"):
+            lines.append(f"{'':>3}  resumed {r['resumed']}")
         lines.append(
             f"{r['iteration']!s:>3}  {str(stop)[:28]:<28} {r['input_tokens']:>7} {growth:>7} "
             f"{_tokens_of(r)} {r['seconds']:>8.3f} {r['tool_seconds']:>8.3f} "
             f"{_dollars(r['cost_usd']):>9}  "
             f"{r['activity'] or '':<22} {', '.join(r['tools'])}"
         )
+        if r.get("waiting"):
+            lines.append(f"{'':>3}  waited for a person's decision")
     t = totals(timeline)
     lines.append(
         f"{'all':>3}  {'outcome: ' + str(outcome):<28} {t['input_tokens']:>7} {'':>7} "

@@ -53,6 +53,8 @@ class Recorder:
         self.calls: list[ModelCall] = []
         self.earlier = 0
         """Model calls the turn made in earlier jobs (a resumed turn numbers on from them)."""
+        self.resumed: str | None = None
+        """Why the turn resumed in this job, recorded with its first call's decision."""
         self.clock_reads: list[float] = []
         self.stop_checks = 0
         self.stopped_at_check: int | None = None
@@ -227,6 +229,8 @@ class Recorder:
 
     def decided(self, decision: str, caption: str | None) -> None:
         self.calls[-1].decision, self.calls[-1].caption = decision, caption
+        if len(self.calls) == 1:  # the first call of a resumed turn's job says why
+            self.calls[0].resumed = self.resumed
 
     def tools_took(self, seconds: float) -> None:
         if self.calls:  # none yet when a resumed turn answers its last response's tools
@@ -277,6 +281,8 @@ def call_json(call: ModelCall) -> dict[str, Any]:
         record["caption"] = call.caption
     if call.model is not None:
         record["model"] = call.model
+    if call.resumed is not None:
+        record["resumed"] = call.resumed
     if call.usage is not None and call.usage.cost_usd is not None:
         record["cost_usd"] = call.usage.cost_usd
     return record

@@ -16,6 +16,7 @@ import pytest
 from tests import scripts
 from tests.api.test_routes import client_for, start_turn
 from tests.waiting import eventually
+from turnkeeper import timeline
 from turnkeeper.api import create_app
 from turnkeeper.budget import Budget
 from turnkeeper.job import TurnJob
@@ -286,3 +287,18 @@ async def test_a_turn_nobody_answers_ends_stopped_after_the_approval_timeout(
     assert final["messages"][-1]["key"] == "notices.approval_timeout"
     assert served.ran.counts["delete_file"] == 0
     scripts.assert_valid_history(await served.store.history(final["conversation_id"]))
+
+
+async def test_the_stored_timeline_shows_the_wait_the_decision_and_the_resume(
+    served: Served,
+) -> None:
+    turn_id, auth, _ = await waiting_turn(served)
+    assert (await served.decide(turn_id, auth, "toolu_delete", True)).status_code == 202
+    await served.until(turn_id, auth, "finished")
+    rows = timeline.rows(await served.store.iterations(turn_id))
+    assert [r["iteration"] for r in rows] == [1, 2]
+    assert rows[0]["waiting"] is True
+    assert rows[1]["resumed"] == "after approval: delete_file approved"
+    shown = timeline.render(rows, "finished")
+    assert "waited for a person's decision" in shown
+    assert "resumed after approval: delete_file approved" in shown
