@@ -127,15 +127,22 @@ class Assistant:
         return CombinedToolset(self._functions, *self._toolsets)
 
     def check(self, specs: Sequence[ToolSpec]) -> None:
-        """`ConfigError` if a caption names a tool that is not among `specs`."""
+        """`ConfigError` if a caption, or a tool named to need approval or to be idempotent,
+        names a tool that is not among `specs` (a misspelt name must not let a tool run
+        without a person's yes)."""
         names = {spec.name for spec in specs}
-        unknown = sorted(set(self.captions) - names)
-        if unknown:
-            have = ", ".join(sorted(names)) or "none"
-            raise ConfigError(
-                f"assistant {self.name!r} has captions for tools it does not have: "
-                f"{', '.join(unknown)} (its tools: {have})"
-            )
+        have = ", ".join(sorted(names)) or "none"
+        for what, named in (
+            ("captions", self.captions),
+            ("needs_approval", self.needs_approval),
+            ("idempotent", self.idempotent),
+        ):
+            unknown = sorted(set(named) - names)
+            if unknown:
+                raise ConfigError(
+                    f"assistant {self.name!r} has {what} for tools it does not have: "
+                    f"{', '.join(unknown)} (its tools: {have})"
+                )
 
     @property
     def resuming(self) -> Resuming:
