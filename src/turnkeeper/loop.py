@@ -158,7 +158,7 @@ class _Turn:
         recorder.earlier, recorder.resumed = self.usage.iterations, resume.why
         self.outcome: Outcome | None = None
         self.error_key: str | None = None
-        self.pending: tuple[ToolUse, ...] = ()
+        self.pending: tuple[ToolUse, ...] = resume.uses
         """Client tool uses appended to the history and not yet answered."""
         self.activity: str | None = None
         self.unshown: str | None = None
@@ -181,11 +181,11 @@ class _Turn:
             await self.hooks.started(self.state)
             async with backstop:
                 tools = await self.toolset.list_tools()
-                await self.answer_resumed()
                 while True:
                     if self.recorder.stop_checked(await self.hooks.should_stop()):
                         self.exit(Outcome.STOPPED)
                         break
+                    await self.answer_resumed()
                     timeout = self.budget.timeout_for_call(self.deadline - self.recorder.now())
                     if timeout is None:
                         self.exit(Outcome.TIME_LIMIT, "too little time left to start a model call")
@@ -293,10 +293,9 @@ class _Turn:
 
     async def answer_resumed(self) -> None:
         """A resumed turn first answers the uses its last response left (approved ones and,
-        after a crash, idempotent ones run now), then goes on with the next call."""
-        if not self.resume.uses:
+        after a crash, idempotent ones run now), unless a stop came; then the next call."""
+        if not self.resume.uses or self.recorder.calls:  # answered before this job's 1st call
             return
-        self.pending = self.resume.uses
         left = self.budget.timeout_for_tools(self.deadline - self.recorder.now())
         run = self.resume.to_run()
         self.answer(self.resume.results(await self.ran(run, left or 0.001) if run else []))
@@ -418,7 +417,8 @@ class _Turn:
         outcome = self.outcome or await self.cut_short()
         why = f"not run: the turn ended ({outcome.value})"
         if self.pending:
-            self.answer([ToolResult(u.id, why, True) for u in self.pending])
+            known = self.resume.answered  # a resumed turn's answers stand
+            self.answer([known.get(u.id) or ToolResult(u.id, why, True) for u in self.pending])
         self.state = self.state.ended(
             outcome, text=self.unshown, key=self.error_key, usage=self.usage
         )

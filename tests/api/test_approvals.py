@@ -14,12 +14,13 @@ import httpx
 import pytest
 
 from tests import scripts
-from tests.api.test_routes import client_for, start_turn
+from tests.api.test_routes import HeldQueue, client_for, start_turn
 from tests.waiting import eventually
 from turnkeeper import timeline
 from turnkeeper.api import create_app
 from turnkeeper.budget import Budget
 from turnkeeper.job import TurnJob
+from turnkeeper.outcomes import Outcome
 from turnkeeper.providers.scripted import ScriptedProvider
 from turnkeeper.queue import LocalQueue
 from turnkeeper.resume import Resuming
@@ -302,3 +303,34 @@ async def test_the_stored_timeline_shows_the_wait_the_decision_and_the_resume(
     shown = timeline.render(rows, "finished")
     assert "waited for a person's decision" in shown
     assert "resumed after approval: delete_file approved" in shown
+
+
+async def test_a_stop_after_the_approval_before_the_turn_resumes_runs_nothing(
+    store: Store,
+) -> None:
+    ran = Ran()
+    model = ScriptedProvider(SCRIPT[:1])
+    job = TurnJob(
+        store, model, ran.toolset(), resuming=Resuming(needs_approval=frozenset({"delete_file"}))
+    )
+    held = HeldQueue()
+    async with client_for(create_app(store, held)) as client:
+        turn_id, auth = await start_turn(client, "delete my notes")
+        assert await job.run(held.turn_ids.pop()) is None, "the job ends while the turn waits"
+        decided = await client.post(
+            f"/api/turns/{turn_id}/approvals",
+            json={"tool_use_id": "toolu_delete", "approved": True},
+            headers=auth,
+        )
+        assert decided.json()["status"] == "queued"
+        assert (await client.post(f"/api/turns/{turn_id}/cancel", headers=auth)).status_code == 202
+        assert await job.run(held.turn_ids.pop()) == Outcome.STOPPED
+        final = (await client.get(f"/api/turns/{turn_id}", headers=auth)).json()
+    assert (final["status"], final["done"]) == ("stopped", True)
+    assert ran.counts == {"lookup": 1, "delete_file": 0}
+    assert len(model.requests) == 1
+    history = await store.history(final["conversation_id"])
+    scripts.assert_valid_history(history)
+    kept, unrun = history[-1]["content"]
+    assert kept["content"] == "found it", "what ran before the wait keeps its result"
+    assert unrun["is_error"] is True
