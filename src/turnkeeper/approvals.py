@@ -143,13 +143,13 @@ class Parked:
     def state(
         self,
         state: PublishedState,
-        activity: str | None,
         text: str | None,
         usage: Usage,
         cards: Sequence[Card],
     ) -> PublishedState:
-        """The published state of the waiting turn: `waiting`, not done, with `approvals`."""
-        iterated = state.iterated(activity, text, usage, tuple(cards))
+        """The published state of the waiting turn: `waiting`, not done, with `approvals`, and
+        no caption (the response's would say, in the past tense, what has not happened)."""
+        iterated = state.iterated(None, text, usage, tuple(cards))
         return dataclasses.replace(iterated, status=Status.WAITING.value, approvals=self.approvals)
 
     def to_json(self, resumes: int = 0) -> dict[str, Any]:

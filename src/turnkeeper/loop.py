@@ -410,9 +410,8 @@ class _Turn:
         """Runs once per turn on every path: answer dangling tools, then the one final write."""
         self.recorder.close()
         if self.paused is not None and self.outcome is None:
-            p, cards = self.paused, self.cards
-            self.state = p.state(self.state, self.activity, self.unshown, self.usage, cards)
-            await self.hooks.pause(self.written_since(), p)
+            self.state = self.paused.state(self.state, self.unshown, self.usage, self.cards)
+            await self.hooks.pause(self.written_since(), self.paused)
             return
         outcome = self.outcome or await self.cut_short()
         why = f"not run: the turn ended ({outcome.value})"

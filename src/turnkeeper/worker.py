@@ -155,7 +155,7 @@ async def run_worker(
         await job.run(turn_id)
 
     app.task(name=TASK, queue=QUEUE, retry=False)(run_turn)
-    sweeper = sweeper or Sweeper(job.store)
+    sweeper = sweeper or Sweeper(job.store, resuming=job.resuming)
     sweeper.queue = sweeper.queue or DeferredTurns(app)
     sweeper.requeue = sweeper.requeue or DeferredTurns(app)
     async with app.open_async():

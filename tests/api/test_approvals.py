@@ -136,6 +136,7 @@ async def test_a_turn_waits_for_approval_after_running_the_tools_that_need_none(
 ) -> None:
     turn_id, auth, state = await waiting_turn(served)
     assert (state["done"], state["has_error"], state["stopped"]) == (False, False, False)
+    assert state["activity"] is None, "nothing was deleted yet"
     assert state["approvals"] == [
         {
             "tool_use_id": "toolu_delete",

@@ -902,7 +902,9 @@
       this.show(state.messages || []);
       this.askFor(turn, state.done ? [] : state.approvals);
       if (state.done) return this.finish();
-      this.caption.textContent = this.text(state.activity) || this.text("ui.working") || "";
+      const working = state.status !== "waiting"; // the approval card says what it waits for
+      const caption = this.text(state.activity) || this.text("ui.working") || "";
+      this.caption.textContent = working ? caption : "";
       this.schedule(this.nextDelay(turn));
     }
   }
