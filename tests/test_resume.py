@@ -19,10 +19,11 @@ from tests.fake_model import FakeModelServer
 from tests.scripts import answer, asks, tool_use
 from tests.test_server import free_port, output, turnkeeper, until_up
 from tests.waiting import eventually
+from turnkeeper import timeline
 from turnkeeper.providers import messages_api
 from turnkeeper.report import Report
 from turnkeeper.resume import Resuming
-from turnkeeper.store import Store, new_token
+from turnkeeper.store import Store, new_token, open_store
 from turnkeeper.sweeper import Sweeper
 
 APPS = str(Path(__file__).resolve().parent / "apps")
@@ -184,6 +185,9 @@ async def test_a_turn_killed_during_its_tools_resumes_only_if_asked_to(
                 turnkeeper("worker", *APP, *flags, "--database", url, log=worker_log, env=env)
             )
         final = await api.until(turn_id, done=True)
+        stored = await open_store(url)
+        shown = timeline.render(timeline.rows(await stored.iterations(turn_id)), final["status"])
+        await stored.close()
     if not resume:
         assert final["status"] == "failed"
         assert len(model.requests) == 1, "a turn is tried once: nothing runs again"
@@ -199,6 +203,7 @@ async def test_a_turn_killed_during_its_tools_resumes_only_if_asked_to(
     assert charged["is_error"] is True
     assert "interrupted" in charged["content"]
     assert "may or may not have run" in charged["content"]
+    assert "resumed after a crash (resume 1)" in shown, "the trace records the resume"
 
 
 class Held:
