@@ -75,3 +75,17 @@ def test_a_spanish_reader_denies_in_spanish_and_the_tool_never_runs(
     result = tool_result(served)
     assert result["is_error"] is True
     assert "declined" in str(result["content"])
+
+
+def test_stop_while_waiting_ends_the_turn_and_takes_the_card_away(
+    browser: Browser, served: Served
+) -> None:
+    with served.answering([DELETE]):
+        chat = Chat(served.page(browser, locale="en-US"))
+        chat.ask("delete my notes")
+        expect(chat.locator(".approval")).to_have_count(1)
+        chat.stop.click()
+        expect(chat.notices.last).to_have_text("Stopped.")
+        expect(chat.locator(".approval")).to_have_count(0)
+        expect(chat.send).to_be_visible()
+    assert len(served.model.requests) == 1
