@@ -120,6 +120,10 @@ assistant = Assistant(
             "ui.conversations": "Vos conversations",
             "ui.new_conversation": "Nouvelle conversation",
             "ui.no_conversations": "Pas encore de conversation.",
+            "ui.approval_title": "L’assistant veut faire ceci :",
+            "ui.approval_unknown": "Utiliser l’outil {tool}",
+            "ui.approve": "Approuver",
+            "ui.deny": "Refuser",
         }
     },
     authenticate=signed_in,
