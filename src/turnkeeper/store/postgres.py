@@ -558,7 +558,7 @@ class PostgresStore:
     # ---- waiting and resuming ------------------------------------------------
 
     async def park(self, turn_id: str, fence: int, record: ResumeRecord) -> None:
-        row = await self._one(
+        row = await self._patient(  # a turn's write: it waits out an outage
             "UPDATE turns SET resume = %s, waiting_since = clock_timestamp()"
             " WHERE turn_id = %s AND fence = %s AND NOT done RETURNING fence",
             (Jsonb(record.to_json()), turn_id, fence),
