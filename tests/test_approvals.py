@@ -3,6 +3,7 @@ wait, a resumed one, their traces, and replays that reproduce both."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from tests import scripts
@@ -15,6 +16,7 @@ from turnkeeper.records import ResumeRecord, decided
 from turnkeeper.replay import first_difference, replay
 from turnkeeper.state import Approval, queued
 from turnkeeper.tools.functions import FunctionToolset, Tool
+from turnkeeper.trace import read_trace, write_trace
 from turnkeeper.usage import Usage
 from turnkeeper.wire import ToolSpec
 
@@ -42,7 +44,9 @@ def toolset(ran: list[str]) -> FunctionToolset:
     )
 
 
-async def test_a_turn_with_a_tool_that_needs_approval_stops_and_replays_the_same() -> None:
+async def test_a_turn_with_a_tool_that_needs_approval_stops_and_replays_the_same(
+    tmp_path: Path,
+) -> None:
     ran: list[str] = []
     hooks = LocalHooks()
     result = await run_turn(
@@ -65,6 +69,8 @@ async def test_a_turn_with_a_tool_that_needs_approval_stops_and_replays_the_same
     written = trace.to_json()
     assert written["outcome"] == "waiting"
     assert written["resume"]["needs_approval"] == ["delete_file"]
+    write_trace(trace, tmp_path / "waiting.json")
+    assert read_trace(tmp_path / "waiting.json").to_json() == written, "the file keeps it all"
     assert first_difference(trace, (await replay(trace)).trace) is None
 
 
@@ -103,6 +109,7 @@ async def test_a_resumed_turn_answers_its_last_response_then_goes_on_and_replays
     replayed = (await replay(trace)).trace
     assert first_difference(trace, replayed) is None
     assert replayed.history == trace.history
+    assert replayed.to_json()["calls"][0]["resumed"] == "after approval: delete_file approved"
 
 
 def test_a_decision_is_taken_once_and_the_turn_is_queued_when_all_are_in() -> None:

@@ -126,6 +126,8 @@ class CallRoom:
         the call was aborted; any failure comes out as a `ProviderError`."""
         started = self.now()
         call = ModelCall(self.earlier + len(self.calls) + 1, started - self.started, timeout)
+        if not self.calls:  # the first call of a resumed turn's job says why it resumed
+            call.resumed = self.resumed
         self.calls.append(call)
         self.watch.call_started(call.iteration)
         try:
@@ -175,11 +177,8 @@ class CallRoom:
         return usage
 
     def decided(self, decision: str, caption: str | None) -> None:
-        """What the loop made of the last call's reply, and the caption it left; the first
-        call of a resumed turn's job also says why it resumed."""
+        """What the loop made of the last call's reply, and the caption it left."""
         self.calls[-1].decision, self.calls[-1].caption = decision, caption
-        if len(self.calls) == 1:
-            self.calls[0].resumed = self.resumed
 
     def tools_took(self, seconds: float) -> None:
         """How long the tools the last call asked for took (none yet when a resumed turn

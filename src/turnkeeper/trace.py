@@ -159,14 +159,14 @@ def _trace(data: Json) -> Trace:
     _check(data["outcome"] in OUTCOMES, f"outcome must be one of {', '.join(OUTCOMES)}")
     stopped_at = data.get("stopped_at_check")
     _check(stopped_at is None or _whole(stopped_at), "stopped_at_check must be a whole number")
-    resume = data.get("resume")
-    _check(resume is None or isinstance(resume, dict), "resume must be an object")
+    resume = _read(Resume.from_json, data.get("resume"))
+    _check(resume is not None or data.get("resume") is None, "resume must be a resume object")
     return Trace(
         data["wire"], data["question"], prior, data["history"], STATUSES[data["outcome"]],
         _budget(data["budget"]), calls, [float(t) for t in clock], data.get("request", {}),
         data.get("turn_id"), _read(Usage.from_dict, data.get("usage")),
         _read(PublishedState.from_json, data.get("state")), stopped_at,
-        None if resume is None else Resume.from_json(resume),
+        resume,
     )  # fmt: skip
 
 
@@ -222,7 +222,8 @@ def _budget(budget: Json) -> Budget:
 
 
 def _read(parse: Callable[[Json], T], value: Json) -> T | None:
-    """The usage or state a trace carries, if it can be read (a replay reads neither)."""
+    """The usage, state or resume a trace carries, if it can be read (a replay reads only
+    the resume, which a malformed trace is refused for)."""
     try:
         return parse(value) if isinstance(value, dict) else None
     except (KeyError, TypeError, ValueError):
