@@ -83,7 +83,7 @@ async def main(provider: Provider) -> None:
         if block.get("type") == "tool_result"
     ]
     print(f"tool said: {results}")
-    print(f"outcome: {result.outcome.value}")
+    print(f"outcome: {result.state.status}")
     if result.outcome is Outcome.FINISHED:
         print(f"answer: {result.state.messages[-1].text}")
 

@@ -266,3 +266,46 @@ def test_a_bad_app_is_one_config_error_naming_what_is_wrong(app: str, says: str)
 
 def test_a_budget_is_the_assistants_own() -> None:
     assert orders.assistant.budget == Budget(max_iterations=4)
+
+
+def test_tool_flags_and_names_say_which_tools_wait_and_which_may_run_again() -> None:
+    @tool(needs_approval=True)
+    def delete_file(path: str) -> str:
+        return path
+
+    @tool(idempotent=True, timeout=5)
+    def look_up(query: str) -> str:
+        return query
+
+    assert (delete_file.needs_approval, delete_file.idempotent) == (True, False)
+    assert (look_up.needs_approval, look_up.idempotent, look_up.timeout) == (False, True, 5)
+    plain = Assistant(tools=[delete_file, look_up, lookup])
+    assert plain.resuming.needs_approval == {"delete_file"}
+    assert plain.resuming.idempotent == {"look_up"}
+    assert (plain.resume_after_crash, plain.max_resumes) == (False, 2)
+    assert plain.approval_timeout == 24 * 3600
+    named = Assistant(
+        tools=[delete_file, look_up, lookup],
+        needs_approval=["lookup"],
+        idempotent=["lookup"],
+        resume_after_crash=True,
+        approval_timeout=60,
+    )
+    assert named.resuming.needs_approval == {"delete_file", "lookup"}
+    assert named.resuming.idempotent == {"look_up", "lookup"}
+    assert (named.resuming.resume_after_crash, named.resuming.approval_timeout) == (True, 60)
+
+
+@pytest.mark.parametrize(
+    ("settings", "says"),
+    [
+        ({"needs_approval": "lookup"}, "needs_approval must be a list of tool names"),
+        ({"needs_approval": ["serach"]}, "needs_approval for tools it does not have: serach"),
+        ({"idempotent": ["nope"]}, "idempotent for tools it does not have: nope"),
+        ({"max_resumes": -1}, "max_resumes must be a whole number"),
+        ({"approval_timeout": 0}, "approval_timeout must be a positive number"),
+    ],
+)
+def test_wrong_waiting_settings_are_config_errors(settings: dict[str, Any], says: str) -> None:
+    with pytest.raises(ConfigError, match=says):
+        Assistant(tools=[lookup], **settings)

@@ -168,7 +168,7 @@ async def test_a_card_that_cannot_be_drawn_is_an_error_result_and_the_turn_goes_
     assert "CardError" in str(block["content"])
     assert "card field 'Status': must be text or a number, not object" in str(block["content"])
     assert [r.event for r in hooks.reports] == ["tool_error"]
-    assert result.outcome.value == "finished"
+    assert result.state.status == "finished"
     assert not [m for m in result.state.to_json()["messages"] if "card" in m]
 
 

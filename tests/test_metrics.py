@@ -129,7 +129,7 @@ async def test_a_call_a_stop_aborted_counts_as_stopped_not_as_an_error() -> None
     hooks.stop()
     async with asyncio.timeout(10):
         result = await running
-    assert result.outcome.value == "stopped"
+    assert result.state.status == "stopped"
     seen = samples(metrics)
     assert seen[("turnkeeper_model_calls_total", (("outcome", "stopped"),))] == 1
     assert ("turnkeeper_model_calls_total", (("outcome", "error"),)) not in seen

@@ -23,8 +23,8 @@ CONTRACT: dict[str, tuple[str | None, bool, bool, int | None]] = {
 }
 
 
-def test_the_statuses_are_the_two_before_an_ending_and_the_eight_endings() -> None:
-    assert [s.value for s in Status] == ["queued", "running"]
+def test_the_statuses_are_the_three_before_an_ending_and_the_eight_endings() -> None:
+    assert [s.value for s in Status] == ["queued", "running", "waiting"]
     assert [o.value for o in Outcome] == list(CONTRACT)
 
 

@@ -78,6 +78,7 @@ def test_the_design_names_every_message_key(key: str) -> None:
         "POST /api/conversations/{id}/turns`",
         "GET /api/turns/{turn_id}[?after=N]`",
         "POST /api/turns/{turn_id}/cancel`",
+        "POST /api/turns/{turn_id}/approvals`",
         "GET /api/conversations/{id}`",
     ],
 )

@@ -131,6 +131,10 @@ assistant = Assistant(
             "ui.new_conversation": "Nouvelle conversation",
             "ui.no_conversations": "Pas encore de conversation.",
             "ui.earlier": "Afficher les messages précédents",
+            "ui.approval_title": "L’assistant veut faire ceci :",
+            "ui.approval_unknown": "Utiliser l’outil {tool}",
+            "ui.approve": "Approuver",
+            "ui.deny": "Refuser",
         }
     },
     authenticate=signed_in,

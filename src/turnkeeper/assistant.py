@@ -25,7 +25,7 @@ import importlib
 import math
 import sys
 import traceback
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +37,7 @@ from .i18n import Catalogs
 from .providers import Provider
 from .providers.cache_marks import ttl_of
 from .providers.select import NAMES, ModelSettings, choose_provider
+from .resume import Resuming
 from .tools import CombinedToolset, Toolset
 from .tools.files import DEMO_ROOT, read_file_tool
 from .tools.functions import FunctionToolset, Tool, ToolFunction, function_tool
@@ -80,6 +81,19 @@ class Assistant:
     budget: Budget = field(default_factory=Budget)
     authenticate: Authenticate | None = None
     """Who the reader is, for `serve` and `asgi()`: with it, conversations belong to users."""
+    needs_approval: Collection[str] = ()
+    """Names of tools (an MCP server's, say) that wait for a person's yes, as
+    `@tool(needs_approval=True)` does for a Python tool."""
+    idempotent: Collection[str] = ()
+    """Names of tools that may run again when a crashed turn resumes, as
+    `@tool(idempotent=True)` marks a Python tool."""
+    resume_after_crash: bool = False
+    """A turn whose worker died resumes from its last checkpoint instead of failing
+    (`--resume-after-crash`); off by default: a turn is tried once."""
+    max_resumes: int = 2
+    """How many times a crash may resume one turn before it is finalised as `failed`."""
+    approval_timeout: float = 24 * 3600.0
+    """Seconds a turn may wait for a person's decision before it ends `stopped`."""
 
     _functions: FunctionToolset = field(init=False, repr=False, compare=False)
     _toolsets: tuple[Toolset, ...] = field(init=False, repr=False, compare=False)
@@ -113,15 +127,36 @@ class Assistant:
         return CombinedToolset(self._functions, *self._toolsets)
 
     def check(self, specs: Sequence[ToolSpec]) -> None:
-        """`ConfigError` if a caption names a tool that is not among `specs`."""
+        """`ConfigError` if a caption, or a tool named to need approval or to be idempotent,
+        names a tool that is not among `specs` (a misspelt name must not let a tool run
+        without a person's yes)."""
         names = {spec.name for spec in specs}
-        unknown = sorted(set(self.captions) - names)
-        if unknown:
-            have = ", ".join(sorted(names)) or "none"
-            raise ConfigError(
-                f"assistant {self.name!r} has captions for tools it does not have: "
-                f"{', '.join(unknown)} (its tools: {have})"
-            )
+        have = ", ".join(sorted(names)) or "none"
+        for what, named in (
+            ("captions", self.captions),
+            ("needs_approval", self.needs_approval),
+            ("idempotent", self.idempotent),
+        ):
+            unknown = sorted(set(named) - names)
+            if unknown:
+                raise ConfigError(
+                    f"assistant {self.name!r} has {what} for tools it does not have: "
+                    f"{', '.join(unknown)} (its tools: {have})"
+                )
+
+    @property
+    def resuming(self) -> Resuming:
+        """Which tools wait for approval or may run again, and what a crash does to a turn."""
+        functions = self._functions.tools()
+        return Resuming(
+            needs_approval=frozenset(self.needs_approval)
+            | {t.spec.name for t in functions if t.needs_approval},
+            idempotent=frozenset(self.idempotent)
+            | {t.spec.name for t in functions if t.idempotent},
+            resume_after_crash=self.resume_after_crash,
+            max_resumes=self.max_resumes,
+            approval_timeout=float(self.approval_timeout),
+        )
 
     def model_settings(self) -> ModelSettings:
         """What goes with every request of this assistant's turns: the instructions,
@@ -215,8 +250,23 @@ def _check_settings(a: Assistant) -> None:
         raise ConfigError(f"budget must be a turnkeeper.Budget, got {type(a.budget).__name__}")
     if a.authenticate is not None and not callable(a.authenticate):
         raise ConfigError("authenticate must be a function of the request")
+    _check_resuming(a)
     _check_model_settings(a)
     ttl_of(a.prompt_cache)
+
+
+def _check_resuming(a: Assistant) -> None:
+    for name in ("needs_approval", "idempotent"):
+        names = getattr(a, name)
+        if isinstance(names, str | bytes) or not all(isinstance(n, str) for n in names):
+            raise ConfigError(f"{name} must be a list of tool names, got {names!r}")
+    if isinstance(a.max_resumes, bool) or not isinstance(a.max_resumes, int) or a.max_resumes < 0:
+        raise ConfigError(
+            f"max_resumes must be a whole number of zero or more, got {a.max_resumes!r}"
+        )
+    timeout = a.approval_timeout
+    if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
+        raise ConfigError(f"approval_timeout must be a positive number of seconds, got {timeout!r}")
 
 
 def _check_model_settings(a: Assistant) -> None:

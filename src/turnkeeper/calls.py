@@ -49,12 +49,24 @@ class CallRoom:
     """Where a turn's model calls happen: its clock, and each call, priced, watched and
     raced against a stop."""
 
-    def __init__(self, provider: Provider, clock: Clock, watch: TurnWatch = UNWATCHED) -> None:
+    def __init__(
+        self,
+        provider: Provider,
+        clock: Clock,
+        watch: TurnWatch = UNWATCHED,
+        *,
+        earlier: int = 0,
+        resumed: str | None = None,
+    ) -> None:
         self.provider = provider
         self.watch = watch
         """Told of every model call as it starts and ends (spans, metrics)."""
         self.calls: list[ModelCall] = []
         """One record per model call, in order."""
+        self.earlier = earlier
+        """Model calls the turn made in earlier jobs (a resumed turn numbers on from them)."""
+        self.resumed = resumed
+        """Why the turn resumed in this job (approvals.py), recorded on its first call."""
         self.readings: list[float] = []
         """Every clock reading the turn made, in order."""
         self.stop_checks = 0
@@ -113,7 +125,9 @@ class CallRoom:
         """One model call, recorded, raced against `stop`: None if `stop` returned first and
         the call was aborted; any failure comes out as a `ProviderError`."""
         started = self.now()
-        call = ModelCall(len(self.calls) + 1, started - self.started, timeout)
+        call = ModelCall(self.earlier + len(self.calls) + 1, started - self.started, timeout)
+        if not self.calls:  # the first call of a resumed turn's job says why it resumed
+            call.resumed = self.resumed
         self.calls.append(call)
         self.watch.call_started(call.iteration)
         try:
@@ -169,8 +183,10 @@ class CallRoom:
         self.calls[-1].decision, self.calls[-1].caption = decision, caption
 
     def tools_took(self, seconds: float) -> None:
-        """How long the tools the last call asked for took."""
-        self.calls[-1].tools_duration = seconds
+        """How long the tools the last call asked for took (none yet when a resumed turn
+        answers the tools its last response asked for)."""
+        if self.calls:
+            self.calls[-1].tools_duration = seconds
 
     def overran(self) -> str:
         """The turn's deadline passed in real time: a provider or a toolset ignored its

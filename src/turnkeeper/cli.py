@@ -186,7 +186,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         print(transcript(result.state.to_json()["messages"], locale))
     if line is not None:
-        print(line.outcome(result.outcome.value))
+        print(line.outcome(result.state.status))
     return 0
 
 
@@ -476,6 +476,11 @@ def _serving_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="env TURNKEEPER_MODEL")
     add_prompt_cache_option(parser)
     parser.add_argument(
+        "--resume-after-crash",
+        action="store_true",
+        help="a turn whose worker died resumes from its last checkpoint instead of failing",
+    )
+    parser.add_argument(
         "--root",
         type=directory,
         help="the folder the demo assistant's read_file reads (default: turnkeeper's demo folder)",
@@ -541,6 +546,13 @@ SERVED_DEMO_PAUSE = 1.0
 def _assistant(args: argparse.Namespace) -> Assistant:
     """The assistant `serve` and `worker` run: APP's, else the demo assistant (`read_file`
     in --root); either way with the tools of the MCP servers named."""
+    assistant = _app_or_demo(args)
+    if getattr(args, "resume_after_crash", False):
+        assistant = dataclasses.replace(assistant, resume_after_crash=True)
+    return assistant
+
+
+def _app_or_demo(args: argparse.Namespace) -> Assistant:
     servers = mcp_servers(args)
     if args.app is None:
         return demo_assistant(args.root if args.root is not None else DEMO_ROOT, servers)

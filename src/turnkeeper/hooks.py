@@ -15,6 +15,9 @@ fixed order:
 - at the end, exactly once whatever happened, **one** `finish`: the history
   tail, the final state (`done: true`), usage and calls; it clears the turn's
   checkpoint and cancel flag. Nobody writes after it.
+- or instead of `finish`, when a tool waits for a person's yes, **one** `pause`:
+  the checkpoint of a `waiting` state and the resume record (`ResumeRecord`,
+  approvals.py). The turn is not done; another job resumes it.
 
 `should_stop` is asked before every model call, and `wait_stop` is awaited beside
 the turn from its first model call to its end (started again at the next call if
@@ -30,7 +33,7 @@ from __future__ import annotations
 import asyncio
 from typing import Protocol
 
-from .records import Checkpoint
+from .records import Checkpoint, ResumeRecord
 from .report import Report, Reporter, log_report
 from .state import PublishedState
 from .usage import Usage
@@ -69,6 +72,11 @@ class Hooks(Protocol):
         the final state (`done: true`), usage and calls; nobody writes after it."""
         ...
 
+    async def pause(self, checkpoint: Checkpoint, parked: ResumeRecord) -> None:
+        """Instead of `finish`, when a tool waits for a person's yes: the turn's resume
+        record, then the checkpoint of its `waiting` state. The turn is not done."""
+        ...
+
     def report(self, report: Report) -> None:
         """Report an exit that someone should see, or an incident (a tool that raised)."""
         ...
@@ -83,6 +91,8 @@ class LocalHooks:
         """Every state the turn published, in order; the last is `done`."""
         self.checkpoints: list[Checkpoint] = []
         self.final: Checkpoint | None = None
+        self.parked: ResumeRecord | None = None
+        """The resume record of a turn that stopped to wait for approval."""
         self.finishes = 0
         """Final writes so far: one per turn, whatever happened."""
         self.reports: list[Report] = []
@@ -122,6 +132,10 @@ class LocalHooks:
         self.finishes += 1
         self.usage = final.usage.copy()
         self.published.append(final.state)
+
+    async def pause(self, checkpoint: Checkpoint, parked: ResumeRecord) -> None:
+        self.parked = parked
+        await self.checkpoint(checkpoint)
 
     def report(self, report: Report) -> None:
         self.reports.append(report)

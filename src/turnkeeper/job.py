@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .activity import ACTIVITIES
 from .budget import Budget
@@ -27,8 +27,9 @@ from .leases import Leases
 from .loop import run_turn
 from .outcomes import Ending, Outcome, ending, unfinished
 from .providers import Provider, wire_format
-from .records import Checkpoint, Recovery
+from .records import Checkpoint, Recovery, ResumeRecord
 from .report import Report, Reporter, log_report
+from .resume import Resuming, end_waiting
 from .state import PublishedState
 from .store import EXPIRED, UNCLAIMED, FenceLost, Holder, Store, held_by
 from .tools import NoTools, Toolset
@@ -65,6 +66,8 @@ class StoreHooks:
         """The flag the last checkpoint read, for the one stop check after it; else None."""
         self._stopping = False
         """The stop wait returned: the turn's cancel was requested."""
+        self.resumes = 0
+        """How many times a crash has resumed the turn (kept in its resume record)."""
 
     async def should_stop(self) -> bool:
         cancel, self._cancel = self._cancel, None
@@ -99,6 +102,11 @@ class StoreHooks:
         await self.store.finish(self.turn_id, self.fence, final)
         self.said |= final.state.stopped
 
+    async def pause(self, checkpoint: Checkpoint, parked: ResumeRecord) -> None:
+        """The turn waits for a person: its resume record, then its `waiting` checkpoint."""
+        await self.store.park(self.turn_id, self.fence, replace(parked, resumes=self.resumes))
+        await self.store.checkpoint(self.turn_id, self.fence, checkpoint)
+
     def report(self, report: Report) -> None:
         self.said |= report.event == Outcome.FAILED.value
         self.reporter(report)
@@ -119,6 +127,8 @@ class TurnJob:
     """Tool names to caption keys (`activity.captions()` adds your own)."""
     watcher: Watcher | None = None
     """Spans and metrics of the turns (default: spans if a tracer provider is configured)."""
+    resuming: Resuming = field(default_factory=Resuming)
+    """Which tools wait for approval or may run again, and whether a crash resumes a turn."""
     tries: int = field(default=1, init=False)
     """A turn is tried once; never retried by a queue."""
     _leases: Leases = field(init=False, repr=False)
@@ -179,11 +189,15 @@ class TurnJob:
         if await failed(self.store, turn_id, held_by(fence), reporter=reporter) is None:
             reporter(_job_failed(turn_id, why))
 
-    async def _turn(self, turn_id: str, hooks: StoreHooks) -> Outcome:
+    async def _turn(self, turn_id: str, hooks: StoreHooks) -> Outcome | None:
         start = await self.store.start(turn_id)
         assert start is not None, "a claimed turn exists"
         turn = start.turn
         history = await self.store.history(turn.conversation_id)
+        # A turn queued again (after a wait or a crash) has published more than `queued`.
+        record = await self.store.resume_record(turn_id) if start.state.version > 1 else None
+        hooks.resumes = 0 if record is None else record.resumes
+        resume = self.resuming.resume(record, history, self.provider.wire, start.state.usage)
         result = await run_turn(
             turn.question,
             provider=self.provider,
@@ -197,7 +211,10 @@ class TurnJob:
             start=start.state,
             watcher=self.watcher,
             context=ToolContext(turn.user, turn.locale, turn.conversation_id, turn_id),
+            resume=resume,
         )
+        if result.outcome is None and await self.store.cancel_requested(turn_id):
+            await end_waiting(self.store, turn_id, reporter=self.reporter)  # a Stop came meanwhile
         return result.outcome
 
 

@@ -7,20 +7,22 @@ aborts it). However the turn ends, `end()` gives it its `Ending` and the loop
 leaves by `break`, so that the single finalisation in `finally` runs exactly
 once, whatever happened. The published state moves only through its own
 transitions; model calls happen in the turn's `CallRoom` (`calls.py`), which
-keeps what the trace records.
+keeps what the trace records, and each response's tools run as a round
+(`rounds.py`: run, or first wait for a person's yes; a resumed turn's last ones).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import Any, assert_never
 
+from . import rounds
 from .activity import ACTIVITIES, caption
+from .approvals import Resume
 from .budget import Budget
 from .calls import CallRoom
 from .cards import Card
@@ -30,9 +32,9 @@ from .errors import ProviderError
 from .hooks import Hooks, LocalHooks
 from .i18n import counted
 from .instruments import Watcher, watch_turn, watched_tools
-from .outcomes import Ending, Outcome, Stop, ending, unfinished
+from .outcomes import Ending, Outcome, Status, Stop, ending, unfinished
 from .providers import Provider
-from .records import Checkpoint
+from .records import Checkpoint, ResumeRecord
 from .report import Report
 from .state import PublishedState, queued
 from .tools import NoTools, Toolset
@@ -76,9 +78,10 @@ def decide(reply: Reply) -> Exit | None:
 class TurnResult:
     """What `run_turn` returns: how the turn ended, its state, history, usage and trace."""
 
-    outcome: Outcome
+    outcome: Outcome | None
+    """None: the turn waits for a person (`state` is `waiting`); another job resumes it."""
     state: PublishedState
-    """The final published state (`done: true`)."""
+    """The final published state (`done: true`), or the `waiting` one."""
     history: list[Message]
     """The whole history, prior messages included, valid to send as the next request."""
     usage: Usage
@@ -106,6 +109,7 @@ async def run_turn(
     start: PublishedState | None = None,
     watcher: Watcher | None = None,
     context: ToolContext | None = None,
+    resume: Resume | None = None,
 ) -> TurnResult:
     """Run one turn of `question` after `history`; never raises for what the model or tools do.
 
@@ -113,18 +117,24 @@ async def run_turn(
     with the user's bubble); without one, the turn has published nothing yet. `watcher`
     sees its calls and tools (default: OpenTelemetry spans, if a tracer provider is set).
     `context` is what the tools that ask for a `ToolContext` get (default: no user, `en`).
+    `resume`: which tools wait for approval, and where a resumed turn goes on (approvals.py).
     """
     first = start or queued(turn_id, conversation_id, question, version=0)
     watch = watch_turn(watcher, provider, first, question)
+    go_on = resume or Resume()
+    usage = go_on.usage_so_far()
     turn = _Turn(
         provider=provider,
         toolset=watched_tools(toolset or NoTools(), watch),
         budget=budget or Budget(),
         hooks=hooks or LocalHooks(),
-        room=CallRoom(provider, clock, watch),
+        room=CallRoom(provider, clock, watch, earlier=usage.iterations, resumed=go_on.why),
         activities=activities,
         history=list(history),
         state=first,
+        usage=usage,
+        resume=go_on,
+        pending=go_on.uses,
     )
     with running(context or ToolContext(None, "en", conversation_id, turn_id)):
         await turn.run(question)
@@ -144,6 +154,9 @@ class _Turn:
     history: list[Message]
     state: PublishedState
     usage: Usage = field(default_factory=Usage)
+    resume: Resume = field(default_factory=Resume)
+    paused: ResumeRecord | None = None
+    """The resume record of a turn that stops to wait for a person."""
     ending: Ending | None = None
     pending: tuple[ToolUse, ...] = ()
     """Client tool uses appended to the history and not yet answered."""
@@ -156,7 +169,7 @@ class _Turn:
         self.prior = len(self.history)
         self.written = (self.prior, 0)
         """History messages and model calls already handed to the hooks."""
-        self.deadline = self.room.started + self.budget.deadline
+        self.deadline = self.room.started + self.budget.deadline - self.resume.working
 
     # ---- the loop -------------------------------------------------------
 
@@ -165,7 +178,8 @@ class _Turn:
         # catches a provider or toolset that ignores the timeout it was given.
         backstop = asyncio.timeout(self.budget.deadline)
         try:
-            self.history.append(self.provider.user_message(question))
+            if not self.resume.asked:
+                self.history.append(self.provider.user_message(question))
             self.state = self.state.running()
             await self.hooks.started(self.state)
             async with backstop:
@@ -174,6 +188,7 @@ class _Turn:
                     if self.room.stop_checked(await self.hooks.should_stop()):
                         self.end(Outcome.STOPPED)
                         break
+                    await rounds.answer_resumed(self)
                     timeout = self.budget.timeout_for_call(self.deadline - self.room.now())
                     if timeout is None:
                         self.end(Outcome.TIME_LIMIT, "too little time left to start a model call")
@@ -196,7 +211,9 @@ class _Turn:
                         if tools_timeout is None:
                             self.end(Outcome.TIME_LIMIT, "no time left to run the tools")
                             break
-                        await self.run_tools(reply.tool_uses, tools_timeout)
+                        if await rounds.waits(self, reply.tool_uses, tools_timeout):
+                            break
+                        self.answer(await rounds.ran(self, reply.tool_uses, tools_timeout))
                     await self.iteration_done()
         except BaseException as e:
             if isinstance(e, TimeoutError) and backstop.expired():  # the room says what overran
@@ -232,47 +249,6 @@ class _Turn:
         self.room.decided("continue" if step is CONTINUE else step.outcome.value, self.activity)
 
     # ---- tools ----------------------------------------------------------
-
-    async def run_tools(self, uses: Sequence[ToolUse], timeout: float) -> None:
-        """Run the tool uses concurrently within `timeout`; append their results as one
-        message, in order. A tool still running when the timeout fires is answered
-        with an error result; the others keep theirs."""
-        started = self.room.now()
-        results: list[ToolResult | None] = [None] * len(uses)
-
-        async def run(i: int, use: ToolUse) -> None:
-            results[i] = await self.run_tool(use, timeout)
-
-        scope = asyncio.timeout(timeout)
-        try:
-            async with scope:
-                if len(uses) == 1:
-                    await run(0, uses[0])
-                else:
-                    await asyncio.gather(*(run(i, u) for i, u in enumerate(uses)))
-        except TimeoutError:
-            if not scope.expired():
-                raise
-        self.room.tools_took(self.room.now() - started)
-        self.answer(
-            [
-                r or ToolResult(u.id, f"{u.name} did not finish within {timeout:.1f} s", True)
-                for u, r in zip(uses, results, strict=True)
-            ]
-        )
-
-    async def run_tool(self, use: ToolUse, timeout: float) -> ToolResult:
-        try:
-            return await self.toolset.call(use, timeout)
-        except Exception as e:
-            raised = redact_text(f"{type(e).__name__}: {e}")  # stored, and sent to the model
-            self.report(
-                "tool_error",
-                f"tool {use.name} raised {raised}",
-                logging.WARNING,
-                details={"tool": use.name, "exception": type(e).__name__},
-            )
-            return ToolResult(use.id, f"{use.name} failed: {raised}", True)
 
     def answer(self, results: Sequence[ToolResult]) -> None:
         self.history.extend(self.provider.tool_results(results))
@@ -358,25 +334,32 @@ class _Turn:
     async def finalise(self) -> None:
         """Runs once per turn on every path: answer dangling tools, then the one final write."""
         self.room.close()
+        if self.paused is not None and self.ending is None:
+            self.state = self.state.waiting(
+                self.unshown, self.usage, (*self.cards,), self.paused.approvals
+            )
+            await self.hooks.pause(self.written_since(), self.paused)
+            return
         end = self.ending or await self.cut_short()
         why = f"not run: the turn ended ({end.outcome.value})"
-        if self.pending:
-            self.answer([ToolResult(u.id, why, True) for u in self.pending])
+        if self.pending:  # a resumed turn's known answers stand
+            known = self.resume.answered
+            self.answer([known.get(u.id) or ToolResult(u.id, why, True) for u in self.pending])
         self.state = self.state.ended(end, text=self.unshown, usage=self.usage)
         self.room.watch.turn_ended(end.outcome, self.usage)
         await self.hooks.finish(self.written_since())
 
     def result(self, question: str) -> TurnResult:
-        assert self.ending is not None
+        outcome = None if self.ending is None else self.ending.outcome
         return TurnResult(
-            outcome=self.ending.outcome,
+            outcome=outcome,
             state=self.state,
             history=self.history,
             usage=self.usage,
-            record=partial(self.traced, question, self.ending.outcome),
+            record=partial(self.traced, question, outcome or Status.WAITING),
         )
 
-    def traced(self, question: str, outcome: Outcome) -> Trace:
+    def traced(self, question: str, outcome: Outcome | Status) -> Trace:
         return Trace(
             self.provider.wire.name,
             question,
@@ -391,4 +374,5 @@ class _Turn:
             self.usage,
             self.state,
             self.room.stopped_at_check,
+            self.resume.traced(),
         )

@@ -45,11 +45,14 @@ class Status(StrEnum):
 
     QUEUED = "queued"
     RUNNING = "running"
+    WAITING = "waiting"
+    """For a person's decision on a tool call (approvals.py); not working, not done."""
 
 
 TurnStatus = Status | Outcome
-"""The published `status`: queued, running, or how the turn ended. The state
-(`PublishedState.status`) and the OpenAPI document (`State.status`) both use this."""
+"""The published `status`: queued, running, waiting (for a person), or how the turn
+ended. The state (`PublishedState.status`) and the OpenAPI document (`State.status`) both
+use this."""
 
 STATUSES: Mapping[str, TurnStatus] = {s.value: s for s in (*Status, *Outcome)}
 """Each status by its value, as the store and the API write it."""

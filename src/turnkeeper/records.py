@@ -10,13 +10,13 @@ holds it there). What a record means to the trace file is `trace.py`'s.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .state import PublishedState
+from .state import Approval, PublishedState
 from .usage import Usage
-from .wire import Json, Message
+from .wire import Json, Message, ToolResult, ToolUse
 
 
 @dataclass(slots=True)
@@ -40,6 +40,9 @@ class ModelCall:
     """The model that answered (the response's `model`), else the one requested."""
     stopped: bool = False
     """A stop aborted the call: it has no response, and its tokens are not counted."""
+    resumed: str | None = None
+    """The turn resumed in a new job just before this call: why (after an approval, or
+    a crash), and what was decided."""
 
     def summary(self) -> dict[str, Any]:
         """What `trace show` prints for the call, as the store keeps it with the turn
@@ -65,6 +68,8 @@ class ModelCall:
             summary["tools_seconds"] = round(self.tools_duration, 3)
         if self.model is not None:
             summary["model"] = self.model
+        if self.resumed is not None:
+            summary["resumed"] = self.resumed
         if usage.cost_usd is not None:
             summary["cost_usd"] = usage.cost_usd
         return summary
@@ -166,3 +171,84 @@ class Recovery:
     """The last history message this turn stored, if any."""
     usage: Usage = field(default_factory=Usage)
     """Usage as last recorded (after the last model call that returned)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeRecord:
+    """What the store keeps of a turn that waits or resumes (`turns.resume`, approvals.py):
+    the last response's tool uses, the results already known, the uses waiting for a
+    person and the decisions made, the working time so far, and the crashes it resumed
+    from. `to_json()` is the column's JSON."""
+
+    asked: bool = False
+    """The history holds the turn's question: a resumed job goes on from there."""
+    uses: tuple[ToolUse, ...] = ()
+    results: tuple[ToolResult, ...] = ()
+    """Results of the uses that ran before the wait (they needed no approval)."""
+    approvals: tuple[Approval, ...] = ()
+    """The uses that wait for a person's yes, as published."""
+    decisions: Mapping[str, bool] = field(default_factory=dict)
+    """A person's decision on each decided use, by its id: approved or not."""
+    working: float = 0.0
+    """Seconds the turn has worked so far; waiting is not working."""
+    resumes: int = 0
+    """How many times a crash has resumed the turn."""
+    crashed: bool = False
+    """It was queued again after its worker stopped (not after a decision)."""
+
+    def undecided(self) -> tuple[Approval, ...]:
+        return tuple(a for a in self.approvals if a.tool_use_id not in self.decisions)
+
+    def decided(self, tool_use_id: str, approved: bool) -> ResumeRecord | None:
+        """The record once `tool_use_id` is decided; None if it does not wait for that use."""
+        if all(a.tool_use_id != tool_use_id for a in self.undecided()):
+            return None
+        return replace(self, decisions={**self.decisions, tool_use_id: approved})
+
+    def requeued(self, asked: bool) -> ResumeRecord:
+        """The record of a turn queued again after a crash: one more resume."""
+        return replace(self, resumes=self.resumes + 1, crashed=True, asked=self.asked or asked)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "asked": self.asked,
+            "uses": [u.to_json() for u in self.uses],
+            "results": [r.to_json() for r in self.results],
+            "approvals": [
+                {**a.to_json(), "approved": self.decisions.get(a.tool_use_id)}
+                for a in self.approvals
+            ],
+            "working": self.working,
+            "resumes": self.resumes,
+            "crashed": self.crashed,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ResumeRecord:
+        approvals = data.get("approvals") or ()
+        return cls(
+            asked=bool(data.get("asked")),
+            uses=tuple(ToolUse.from_json(u) for u in data.get("uses") or ()),
+            results=tuple(ToolResult.from_json(r) for r in data.get("results") or ()),
+            approvals=tuple(Approval.from_json(a) for a in approvals),
+            decisions={
+                str(a["tool_use_id"]): bool(a["approved"])
+                for a in approvals
+                if a.get("approved") is not None
+            },
+            working=float(data.get("working") or 0.0),
+            resumes=int(data.get("resumes") or 0),
+            crashed=bool(data.get("crashed")),
+        )
+
+
+def decided(
+    record: ResumeRecord, state: PublishedState, tool_use_id: str, approved: bool
+) -> tuple[ResumeRecord, PublishedState] | None:
+    """The record and the state (one version on) once a person decided `tool_use_id`; None
+    if the turn does not wait for that use. The state stays `waiting` with the uses left,
+    and is `queued` once every one is decided."""
+    made = record.decided(tool_use_id, approved)
+    if made is None:
+        return None
+    return made, state.decided(made.undecided())

@@ -115,6 +115,7 @@ async def replay(trace: Trace) -> TurnResult:
         hooks=hooks,
         clock=ReplayClock(trace.clock),
         turn_id=trace.turn_id or "t_replay",
+        resume=trace.resume,
     )
 
 

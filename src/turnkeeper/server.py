@@ -37,6 +37,7 @@ from .job import DEFAULT_LEASE, TurnJob
 from .metrics import Metrics, serve_metrics
 from .providers import Provider
 from .queue import LocalQueue, Queue
+from .resume import Resuming
 from .store import DEFAULT_URL, Store, open_store, parse_url
 from .sweeper import Holding, Sweeper
 from .tools import CombinedToolset
@@ -154,7 +155,10 @@ async def running(
     metrics = Metrics()
     async with _resources(settings, assistant, provider) as (store, tools):
         job = _job(store, assistant, provider, tools, settings, metrics)
-        async with _queue(settings, job) as queue, _sweeping(store, settings, queue, metrics):
+        async with (
+            _queue(settings, job) as queue,
+            _sweeping(store, settings, queue, metrics, job.resuming),
+        ):
             yield Service(store, queue, metrics)
 
 
@@ -170,7 +174,11 @@ async def work(settings: Settings, assistant: Assistant, provider: Provider) -> 
     ):
         job = _job(store, assistant, provider, tools, settings, metrics)
         sweeper = Sweeper(
-            store, interval=settings.sweep_interval, metrics=metrics, lease=settings.lease
+            store,
+            interval=settings.sweep_interval,
+            metrics=metrics,
+            lease=settings.lease,
+            resuming=job.resuming,
         )
         announce(banner("worker", settings, assistant, provider), settings.log_format)
         await run_worker(
@@ -198,6 +206,7 @@ def _job(
         lease=settings.lease,
         activities=assistant.activities,
         watcher=watchers(metrics),
+        resuming=assistant.resuming,
     )
 
 
@@ -237,7 +246,8 @@ def banner(
         "MCP servers": ", ".join(settings.mcp) or "none",
         "locales": ", ".join(assistant.catalogs.locales),
         "users": "signed in (authenticate)" if users else "a token per conversation",
-        "lease": f"{settings.lease:g} s",
+        "lease": f"{settings.lease:g} s"
+        + ("; a crashed turn resumes" if assistant.resume_after_crash else ""),
         "deadline": f"{assistant.budget.deadline:g} s per turn; {settings.grace:g} s grace "
         "on shutdown",
     }
@@ -382,7 +392,7 @@ async def _queue(settings: Settings, job: TurnJob) -> AsyncIterator[Queue]:
 
 @contextlib.asynccontextmanager
 async def _sweeping(
-    store: Store, settings: Settings, queue: Queue, metrics: Metrics
+    store: Store, settings: Settings, queue: Queue, metrics: Metrics, resuming: Resuming
 ) -> AsyncIterator[None]:
     holding = queue if isinstance(queue, Holding) else None
     sweeper = Sweeper(
@@ -391,6 +401,8 @@ async def _sweeping(
         queue=holding,
         metrics=metrics,
         lease=settings.lease,
+        resuming=resuming,
+        requeue=queue,
     )
     task = asyncio.create_task(sweeper.run())
     try:

@@ -17,7 +17,7 @@ exactly the JSON the API serves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from .cards import Card
@@ -72,6 +72,32 @@ class Bubble:
 
 
 @dataclass(frozen=True, slots=True)
+class Approval:
+    """A tool use a `waiting` turn holds for a person's yes, as published: the use's id,
+    the tool, the input the model gave it, and the tool's caption key (None: it has none),
+    so the widget can say what the assistant wants to do in the reader's language."""
+
+    tool_use_id: str
+    tool: str
+    input: Any
+    key: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tool_use_id": self.tool_use_id, "tool": self.tool, "input": self.input,
+                "key": self.key}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Approval:
+        key = data.get("key")
+        return cls(
+            str(data["tool_use_id"]),
+            str(data.get("tool") or ""),
+            data.get("input", {}),
+            key if isinstance(key, str) else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class PublishedState:
     """A turn's state as the widget polls it (`GET /api/turns/{id}`, docs/design.md §5):
     `version` strictly increases with every publish, the last one is `done`. Built only by
@@ -88,6 +114,8 @@ class PublishedState:
     messages: tuple[Bubble, ...]
     usage: Usage
     """Summed over the turn's model calls so far; never changed once published."""
+    approvals: tuple[Approval, ...] = ()
+    """While `waiting`: the tool uses waiting for a person's yes (approvals.py)."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON the API serves."""
@@ -105,7 +133,7 @@ class PublishedState:
             "has_error": self.has_error,
             "activity": self.activity,
             "usage": self.usage.as_dict(),
-        }
+        } | ({"approvals": [a.to_json() for a in self.approvals]} if self.approvals else {})
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PublishedState:
@@ -120,6 +148,7 @@ class PublishedState:
             activity=data.get("activity"),
             messages=tuple(Bubble.from_json(m) for m in data.get("messages") or ()),
             usage=Usage.from_dict(data.get("usage") or {}),
+            approvals=tuple(Approval.from_json(a) for a in data.get("approvals") or ()),
         )
 
     # ---- transitions -------------------------------------------------------
@@ -167,6 +196,31 @@ class PublishedState:
         shown = ((text, None, False, None),) if text and text.strip() else ()
         carded = tuple((None, None, False, card) for card in cards)
         return self._next(self._with(*shown, *carded), usage.copy(), activity)
+
+    def waiting(
+        self,
+        text: str | None,
+        usage: Usage,
+        cards: tuple[Card, ...],
+        approvals: tuple[Approval, ...],
+    ) -> PublishedState:
+        """After the iteration a turn stops in to wait for a person: `waiting` (not done) with
+        its `approvals`, and no caption (the response's would say, in the past tense, what
+        has not happened)."""
+        shown = self.iterated(None, text, usage, cards)
+        return replace(shown, status=Status.WAITING, approvals=approvals)
+
+    def decided(self, left: tuple[Approval, ...]) -> PublishedState:
+        """One version on once a person decided one use: still `waiting` for the `left`
+        ones, else `queued` again (it resumes in a new job)."""
+        status = Status.WAITING if left else Status.QUEUED
+        return replace(self, version=self.version + 1, status=status, approvals=left)
+
+    def requeued(self) -> PublishedState:
+        """One version on, `queued` again after its worker stopped (it resumes in a new job)."""
+        return replace(
+            self, version=self.version + 1, status=Status.QUEUED, activity=None, approvals=()
+        )
 
     def ended(self, end: Ending, *, text: str | None, usage: Usage) -> PublishedState:
         """The final state, however the turn ended: the answer or the ending's notice (shown

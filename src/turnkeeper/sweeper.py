@@ -11,6 +11,10 @@ behind them: queued for `unheld_after` seconds and held by no queue (a claim
 whose failure could not be written, an API process that died between creating
 a turn and handing it over). Nothing stays queued with no job behind it.
 
+With `resume_after_crash` (resume.py), a turn whose lease expired is queued again
+from its last checkpoint instead (at most `max_resumes` times); and a turn that
+waited for a person longer than `approval_timeout` ends `stopped`.
+
 While the store cannot be reached, sweeps fail; the first failure is logged and
 the sweeper tries again every interval. Once it reaches the store again it
 finalises nothing for one `lease`: during an outage no worker could renew, so
@@ -27,8 +31,10 @@ import time
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .job import DEFAULT_LEASE, failed
+from .outcomes import Ending
 from .report import Reporter, log_report
-from .store import EXPIRED, UNCLAIMED, Store
+from .resume import NO_ANSWER_KEY, Enqueue, Resuming, end_waiting, resume_crashed
+from .store import EXPIRED, UNCLAIMED, Store, held_by
 
 if TYPE_CHECKING:  # prometheus-client comes with the server and postgres extras
     from .metrics import Metrics
@@ -64,7 +70,12 @@ class Sweeper:
         queue: Holding | None = None,
         unheld_after: float = UNHELD_AFTER,
         lease: float = DEFAULT_LEASE,
+        resuming: Resuming | None = None,
+        requeue: Enqueue | None = None,
     ) -> None:
+        self.resuming = resuming or Resuming()
+        self.requeue = requeue
+        """Where a crashed turn that resumes is queued again (needed to resume one)."""
         self.store = store
         self.interval = interval
         self.reporter = reporter
@@ -82,16 +93,38 @@ class Sweeper:
         holds; the ids finalised here."""
         swept = []
         for turn_id in await self.store.expired():
-            end = await failed(self.store, turn_id, EXPIRED, reporter=self.reporter)
+            end = await self._expired(turn_id)
             if end is not None:
                 logger.warning(
                     "turn %s: its worker's lease expired; finalised as %s", turn_id, end.outcome
                 )
                 swept.append(turn_id)
         swept += await self._unheld()
+        swept += await self._unanswered()
         if self.metrics is not None and swept:
             self.metrics.swept.inc(len(swept))
         return swept
+
+    async def _expired(self, turn_id: str) -> Ending | None:
+        """Resume the turn if crashed turns resume (None), else finalise it through `failed()`:
+        its `Ending` (None too if it was not there to take)."""
+        if not (self.resuming.resume_after_crash and self.requeue is not None):
+            return await failed(self.store, turn_id, EXPIRED, reporter=self.reporter)
+        taken = await resume_crashed(
+            self.store, turn_id, self.requeue, self.resuming, reporter=self.reporter
+        )
+        if taken is None:  # queued again (or someone else had it)
+            return None
+        return await failed(self.store, turn_id, held_by(taken.fence), reporter=self.reporter)
+
+    async def _unanswered(self) -> list[str]:
+        """End the turns that waited for a person longer than the approval timeout."""
+        ended = []
+        for turn_id in await self.store.waiting(self.resuming.approval_timeout):
+            if await end_waiting(self.store, turn_id, NO_ANSWER_KEY, reporter=self.reporter):
+                logger.warning("turn %s: nobody answered its approval in time; stopped", turn_id)
+                ended.append(turn_id)
+        return ended
 
     async def _unheld(self) -> list[str]:
         if self.queue is None:

@@ -59,6 +59,7 @@ def row(call: ModelCall, wire: str = "anthropic") -> Row:
         caption=call.caption,
         model=model,
         cost=cost,
+        resumed=call.resumed,
     )
 
 
@@ -79,6 +80,7 @@ def stored_row(summary: Mapping[str, Any]) -> Row:
         caption=summary.get("caption", summary.get("activity")),
         model=summary.get("model"),
         cost=float(cost) if isinstance(cost, int | float) else None,
+        resumed=resumed if isinstance(resumed := summary.get("resumed"), str) else None,
     )
 
 
@@ -97,7 +99,13 @@ def _row(
     caption: str | None,
     model: str | None,
     cost: float | None,
+    resumed: str | None = None,
 ) -> Row:
+    """A row; a turn that waited for a person after the call says `waiting`, and the first
+    call of a job that resumed it says why (`resumed`)."""
+    waits: Row = {"waiting": True} if decision == "waiting" else {}
+    if resumed is not None:
+        waits["resumed"] = resumed
     return {
         "iteration": iteration,
         "stop_reason": stop_reason,
@@ -115,7 +123,7 @@ def _row(
         "activity": caption,
         "model": model,
         "cost_usd": cost,
-    }
+    } | waits
 
 
 def rows(calls: Sequence[ModelCall], wire: str = "anthropic") -> list[Row]:
@@ -175,12 +183,16 @@ def render(timeline: Sequence[Row], outcome: str | None) -> str:
         answered = _answered(r)
         growth = "" if previous is None or not answered else f"{r['input_tokens'] - previous:+d}"
         previous = r["input_tokens"] if answered else previous
+        if r.get("resumed"):
+            lines.append(f"{'':>3}  resumed {r['resumed']}")
         lines.append(
             f"{r['iteration']!s:>3}  {str(stop)[:28]:<28} {r['input_tokens']:>7} {growth:>7} "
             f"{_tokens_of(r)} {r['seconds']:>8.3f} {r['tool_seconds']:>8.3f} "
             f"{_dollars(r['cost_usd']):>9}  "
             f"{r['activity'] or '':<22} {', '.join(r['tools'])}"
         )
+        if r.get("waiting"):
+            lines.append(f"{'':>3}  waited for a person's decision")
     t = totals(timeline)
     lines.append(
         f"{'all':>3}  {'outcome: ' + str(outcome):<28} {t['input_tokens']:>7} {'':>7} "

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .approvals import Resume
 from .budget import Budget
 from .errors import ConfigError
-from .outcomes import Outcome
+from .outcomes import STATUSES, Outcome, Status
 from .providers import WIRES, chat_api, messages_api
 from .providers.scripted import read_json
 from .records import ModelCall
@@ -32,7 +33,8 @@ from .wire import Json, Message
 FORMAT = "turnkeeper.trace/1"
 REQUIRED = ("wire", "question", "prior", "history", "calls", "clock", "outcome", "budget")
 
-OUTCOMES = tuple(o.value for o in Outcome)
+OUTCOMES = (*(o.value for o in Outcome), Status.WAITING.value)
+"""How a traced turn ended, or that it stopped to wait for a person (`waiting`)."""
 T = TypeVar("T")
 
 USAGE_OF = {"anthropic": messages_api.parse_usage, "openai": chat_api.parse_usage}
@@ -48,7 +50,8 @@ class Trace:
     prior: int
     """How many messages of `history` came before the turn."""
     history: list[Message]
-    outcome: Outcome
+    outcome: Outcome | Status
+    """How the turn ended, or `Status.WAITING`: it stopped its job to wait for a person."""
     budget: Budget
     calls: list[ModelCall]
     clock: list[float]
@@ -61,6 +64,8 @@ class Trace:
     """The final published state."""
     stopped_at_check: int | None = None
     """Which stop check, counted from 1, saw a cancel (None: none did)."""
+    resume: Resume | None = None
+    """Which tools wait for approval and where a resumed turn went on (None: neither)."""
 
     def to_json(self) -> Json:
         """The trace file's JSON, its fields in the order the format has always written."""
@@ -76,6 +81,8 @@ class Trace:
             data["state"] = self.state.to_json()
         data.update(calls=[call_json(c) for c in self.calls], clock=self.clock)
         data["stopped_at_check"] = self.stopped_at_check
+        if self.resume is not None:
+            data["resume"] = self.resume.to_json()
         return data
 
 
@@ -99,6 +106,7 @@ def call_json(call: ModelCall) -> Json:
         ("tools_duration", call.tools_duration),
         ("caption", call.caption),
         ("model", call.model),
+        ("resumed", call.resumed),
     ):
         if value is not None:
             record[name] = value
@@ -151,11 +159,14 @@ def _trace(data: Json) -> Trace:
     _check(data["outcome"] in OUTCOMES, f"outcome must be one of {', '.join(OUTCOMES)}")
     stopped_at = data.get("stopped_at_check")
     _check(stopped_at is None or _whole(stopped_at), "stopped_at_check must be a whole number")
+    resume = _read(Resume.from_json, data.get("resume"))
+    _check(resume is not None or data.get("resume") is None, "resume must be a resume object")
     return Trace(
-        data["wire"], data["question"], prior, data["history"], Outcome(data["outcome"]),
+        data["wire"], data["question"], prior, data["history"], STATUSES[data["outcome"]],
         _budget(data["budget"]), calls, [float(t) for t in clock], data.get("request", {}),
         data.get("turn_id"), _read(Usage.from_dict, data.get("usage")),
         _read(PublishedState.from_json, data.get("state")), stopped_at,
+        resume,
     )  # fmt: skip
 
 
@@ -175,6 +186,7 @@ def _call(record: Json, wire: str, n: int) -> ModelCall:
         response, record.get("error"), record.get("stop_reason"), record.get("tools"),
         record.get("decision"), record.get("caption", record.get("activity")),
         record.get("tools_duration"), usage, record.get("model"), record.get("stopped") is True,
+        record.get("resumed"),
     )  # fmt: skip
 
 
@@ -190,7 +202,7 @@ def _check_call(record: Json) -> None:
     for name in ("started", "timeout", "duration", "tools_duration", "cost_usd"):
         optional = name in ("tools_duration", "cost_usd") and record.get(name) is None
         _check(optional or _number(record.get(name)), f"{name} must be a number")
-    for name in ("stop_reason", "decision", "caption", "model"):
+    for name in ("stop_reason", "decision", "caption", "model", "resumed"):
         _check(isinstance(record.get(name), str | None), f"{name} must be text")
     tools = record.get("tools", [])
     ok = isinstance(tools, list) and all(isinstance(t, str) for t in tools)
@@ -210,7 +222,8 @@ def _budget(budget: Json) -> Budget:
 
 
 def _read(parse: Callable[[Json], T], value: Json) -> T | None:
-    """The usage or state a trace carries, if it can be read (a replay reads neither)."""
+    """The usage, state or resume a trace carries, if it can be read (a replay reads only
+    the resume, which a malformed trace is refused for)."""
     try:
         return parse(value) if isinstance(value, dict) else None
     except (KeyError, TypeError, ValueError):

@@ -39,6 +39,14 @@ class ToolUse:
     name: str
     input: Json
 
+    def to_json(self) -> dict[str, Any]:
+        """The use as a resume record keeps it (records.py)."""
+        return {"id": self.id, "name": self.name, "input": self.input}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ToolUse:
+        return cls(str(data["id"]), str(data["name"]), data.get("input"))
+
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
@@ -50,6 +58,22 @@ class ToolResult:
     card: Card | None = None
     """The `Card` the tool returned (its JSON is `content`), for the reader to see as a card;
     the model reads only `content`."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The result as a resume record keeps it (records.py), its card too."""
+        out: dict[str, Any] = {
+            "tool_use_id": self.tool_use_id,
+            "content": self.content,
+            "is_error": self.is_error,
+        }
+        if self.card is not None:
+            out["card"] = self.card.to_json()
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ToolResult:
+        card = Card.from_json(data["card"]) if data.get("card") is not None else None
+        return cls(data["tool_use_id"], data["content"], bool(data.get("is_error")), card)
 
 
 @dataclass(frozen=True, slots=True)

@@ -261,13 +261,18 @@ async def deferred_turns(app: procrastinate.App) -> set[str]:
 
 
 class DeferredTurns:
-    """The sweeper's view of the procrastinate queue in a worker process."""
+    """The sweeper's view of the procrastinate queue in a worker process: what it holds,
+    and a crashed turn queued again (a new job)."""
 
     def __init__(self, app: procrastinate.App) -> None:
         self.app = app
 
     async def holding(self) -> set[str]:
         return await deferred_turns(self.app)
+
+    async def enqueue(self, turn_id: str) -> None:
+        deferrer = self.app.configure_task(TASK, queue=QUEUE, queueing_lock=turn_id)
+        await deferrer.defer_async(turn_id=turn_id)
 
 
 class StalledJobs:
@@ -348,8 +353,9 @@ async def run_worker(
         await job.run(turn_id)
 
     app.task(name=TASK, queue=QUEUE, retry=False)(run_turn)
-    sweeper = sweeper or Sweeper(job.store, lease=job.lease)
+    sweeper = sweeper or Sweeper(job.store, lease=job.lease, resuming=job.resuming)
     sweeper.queue = sweeper.queue or DeferredTurns(app)
+    sweeper.requeue = sweeper.requeue or DeferredTurns(app)
     async with app.open_async():
         sweeping = asyncio.create_task(sweeper.run(), name="sweeper")
         try:

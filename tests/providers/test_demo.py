@@ -13,7 +13,7 @@ from turnkeeper.providers.demo import DemoProvider
 async def ask(question: str) -> tuple[str, list[dict[str, Any]], int]:
     provider = DemoProvider()
     result = await run_turn(question, provider=provider, toolset=demo_assistant().toolset())
-    return result.outcome, result.state.to_json()["messages"][1:], provider.calls
+    return result.state.status, result.state.to_json()["messages"][1:], provider.calls
 
 
 async def test_the_todo_question_is_answered_through_read_file() -> None:

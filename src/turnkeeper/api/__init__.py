@@ -68,6 +68,7 @@ def create_app(
             # The poll first: most requests are polls, and routes are matched in order.
             Route("/api/turns/{turn_id}", routes.turn_state),
             Route("/api/turns/{turn_id}/cancel", routes.cancel, methods=["POST"]),
+            Route("/api/turns/{turn_id}/approvals", routes.approvals, methods=["POST"]),
             Route("/api/conversations", routes.conversations, methods=["GET", "POST"]),
             Route("/api/conversations/{conversation_id}", routes.conversation),
             Route(

@@ -10,7 +10,7 @@ them together), and schemathesis checks the served responses against it.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
@@ -122,6 +122,29 @@ class Usage(BaseModel):
     )
 
 
+class Approval(BaseModel):
+    """A tool use the turn waits for a person to approve or deny."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool_use_id: str
+    tool: str
+    input: Any = Field(description="The input the model gave the tool.")
+    key: str | None = Field(description="The tool's caption key (what it does), or null.")
+
+
+class Decision(BaseModel):
+    tool_use_id: str = Field(description="The `tool_use_id` of one of the turn's `approvals`.")
+    approved: bool
+
+
+class Decided(BaseModel):
+    turn_id: str
+    status: Literal["waiting", "queued"] = Field(
+        description="`waiting` while other uses wait; `queued` once the turn resumes."
+    )
+
+
 class State(BaseModel):
     """The published state of a turn (`PublishedState.to_json()`)."""
 
@@ -130,13 +153,16 @@ class State(BaseModel):
     turn_id: str
     conversation_id: str
     version: int = Field(ge=1)
-    status: TurnStatus = Field(description="queued, running, or how the turn ended.")
+    status: TurnStatus = Field(description="queued, running, waiting, or how the turn ended.")
     done: bool
     stopped: bool
     has_error: bool
     activity: str | None = Field(description="An i18n key of what just happened, or null.")
     messages: list[Bubble]
     usage: Usage
+    approvals: list[Approval] | None = Field(
+        default=None, description="While `waiting`: the tool uses a person is to decide on."
+    )
 
 
 class Conversation(BaseModel):
@@ -183,6 +209,8 @@ MODELS: tuple[type[BaseModel], ...] = (
     Created,
     TurnRequest,
     Queued,
+    Decision,
+    Decided,
     State,
     Transcript,
     Busy,
@@ -294,6 +322,21 @@ PATHS: dict[str, Any] = {
             "security": BEARER,
             "parameters": [_id("turn_id")],
             "responses": {"202": _answer("cancel requested", Queued), **_errors(401, 404)},
+        }
+    },
+    "/api/turns/{turn_id}/approvals": {
+        "post": {
+            "summary": "Approve or deny a tool use the turn waits for; resumes it once all are.",
+            "security": BEARER,
+            "parameters": [_id("turn_id")],
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": _ref(Decision)}},
+            },
+            "responses": {
+                "202": _answer("decided", Decided),
+                **_errors(400, 401, 404, 409, 413, 415, 503),
+            },
         }
     },
     "/assistant.json": {

@@ -1,5 +1,5 @@
 """The HTTP API (docs/design.md §6): start a turn, poll its state, cancel it,
-read the transcript, list one's conversations.
+decide on a tool call it waits for, read the transcript, list one's conversations.
 
 Who may open a conversation is decided one of two ways:
 
@@ -28,6 +28,7 @@ from ..errors import ConfigError
 from ..i18n import Catalogs, accepted, locale_tag
 from ..job import failed
 from ..queue import Queue
+from ..resume import end_waiting
 from ..store import UNCLAIMED, Busy, Store, hash_token, new_token
 from ..usage import Usage
 from .errors import ApiError
@@ -41,6 +42,7 @@ logger = logging.getLogger("turnkeeper.api")
 NO_CONVERSATION = "No conversation has this id, or the token does not open it."
 NO_TURN = "No turn has this id, or the token does not open it."
 BUSY = "This conversation has a turn that is not done yet; its turn_id is the one to follow."
+NOT_WAITING = "This turn is not waiting for a decision on that tool use."
 SIGN_IN = "Sign in to talk to the assistant."
 NO_LIST = "Conversations are listed only for signed-in users; this assistant has no sign-in."
 MAX_ID = 64
@@ -125,7 +127,26 @@ class Routes:
     async def cancel(self, request: Request) -> Response:
         turn_id = await self._turn(request, await self._user(request))
         await self.store.request_cancel(turn_id)
+        await end_waiting(self.store, turn_id)  # a turn waiting for a person stops at once
         return JSONResponse({"turn_id": turn_id}, 202)
+
+    async def approvals(self, request: Request) -> Response:
+        """A person's decision on a tool use the turn waits for; once every one is decided,
+        the turn is queued again and resumes in a new job."""
+        turn_id = await self._turn(request, await self._user(request))
+        tool_use_id, approved = _decision(await _json_body(request))
+        made = await self.store.decide(turn_id, tool_use_id, approved)
+        if made is None:
+            raise ApiError(409, NOT_WAITING)
+        status, _ = made
+        if status == "queued":
+            try:
+                await self.queue.enqueue(turn_id)
+            except Exception:
+                logger.exception("turn %s could not be queued again; finalising it", turn_id)
+                await failed(self.store, turn_id, UNCLAIMED)
+                raise ApiError(503, "The turn could not be queued; try again later.") from None
+        return JSONResponse({"turn_id": turn_id, "status": status}, 202)
 
     async def conversation(self, request: Request) -> Response:
         """The transcript's newest page (`?before=N`: the page that ends before message N,
@@ -263,6 +284,17 @@ def _page(request: Request) -> tuple[int | None, int]:
 
 def _whole(value: str) -> bool:
     return value.isascii() and value.isdigit() and len(value) <= 18
+
+
+def _decision(body: Any) -> tuple[str, bool]:
+    if not isinstance(body, dict):
+        raise ApiError(400, 'The body must be a JSON object with "tool_use_id" and "approved".')
+    tool_use_id, approved = body.get("tool_use_id"), body.get("approved")
+    if not isinstance(tool_use_id, str):
+        raise ApiError(400, '"tool_use_id" must be the id of a tool use the turn waits for.')
+    if not isinstance(approved, bool):
+        raise ApiError(400, '"approved" must be true or false.')
+    return tool_use_id, approved
 
 
 def _after_param(request: Request) -> str | None:

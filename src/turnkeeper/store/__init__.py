@@ -19,6 +19,7 @@ from __future__ import annotations
 from .base import (
     EXPIRED,
     UNCLAIMED,
+    WAITING,
     Busy,
     FenceLost,
     Holder,
@@ -54,6 +55,7 @@ __all__ = [
     "DEFAULT_URL",
     "EXPIRED",
     "UNCLAIMED",
+    "WAITING",
     "Busy",
     "FenceLost",
     "Holder",

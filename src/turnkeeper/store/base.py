@@ -21,6 +21,7 @@ from ..records import (
     ConversationSummary,
     Guard,
     Recovery,
+    ResumeRecord,
     TranscriptPage,
     Turn,
     TurnStart,
@@ -53,9 +54,13 @@ class Holder:
 
     fence: int | None = None
     unclaimed: bool = False
+    waiting: bool = False
+    """A turn that stopped its job to wait for a person (`WAITING`): nobody holds it."""
 
     def condition(self, now: str, param: str) -> str:
         """The SQL that picks the turn in this position (both dialects)."""
+        if self.waiting:
+            return "status = 'waiting'"
         if self.unclaimed:
             return "status = 'queued'"
         if self.fence is None:
@@ -69,6 +74,7 @@ class Holder:
 
 EXPIRED = Holder()
 UNCLAIMED = Holder(unclaimed=True)
+WAITING = Holder(waiting=True)
 
 
 def held_by(fence: int) -> Holder:
@@ -246,6 +252,37 @@ class Store(Protocol):
         The new holder gets `lease` seconds; if it dies too, the sweeper tries again."""
         ...
 
+    # ---- waiting and resuming (approvals.py) -------------------------------
+
+    async def park(self, turn_id: str, fence: int, record: ResumeRecord) -> None:
+        """Keep the resume record of a turn about to wait, and when its wait began; the
+        checkpoint that follows publishes it `waiting` (`FenceLost` if not held)."""
+        ...
+
+    async def resume_record(self, turn_id: str) -> ResumeRecord | None:
+        """The turn's resume record; None if it never waited nor was resumed."""
+        ...
+
+    async def decide(
+        self, turn_id: str, tool_use_id: str, approved: bool
+    ) -> tuple[str, int] | None:
+        """Record a person's decision on a use the waiting turn holds, in one transaction,
+        publishing the state one version on: `("waiting", version)` while other uses wait,
+        `("queued", version)` once all are decided (the caller enqueues it). None if the
+        turn is not waiting for that use."""
+        ...
+
+    async def requeue(
+        self, turn_id: str, fence: int, record: ResumeRecord, state: PublishedState
+    ) -> None:
+        """Queue a turn taken over (`fence`) again, with its resume record and `state`
+        (`queued`, one version on): a crashed turn that resumes (`FenceLost` if not held)."""
+        ...
+
+    async def waiting(self, older_than: float) -> list[str]:
+        """Turns that have waited for a person for more than `older_than` seconds."""
+        ...
+
 
 def new_token() -> tuple[str, str]:
     """A bearer token and the hash the store keeps of it."""
@@ -317,6 +354,14 @@ OWNERS = """
 """
 """Who owns a conversation and who asked a turn in which locale (existing rows: no owner,
 no user, 'en'), indexed for an owner's conversations and each one's first turn."""
+RESUMES = """
+    ALTER TABLE turns ADD COLUMN resume {json};
+    ALTER TABLE turns ADD COLUMN waiting_since {time};
+    ALTER TABLE turns ADD COLUMN requeued {time};
+    CREATE INDEX turns_waiting ON turns (waiting_since) WHERE status = 'waiting'
+"""
+"""A turn that waits and resumes (approvals.py): its resume record, when its wait for a
+person began, and when it was queued again (the unheld sweep counts from then)."""
 
 
 def recovered_state(

@@ -30,9 +30,11 @@ from ..records import (
     ConversationSummary,
     Guard,
     Recovery,
+    ResumeRecord,
     TranscriptPage,
     Turn,
     TurnStart,
+    decided,
 )
 from ..state import PublishedState
 from ..usage import Usage
@@ -200,6 +202,10 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
         # `seq`: the order of insertion, between conversations created at the same time
         "ALTER TABLE conversations ADD COLUMN seq bigserial;"
         + base.OWNERS.format(text="text", inserted=", seq"),
+    ),
+    (
+        "waiting and resuming: a turn's `resume` record, `waiting_since`, `requeued`",
+        base.RESUMES.format(json="jsonb", time="timestamptz"),
     ),
 )
 
@@ -470,7 +476,8 @@ class PostgresStore:
     async def queued(self, older_than: float = 0.0) -> list[str]:
         rows = await self._all(
             "SELECT turn_id FROM turns WHERE status = 'queued'"
-            " AND created <= clock_timestamp() - make_interval(secs => %s) ORDER BY seq",
+            " AND COALESCE(requeued, created) <= clock_timestamp() - make_interval(secs => %s)"
+            " ORDER BY seq",
             (older_than,),
         )
         return [str(t) for (t,) in rows]
@@ -559,6 +566,66 @@ class PostgresStore:
     async def take_over(self, turn_id: str, holder: Holder, lease: float = 30.0) -> Recovery | None:
         async with self.pool.connection() as db, db.transaction():
             return await _take_over(db, turn_id, holder, lease)
+
+    # ---- waiting and resuming ------------------------------------------------
+
+    async def park(self, turn_id: str, fence: int, record: ResumeRecord) -> None:
+        row = await self._patient(  # a turn's write: it waits out an outage
+            "UPDATE turns SET resume = %s, waiting_since = clock_timestamp()"
+            " WHERE turn_id = %s AND fence = %s AND NOT done RETURNING fence",
+            (Jsonb(record.to_json()), turn_id, fence),
+        )
+        if row is None:
+            raise refused(turn_id, fence)
+
+    async def resume_record(self, turn_id: str) -> ResumeRecord | None:
+        row = await self._one("SELECT resume FROM turns WHERE turn_id = %s", (turn_id,))
+        return None if row is None or row[0] is None else ResumeRecord.from_json(dict(row[0]))
+
+    async def decide(
+        self, turn_id: str, tool_use_id: str, approved: bool
+    ) -> tuple[str, int] | None:
+        async with self.pool.connection() as db, db.transaction():
+            cursor = await db.execute(
+                "SELECT resume, state FROM turns WHERE turn_id = %s AND status = 'waiting'"
+                " AND NOT done FOR UPDATE",
+                (turn_id,),
+            )
+            row = await cursor.fetchone()
+            if row is None or row[0] is None:
+                return None
+            record = ResumeRecord.from_json(dict(row[0]))
+            made = decided(record, PublishedState.from_json(dict(row[1])), tool_use_id, approved)
+            if made is None:
+                return None
+            record, state = made
+            await db.execute(
+                "UPDATE turns SET resume = %s, state = %s, version = %s, status = %s,"
+                " requeued = CASE WHEN %s = 'queued' THEN clock_timestamp() ELSE requeued END"
+                " WHERE turn_id = %s",
+                (Jsonb(record.to_json()), Json(state.bare()), state.version, state.status,
+                 state.status, turn_id),
+            )  # fmt: skip
+            return state.status, state.version
+
+    async def requeue(
+        self, turn_id: str, fence: int, record: ResumeRecord, state: PublishedState
+    ) -> None:
+        await self._write("publish", turn_id, fence, state)
+        await self._one(
+            "UPDATE turns SET resume = %s, requeued = clock_timestamp(), lease_expires = NULL"
+            " WHERE turn_id = %s AND fence = %s RETURNING fence",
+            (Jsonb(record.to_json()), turn_id, fence),
+        )
+
+    async def waiting(self, older_than: float) -> list[str]:
+        rows = await self._all(
+            "SELECT turn_id FROM turns WHERE status = 'waiting' AND NOT done"
+            " AND waiting_since <= clock_timestamp() - make_interval(secs => %s)"
+            " ORDER BY waiting_since",
+            (older_than,),
+        )
+        return [str(t) for (t,) in rows]
 
 
 WRITE = (

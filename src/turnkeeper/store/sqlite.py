@@ -27,9 +27,11 @@ from ..records import (
     ConversationSummary,
     Guard,
     Recovery,
+    ResumeRecord,
     TranscriptPage,
     Turn,
     TurnStart,
+    decided,
 )
 from ..state import PublishedState
 from ..usage import Usage
@@ -106,6 +108,10 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
         "owners and askers: a conversation's `owner`, a turn's `asked_by` and `locale`",
         base.OWNERS.format(text="TEXT", inserted=""),
+    ),
+    (
+        "waiting and resuming: a turn's `resume` record, `waiting_since`, `requeued`",
+        base.RESUMES.format(json="TEXT", time="REAL"),
     ),
 )
 
@@ -322,7 +328,8 @@ class SqliteStore:
     async def queued(self, older_than: float = 0.0) -> list[str]:
         def read(db: sqlite3.Connection) -> list[str]:
             rows = db.execute(
-                f"SELECT turn_id FROM turns WHERE status = 'queued' AND created <= {NOW} - ?"
+                "SELECT turn_id FROM turns WHERE status = 'queued'"
+                f" AND COALESCE(requeued, created) <= {NOW} - ?"
                 " ORDER BY seq",
                 (older_than,),
             )
@@ -422,6 +429,72 @@ class SqliteStore:
 
         return await self.commits.write(update)
 
+    # ---- waiting and resuming ------------------------------------------------
+
+    async def park(self, turn_id: str, fence: int, record: ResumeRecord) -> None:
+        def update(db: sqlite3.Connection) -> None:
+            cursor = db.execute(
+                f"UPDATE turns SET resume = ?, waiting_since = {NOW}"
+                " WHERE turn_id = ? AND fence = ? AND done = 0",
+                (_dump(record.to_json()), turn_id, fence),
+            )
+            _check(cursor.rowcount, turn_id, fence)
+
+        await self.commits.write(update)
+
+    async def resume_record(self, turn_id: str) -> ResumeRecord | None:
+        def read(db: sqlite3.Connection) -> ResumeRecord | None:
+            row = db.execute("SELECT resume FROM turns WHERE turn_id = ?", (turn_id,)).fetchone()
+            return None if row is None or row[0] is None else ResumeRecord.from_json(_load(row[0]))
+
+        return await self.commits.read(read)
+
+    async def decide(
+        self, turn_id: str, tool_use_id: str, approved: bool
+    ) -> tuple[str, int] | None:
+        def update(db: sqlite3.Connection) -> tuple[str, int] | None:
+            row = db.execute(
+                "SELECT resume, state FROM turns WHERE turn_id = ? AND status = 'waiting'"
+                " AND done = 0",
+                (turn_id,),
+            ).fetchone()
+            if row is None or row[0] is None:
+                return None
+            record = ResumeRecord.from_json(_load(row[0]))
+            made = decided(record, PublishedState.from_json(_load(row[1])), tool_use_id, approved)
+            if made is None:
+                return None
+            record, state = made
+            db.execute(DECIDED, (_dump(record.to_json()), _dump(state.bare()), state.version,
+                                 state.status, state.status, turn_id))  # fmt: skip
+            return state.status, state.version
+
+        return await self.commits.write(update)
+
+    async def requeue(
+        self, turn_id: str, fence: int, record: ResumeRecord, state: PublishedState
+    ) -> None:
+        def update(db: sqlite3.Connection) -> None:
+            _publish(db, turn_id, fence, state)
+            db.execute(
+                f"UPDATE turns SET resume = ?, requeued = {NOW}, lease_expires = NULL"
+                " WHERE turn_id = ?",
+                (_dump(record.to_json()), turn_id),
+            )
+
+        await self.commits.write(update)
+
+    async def waiting(self, older_than: float) -> list[str]:
+        def read(db: sqlite3.Connection) -> list[str]:
+            rows = db.execute(
+                "SELECT turn_id FROM turns WHERE status = 'waiting' AND done = 0"
+                f" AND waiting_since <= {NOW} - ? ORDER BY waiting_since",
+                (older_than,),
+            )
+            return [str(t) for (t,) in rows.fetchall()]
+
+        return await self.commits.read(read)
+
 
 # ---- statements shared by several writes ---------------------------------------
 
@@ -447,6 +520,10 @@ def _publish(db: sqlite3.Connection, turn_id: str, fence: int, state: PublishedS
 
 
 SAVE_CALL = base.SAVE_CALL.format(p="?")
+DECIDED = (
+    "UPDATE turns SET resume = ?, state = ?, version = ?, status = ?,"
+    f" requeued = CASE WHEN ? = 'queued' THEN {NOW} ELSE requeued END WHERE turn_id = ?"
+)
 CONVERSATIONS = base.CONVERSATIONS.format(created="c.created", inserted="c.rowid", p="?")
 FENCED = (
     "SELECT conversation_id, n_messages FROM turns"

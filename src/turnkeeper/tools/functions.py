@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import inspect
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -60,6 +61,10 @@ class Tool:
     function: Callable[[dict[str, Any]], Awaitable[Answer] | Answer]
     timeout: float | None = None
     """At most this many seconds per call, if shorter than what the turn has left."""
+    needs_approval: bool = False
+    """A person approves each call before it runs: the turn waits for the decision."""
+    idempotent: bool = False
+    """Safe to run again: a turn resumed after a crash re-runs it if it was in flight."""
     is_async: bool = field(init=False, repr=False, compare=False)
     """Whether `function` is a coroutine function, found once (inspect is slow per call)."""
 
@@ -73,7 +78,12 @@ def tool(function: ToolFunction, /) -> Tool: ...
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, timeout: float | None = None
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    needs_approval: bool = False,
+    idempotent: bool = False,
 ) -> Callable[[ToolFunction], Tool]: ...
 
 
@@ -84,8 +94,13 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
+    needs_approval: bool = False,
+    idempotent: bool = False,
 ) -> Tool | Callable[[ToolFunction], Tool]:
     """Make a typed function a `Tool`: `@tool` or `@tool(name=…, description=…, timeout=…)`.
+
+    `needs_approval=True`: the turn waits for a person's yes before each call runs.
+    `idempotent=True`: a turn resumed after a crash may run it again (docs/design.md §11).
 
     Every parameter needs a type hint; its description comes from the
     docstring's `Args:` section (or `:param name:`) or from
@@ -94,7 +109,8 @@ def tool(
     """
 
     def make(fn: ToolFunction) -> Tool:
-        return function_tool(fn, name=name, description=description, timeout=timeout)
+        made = function_tool(fn, name=name, description=description, timeout=timeout)
+        return dataclasses.replace(made, needs_approval=needs_approval, idempotent=idempotent)
 
     return make if function is None else make(function)
 
@@ -275,6 +291,10 @@ class FunctionToolset:
     def specs(self) -> list[ToolSpec]:
         """The tools' specs, known without connecting to anything."""
         return [t.spec for t in self._tools.values()]
+
+    def tools(self) -> list[Tool]:
+        """The tools, in order, with their flags."""
+        return list(self._tools.values())
 
     async def call(self, use: ToolUse, timeout: float) -> ToolResult:
         tool = self._tools.get(use.name)

@@ -42,6 +42,7 @@
   const HIDDEN_MS = 5000; // while the tab is hidden
   const RETRY_MS = 500; // the first retry after a failed request, doubling...
   const RETRY_MAX_MS = 8000; // ...up to this
+  const SUMMARY_MAX = 300; // characters of a tool input an approval card shows
   const TROUBLE_AFTER = 3; // failed requests in a row before the reader is told
   const PAGE_SIZE = 100; // transcript messages read at once (`page-size`); older on request
 
@@ -184,6 +185,17 @@
 
   const listed = (value) => (Array.isArray(value) ? value : []);
   const isText = (value) => typeof value === "string";
+
+  /** A tool's input as a few lines of text, `name: value`, cut short when long. */
+  function summary(input) {
+    const shown = (value) => (isText(value) ? value : String(JSON.stringify(value)));
+    const lines =
+      input && typeof input === "object" && !Array.isArray(input)
+        ? Object.entries(input).map(([name, value]) => `${name}: ${shown(value)}`)
+        : [shown(input)];
+    const text = lines.join("\n");
+    return text.length > SUMMARY_MAX ? `${text.slice(0, SUMMARY_MAX - 1)}…` : text;
+  }
 
   function isHttps(url) {
     try {
@@ -734,6 +746,65 @@
       this.schedule(0);
     }
 
+    // ---- approvals: a tool call that waits for the reader's yes ---------------------
+
+    /** A card per tool use the turn waits for; the cards of uses no longer waiting go. */
+    askFor(turn, approvals) {
+      const waiting = listed(approvals).filter((a) => a && isText(a.tool_use_id) && isText(a.tool));
+      const ids = new Set(waiting.map((a) => a.tool_use_id));
+      for (const card of this.log.querySelectorAll(".approval")) {
+        if (!ids.has(card.dataset.use)) card.remove();
+      }
+      for (const approval of waiting) {
+        const shown = `.approval[data-use="${CSS.escape(approval.tool_use_id)}"]`;
+        if (!this.log.querySelector(shown)) this.log.append(this.approvalCard(turn, approval));
+      }
+      this.log.scrollTop = this.log.scrollHeight;
+    }
+
+    /** What the assistant wants to do (its caption, in the reader's words), the input, and
+     *  Approve and Deny. Text only: nothing of the input is read as HTML. */
+    approvalCard(turn, approval) {
+      const item = make("li", "bubble bot approval");
+      item.dataset.use = approval.tool_use_id;
+      const unknown = this.text("ui.approval_unknown") || "{tool}";
+      const what = this.text(approval.key) || unknown.replace("{tool}", approval.tool);
+      const approve = make("button", "approve", this.text("ui.approve") || "");
+      const deny = make("button", "deny", this.text("ui.deny") || "");
+      approve.type = deny.type = "button";
+      approve.addEventListener("click", () => this.decide(turn, item, true));
+      deny.addEventListener("click", () => this.decide(turn, item, false));
+      const actions = make("div", "approval-actions");
+      actions.append(approve, deny);
+      const title = make("p", "approval-title", this.text("ui.approval_title") || "");
+      item.setAttribute("role", "group");
+      item.setAttribute("aria-label", `${title.textContent} ${what}`);
+      item.append(make("span", "who", this.name), title, make("p", "approval-what", what));
+      item.append(make("pre", "approval-input", summary(approval.input)), actions);
+      return item;
+    }
+
+    /** The reader's decision, sent; the poll then follows the turn as usual. */
+    async decide(turn, item, approved) {
+      const buttons = item.querySelectorAll("button");
+      for (const button of buttons) button.disabled = true;
+      try {
+        const path = `/api/turns/${encodeURIComponent(turn.id)}/approvals`;
+        const body = JSON.stringify({ tool_use_id: item.dataset.use, approved });
+        const response = await this.call(path, { method: "POST", body });
+        // 409: decided meanwhile (in another tab), or the turn ended: the poll says how.
+        if (!response.ok && response.status !== 409) throw new HttpError(response.status);
+        item.remove();
+        this.input.focus();
+      } catch (error) {
+        for (const button of buttons) button.disabled = false;
+        if (error instanceof SignInNeeded) return this.askToSignIn();
+        this.setTrouble(true, error);
+      }
+      turn.quiet = 0;
+      if (turn === this.turn) this.schedule(0);
+    }
+
     /** Stop, by click or keyboard: asked of the server; focus goes to the text box at once. */
     stop() {
       const turn = this.turn;
@@ -884,8 +955,11 @@
       turn.version = state.version;
       turn.quiet = 0;
       this.show(state.messages || []);
+      this.askFor(turn, state.done ? [] : state.approvals);
       if (state.done) return this.finish();
-      this.caption.textContent = this.text(state.activity) || this.text("ui.working") || "";
+      const working = state.status !== "waiting"; // the approval card says what it waits for
+      const caption = this.text(state.activity) || this.text("ui.working") || "";
+      this.caption.textContent = working ? caption : "";
       this.schedule(this.nextDelay(turn));
     }
   }
