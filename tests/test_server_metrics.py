@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import logging
 from pathlib import Path
 
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.test_server import demo_turn, free_port, output, turnkeeper, until_up
 from tests.waiting import eventually
+from turnkeeper.metrics import Metrics
+from turnkeeper.server import _counting
 
 
 def sample(text: str, name: str, **labels: str) -> float | None:
@@ -95,3 +101,36 @@ async def scrape(url: str, until: str = "") -> str:
 
     await eventually(holds, f"{until!r} at {url}", bound=30)
     return seen[-1]
+
+
+async def test_counts_that_cannot_be_read_are_said_once_and_again_when_read(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The database away for many rounds is one warning, and one line when it answers."""
+    down: list[dict[str, int] | Exception] = [OSError("down")] * 5
+    answers = [*down, {"queued": 1}]
+
+    class Flaky:
+        async def counts(self) -> dict[str, int]:
+            answer = answers.pop(0) if len(answers) > 1 else answers[0]
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+
+    metrics = Metrics()
+    counting = asyncio.create_task(_counting(Flaky(), metrics, 0.001))  # type: ignore[arg-type]
+    with caplog.at_level(logging.INFO, logger="turnkeeper"):
+
+        async def read_again() -> bool:
+            return len(answers) == 1
+
+        await eventually(read_again, "the counts read again")
+        await asyncio.sleep(0.01)
+    counting.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await counting
+    said = [r.getMessage() for r in caplog.records if "counts" in r.getMessage()]
+    assert said == [
+        "the store's counts could not be read for /metrics: down",
+        "the store's counts are read for /metrics again",
+    ]

@@ -217,6 +217,8 @@ async def test_a_worker_finalises_its_running_turn_on_sigterm(
     assert after["status"] == "failed", output(worker_log)
     assert after["done"] is True
     assert next_turn.status_code == 202
+    assert "stopping: waiting up to 0.5 s for 1 turn" in output(worker_log)
+    assert f"turn {turn_id} ended: failed" in output(worker_log), "shutdown says how it ended"
     banner = output(worker_log)
     assert "mode         distributed worker" in banner
     assert "postgres:***@" in banner

@@ -16,6 +16,7 @@ from typing import Protocol
 
 from .i18n import counted
 from .job import TurnJob
+from .store import Store
 
 logger = logging.getLogger("turnkeeper.queue")
 
@@ -90,20 +91,21 @@ class LocalQueue:
             await asyncio.wait(set(in_flight.values()), timeout=grace)
         await self.close()
         for turn_id in in_flight:
-            await self._say_how_it_ended(turn_id)
-
-    async def _say_how_it_ended(self, turn_id: str) -> None:
-        """One line: the turn's id and its outcome as the store holds it."""
-        try:
-            state = await self.job.store.state_after(turn_id, 0)
-        except Exception as e:
-            logger.warning("turn %s: how it ended could not be read: %s", turn_id, e)
-            return
-        status = state.get("status") if state is not None else None
-        logger.info("turn %s ended: %s", turn_id, status or "unknown")
+            await say_how_it_ended(self.job.store, turn_id)
 
     async def close(self) -> None:
         """Stop running turns: each job finalises its turn as it is cancelled."""
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+async def say_how_it_ended(store: Store, turn_id: str) -> None:
+    """One line at shutdown: a turn that was running, and its status as the store holds it."""
+    try:
+        state = await store.state_after(turn_id, 0)
+    except Exception as e:
+        logger.warning("turn %s: how it ended could not be read: %s", turn_id, e)
+        return
+    status = state.get("status") if state is not None else None
+    logger.info("turn %s ended: %s", turn_id, status or "unknown")

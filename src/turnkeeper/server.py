@@ -343,11 +343,18 @@ async def _exposed(
 async def _counting(store: Store, metrics: Metrics, every: float) -> None:
     """The store's counts into `metrics`, now and every `every` seconds, for a separate port
     (the public `/metrics` reads them as it answers)."""
+    failing = False  # a run of failures (the database away) is said once, and its end
     while True:
         try:
             metrics.store_counts(await store.counts())
         except Exception as e:
-            logger.warning("the store's counts could not be read for /metrics: %s", e)
+            if not failing:
+                logger.warning("the store's counts could not be read for /metrics: %s", e)
+            failing = True
+        else:
+            if failing:
+                logger.info("the store's counts are read for /metrics again")
+            failing = False
         await asyncio.sleep(every)
 
 

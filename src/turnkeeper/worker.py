@@ -22,7 +22,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from .errors import MissingExtra
+from .i18n import counted
 from .job import TurnJob
+from .queue import say_how_it_ended
 from .sweeper import Sweeper
 
 try:
@@ -31,6 +33,7 @@ try:
     from procrastinate.exceptions import ConnectorException
     from procrastinate.jobs import Job, Status
     from procrastinate.manager import JobManager, NotificationCallback
+    from procrastinate.worker import Worker
     from psycopg_pool import PoolTimeout
 
     from .store.pool import Outage, Pool, outage
@@ -203,6 +206,14 @@ class RidingJobManager(JobManager):
 
     async def unregister_worker(self, worker_id: int) -> None:
         try:
+            await self._record_finished()  # what an outage kept, before the worker is gone
+        except ConnectorException:
+            logger.warning(
+                "%s not recorded: the database cannot be reached; another worker's"
+                " stalled-jobs pass retires them",
+                counted(len(self.unrecorded), "job's final status", "jobs' final statuses"),
+            )
+        try:
             await super().unregister_worker(self.ids.get(worker_id, worker_id))
         except ConnectorException as e:
             if not self._noted(e):
@@ -329,6 +340,29 @@ class StalledJobs:
             await asyncio.sleep(self.interval)
 
 
+class TurnWorker(Worker):
+    """procrastinate's worker, told which turns it runs: when it is told to stop, it says
+    how many turns it waits for (or that none runs), and then how each of them ended."""
+
+    def __init__(self, app: procrastinate.App, **options: Any) -> None:
+        super().__init__(app=app, **{**app.worker_defaults, **options})
+        self.turns: set[str] = set()
+        """The turns running now."""
+        self.in_flight: list[str] | None = None
+        """The turns running when the stop came (None before it)."""
+
+    def stop(self) -> None:
+        if self.in_flight is None:  # the first time it is told (SIGINT, SIGTERM)
+            self.in_flight = sorted(self.turns)
+            if self.in_flight:
+                grace = self.shutdown_graceful_timeout or 0
+                running = counted(len(self.in_flight), "turn")
+                logger.info("stopping: waiting up to %g s for %s", grace, running)
+            else:
+                logger.info("stopping; no turn is running")
+        super().stop()  # type: ignore[no-untyped-call]
+
+
 async def run_worker(
     url: str,
     job: TurnJob,
@@ -348,11 +382,14 @@ async def run_worker(
     """
     app = procrastinate_app(url)
     app.job_manager = RidingJobManager(app.connector, outage(url))  # type: ignore[arg-type]
-
-    async def run_turn(turn_id: str) -> None:
-        await job.run(turn_id)
-
-    app.task(name=TASK, queue=QUEUE, retry=False)(run_turn)
+    worker = turn_worker(
+        app,
+        job,
+        concurrency=concurrency,
+        shutdown_graceful_timeout=grace,
+        update_heartbeat_interval=heartbeat,
+        stalled_worker_timeout=stalled_after,
+    )
     sweeper = sweeper or Sweeper(job.store, lease=job.lease, resuming=job.resuming)
     sweeper.queue = sweeper.queue or DeferredTurns(app)
     sweeper.requeue = sweeper.requeue or DeferredTurns(app)
@@ -361,19 +398,29 @@ async def run_worker(
         try:
             stalled = StalledJobs(app, stalled_after=stalled_after, interval=sweeper.interval)
             retiring = asyncio.create_task(stalled.run(), name="stalled jobs")
-            options: dict[str, Any] = {
-                "queues": [QUEUE],
-                "concurrency": concurrency,
-                "shutdown_graceful_timeout": grace,
-                "update_heartbeat_interval": heartbeat,
-                "stalled_worker_timeout": stalled_after,
-            }
             try:
-                await app.run_worker_async(**options)
+                await worker.run()  # type: ignore[no-untyped-call]
             finally:
                 await _cancelled(retiring)
+            for turn_id in worker.in_flight or ():
+                await say_how_it_ended(job.store, turn_id)
         finally:
             await _cancelled(sweeping)
+
+
+def turn_worker(app: procrastinate.App, job: TurnJob, **options: Any) -> TurnWorker:
+    """The worker of the turns queue, and the task it runs each turn's job with."""
+    worker = TurnWorker(app, queues=[QUEUE], **options)
+
+    async def run_turn(turn_id: str) -> None:
+        worker.turns.add(turn_id)
+        try:
+            await job.run(turn_id)
+        finally:
+            worker.turns.discard(turn_id)
+
+    app.task(name=TASK, queue=QUEUE, retry=False)(run_turn)
+    return worker
 
 
 async def _cancelled(task: asyncio.Task[None]) -> None:

@@ -95,3 +95,27 @@ async def test_a_job_fetched_as_the_connection_was_lost_is_queued_again(migrated
     assert again is not None
     assert (again.id, again.task_kwargs) == (lost.id, {"turn_id": "t_lost"})
     assert manager.astray is False
+
+
+async def test_an_end_kept_through_an_outage_is_recorded_when_the_worker_stops(
+    migrated: str, proxy: TcpProxy
+) -> None:
+    """The worker stops before a heartbeat got through: unregistering records what the
+    outage kept, so no job stays `doing` behind a worker that is gone."""
+    async with ProcrastinateQueue(migrated) as queue:
+        await queue.enqueue("t_ending")
+    url = proxy.url(migrated)
+    app = procrastinate_app(url)
+    manager = RidingJobManager(app.connector, outage(url))  # type: ignore[arg-type]
+    async with app.open_async():
+        worker_id = await manager.register_worker()
+        ending = await manager.fetch_job([QUEUE], worker_id)
+        assert ending is not None
+        proxy.cut()
+        await manager.finish_job(ending, Status.SUCCEEDED, delete_job=False)
+        assert manager.unrecorded != []
+        proxy.restore()
+        await manager.unregister_worker(worker_id)
+    status = "SELECT status::text FROM procrastinate_jobs WHERE id = %s"
+    assert scalar(migrated, status, ending.id) == "succeeded"
+    assert manager.unrecorded == []
