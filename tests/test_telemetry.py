@@ -21,6 +21,7 @@ from tests.scripts import answer, asks, body, tool_use, usage
 from turnkeeper import LocalHooks, Outcome, ScriptedProvider, run_turn
 from turnkeeper.credentials import keep_secret
 from turnkeeper.observed import CallEnd, TurnInfo
+from turnkeeper.outcomes import ending
 from turnkeeper.telemetry import Telemetry
 from turnkeeper.tools.functions import FunctionToolset, Tool
 from turnkeeper.usage import Usage
@@ -103,7 +104,7 @@ async def test_a_requested_model_names_the_call_span() -> None:
     exporter = InMemorySpanExporter()
     watch = telemetry(exporter).turn(TurnInfo("t", "c", "anthropic", "claude-haiku-4-5"))
     watch.call_started(1)
-    watch.turn_ended(Outcome.FAILED, Usage())
+    watch.turn_ended(ending(Outcome.FAILED), Usage())
     names = {s.name: s for s in exporter.get_finished_spans()}
     assert set(names) == {"chat claude-haiku-4-5", "invoke_agent"}
     assert names["chat claude-haiku-4-5"].attributes is not None
@@ -248,7 +249,7 @@ def test_a_call_spans_error_hides_the_configured_secrets(exporter: InMemorySpanE
     spans = telemetry(exporter).turn(TurnInfo("t_1", "c_1", "anthropic", "claude-x"))
     spans.call_started(1)
     spans.call_ended(CallEnd(1, 0.5, "claude-x", error=f"ProviderFailed: bad key {secret}"))
-    spans.turn_ended(Outcome.FAILED, Usage())
+    spans.turn_ended(ending(Outcome.FAILED), Usage())
     (call,) = [s for s in exporter.get_finished_spans() if s.name.startswith("chat")]
     assert call.status.status_code is StatusCode.ERROR
     assert call.status.description == "ProviderFailed: bad key ***"

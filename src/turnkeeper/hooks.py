@@ -25,7 +25,7 @@ it raised): when it returns during a call, the call is aborted and the turn ends
 `stopped` with nothing appended for it. Nothing is awaited between a
 `checkpoint` and the `should_stop` that follows it, so hooks may answer that
 check from what the checkpoint's write read back (`StoreHooks` does: the cancel
-flag). `report` gets every reported exit.
+flag). `report` gets every reported ending.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class Hooks(Protocol):
         ...
 
     def report(self, report: Report) -> None:
-        """Report an exit that someone should see, or an incident (a tool that raised)."""
+        """Report an ending that someone should see, or an incident (a tool that raised)."""
         ...
 
 

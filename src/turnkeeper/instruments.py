@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import ConfigError
 from .observed import CallEnd, TurnInfo
-from .outcomes import Outcome
+from .outcomes import Ending
 from .usage import Usage
 from .wire import ToolResult, ToolSpec, ToolUse
 
@@ -50,7 +50,7 @@ class TurnWatch(Protocol):
         """A tool call ended; `is_error` if its result is an error."""
         ...
 
-    def turn_ended(self, outcome: Outcome, usage: Usage) -> None:
+    def turn_ended(self, end: Ending, usage: Usage) -> None:
         """The turn ended, once, in the loop's finalisation."""
         ...
 
@@ -78,7 +78,7 @@ class _Unwatched:
     def tool_ended(self, use: ToolUse, is_error: bool) -> None:
         pass
 
-    def turn_ended(self, outcome: Outcome, usage: Usage) -> None:
+    def turn_ended(self, end: Ending, usage: Usage) -> None:
         pass
 
 
@@ -121,8 +121,8 @@ class _Fanout:
     def tool_ended(self, use: ToolUse, is_error: bool) -> None:
         self._each("tool_ended", use, is_error)
 
-    def turn_ended(self, outcome: Outcome, usage: Usage) -> None:
-        self._each("turn_ended", outcome, usage)
+    def turn_ended(self, end: Ending, usage: Usage) -> None:
+        self._each("turn_ended", end, usage)
 
 
 _telemetry_missing = False

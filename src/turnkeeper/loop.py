@@ -1,7 +1,7 @@
 """The turn loop: call the model, run the tools it asks for, append, repeat.
 
 One `while` loop, top to bottom. Stop reasons are control flow (docs/design.md
-§3): `decide()` maps each response to *continue* or *exit with an outcome*,
+§3): `decide()` maps each response to *go on* or *end with an outcome*,
 the caps and the cancel flag are checked before every call (a cancel during one
 aborts it). However the turn ends, `end()` gives it its `Ending` and the loop
 leaves by `break`, so that the single finalisation in `finally` runs exactly
@@ -44,32 +44,22 @@ from .usage import Usage
 from .wire import Message, Reply, ToolResult, ToolSpec, ToolUse
 
 
-@dataclass(frozen=True, slots=True)
-class Exit:
-    """`decide()`'s answer when a response ends the turn: with this outcome."""
-
-    outcome: Outcome
-
-
-CONTINUE = None
-"""`decide()` returns this when the turn goes on (tools to run, or a paused turn to re-send)."""
-
-
-def decide(reply: Reply) -> Exit | None:
-    """What a response means for the turn: `CONTINUE`, or the `Exit` it ends with."""
+def decide(reply: Reply) -> Outcome | None:
+    """What a response means for the turn: the outcome it ends with, or None when the turn
+    goes on (tools to run, or a paused turn to re-send)."""
     match reply.stop:
         case Stop.TOOL_USE | Stop.PAUSE_TURN | Stop.COMPACTION:
-            return CONTINUE
+            return None
         case Stop.END_TURN:
-            return Exit(Outcome.FINISHED)
+            return Outcome.FINISHED
         case Stop.MAX_TOKENS:
-            return Exit(Outcome.TRUNCATED)
+            return Outcome.TRUNCATED
         case Stop.REFUSAL:
-            return Exit(Outcome.REFUSED)
+            return Outcome.REFUSED
         case Stop.CONTEXT_EXCEEDED:
-            return Exit(Outcome.CONTEXT_EXCEEDED)
+            return Outcome.CONTEXT_EXCEEDED
         case Stop.OTHER:
-            return Exit(Outcome.FAILED)
+            return Outcome.FAILED
         case _ as unreachable:
             assert_never(unreachable)
 
@@ -196,10 +186,10 @@ class _Turn:
                     reply = await self.call(tools, timeout)
                     if reply is None:
                         break
-                    step = decide(reply)
-                    self.append(reply, step)
-                    if step is not CONTINUE:
-                        self.end_on(reply, step.outcome)
+                    outcome = decide(reply)
+                    self.append(reply, outcome)
+                    if outcome is not None:
+                        self.end_on(reply, outcome)
                         break
                     self.show(reply)
                     if self.usage.iterations >= self.budget.max_iterations:
@@ -241,12 +231,12 @@ class _Turn:
             await self.hooks.record_usage(self.usage)
         return called.reply
 
-    def append(self, reply: Reply, step: Exit | None) -> None:
+    def append(self, reply: Reply, outcome: Outcome | None) -> None:
         if reply.keep:
             self.history.append(reply.message)
         self.pending = reply.tool_uses
         self.activity = caption(reply.steps, self.activity, self.activities)
-        self.room.decided("continue" if step is CONTINUE else step.outcome.value, self.activity)
+        self.room.decided("continue" if outcome is None else outcome.value, self.activity)
 
     # ---- tools ----------------------------------------------------------
 
@@ -346,7 +336,7 @@ class _Turn:
             known = self.resume.answered
             self.answer([known.get(u.id) or ToolResult(u.id, why, True) for u in self.pending])
         self.state = self.state.ended(end, text=self.unshown, usage=self.usage)
-        self.room.watch.turn_ended(end.outcome, self.usage)
+        self.room.watch.turn_ended(end, self.usage)
         await self.hooks.finish(self.written_since())
 
     def result(self, question: str) -> TurnResult:

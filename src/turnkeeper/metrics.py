@@ -14,7 +14,7 @@ from wsgiref.simple_server import WSGIServer
 
 from .errors import MissingExtra
 from .observed import CallEnd, TurnInfo
-from .outcomes import Outcome, Status
+from .outcomes import Ending, Outcome, Status
 from .usage import Usage
 from .wire import ToolUse
 
@@ -127,11 +127,11 @@ class TurnCounts:
     def tool_ended(self, use: ToolUse, is_error: bool) -> None:
         self.metrics.tool_calls.labels(use.name, "error" if is_error else "ok").inc()
 
-    def turn_ended(self, outcome: Outcome, usage: Usage) -> None:
+    def turn_ended(self, end: Ending, usage: Usage) -> None:
         if self.ended:
             return
         self.ended = True
-        self.metrics.turns.labels(outcome.value).inc()
+        self.metrics.turns.labels(end.outcome.value).inc()
         self.metrics.in_flight.dec()
 
 

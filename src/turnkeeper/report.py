@@ -1,4 +1,4 @@
-"""Reports: the turn's exits that someone should see.
+"""Reports: how turns ended, when someone should see it.
 
 A cap that binds, a truncation, a failure: each reported row of the stop-reason
 table (its `outcomes.Ending` says at which level, and in what words) goes
@@ -32,7 +32,7 @@ OUTCOMES = frozenset(o.value for o in Outcome)
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    """One reported exit or incident of a turn: what a reporter (`log_report` by default, or the
+    """One reported ending or incident of a turn: what a reporter (`log_report` by default, or the
     application's own) receives, and what goes to the `turnkeeper.report` log and to Sentry.
 
     `event` is the outcome (`truncated`, `iteration_limit`, `failed`, …) or an incident that
@@ -55,7 +55,7 @@ class Report:
 
     @property
     def outcome(self) -> str | None:
-        """The turn's outcome when the report is of an exit, else None (an incident)."""
+        """The turn's outcome when the report is of its ending, else None (an incident)."""
         return self.event if self.event in OUTCOMES else None
 
     def as_dict(self) -> dict[str, Any]:

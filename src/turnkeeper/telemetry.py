@@ -21,7 +21,7 @@ from typing import Any
 from .credentials import redact_text
 from .errors import MissingExtra
 from .observed import CallEnd, TurnInfo
-from .outcomes import Outcome, ending
+from .outcomes import Ending
 from .usage import Usage
 from .wire import ToolUse
 
@@ -124,15 +124,15 @@ class TurnSpans:
             span.set_status(StatusCode.ERROR, "the tool answered with an error")
         span.end()
 
-    def turn_ended(self, outcome: Outcome, usage: Usage) -> None:
+    def turn_ended(self, end: Ending, usage: Usage) -> None:
         for span in [*self.calls.values(), *self.tools.values()]:
             span.end()
-        self.span.set_attribute("turnkeeper.outcome", outcome.value)
+        self.span.set_attribute("turnkeeper.outcome", end.outcome.value)
         self.span.set_attributes(usage_attributes(usage))
         if usage.cost_usd is not None:
             self.span.set_attribute("turnkeeper.cost_usd", usage.cost_usd)
-        if ending(outcome).has_error:
-            self.span.set_status(StatusCode.ERROR, outcome.value)
+        if end.has_error:
+            self.span.set_status(StatusCode.ERROR, end.outcome.value)
         else:
             self.span.set_status(StatusCode.OK)
         self.span.end()

@@ -32,9 +32,7 @@ def test_finish_reasons_map_into_the_closed_set(
     reply = chat_api.parse_reply(completion({"role": "assistant", "content": "hi"}, finish))
     assert reply.stop is stop
     assert reply.raw_stop == finish
-    exit = decide(reply)
-    assert exit is not None
-    assert exit.outcome is outcome
+    assert decide(reply) is outcome
 
 
 def test_tool_calls_continue_and_a_refusal_wins() -> None:
