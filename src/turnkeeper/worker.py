@@ -36,7 +36,7 @@ try:
     from procrastinate.worker import Worker
     from psycopg_pool import PoolTimeout
 
-    from .store.pool import Outage, Pool, outage
+    from .store.pool import Backoff, Outage, Pool, outage
 except ImportError as e:  # pragma: no cover - depends on the installed extras
     raise MissingExtra("the distributed queue", "postgres") from e
 
@@ -48,8 +48,6 @@ HEARTBEAT = 10.0
 """Seconds between a worker's heartbeats (procrastinate's default)."""
 STALLED_AFTER = 30.0
 """Seconds without a heartbeat after which a worker is taken for dead (procrastinate's default)."""
-BACKOFF = (1.0, 5.0)
-"""Seconds between tries while the database cannot be reached: the first, and the most."""
 
 
 def procrastinate_app(url: str) -> procrastinate.App:
@@ -67,17 +65,6 @@ def unreachable(error: BaseException) -> bool:
     return isinstance(error, ConnectorException) and isinstance(
         error.__cause__, psycopg.OperationalError
     )
-
-
-class Backoff:
-    """Waits between tries: `BACKOFF[0]` seconds, doubled each time up to `BACKOFF[1]`."""
-
-    def __init__(self) -> None:
-        self.delay = BACKOFF[0]
-
-    async def wait(self) -> None:
-        await asyncio.sleep(self.delay)
-        self.delay = min(self.delay * 2, BACKOFF[1])
 
 
 ASTRAY = "SELECT id FROM procrastinate_jobs WHERE status = 'doing' AND worker_id = %(worker_id)s"
@@ -232,7 +219,7 @@ class RidingJobManager(JobManager):
             except ConnectorException as e:
                 if not self._noted(e):
                     raise
-            if asyncio.get_running_loop().time() - began > BACKOFF[1]:
+            if asyncio.get_running_loop().time() - began > backoff.most:
                 backoff = Backoff()  # it listened a while: the next outage starts over
             await backoff.wait()
 

@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 
 from .cancellations import Cancellations
-from .pool import CONNECT_TIMEOUT, outage
+from .pool import CONNECT_TIMEOUT, Backoff, outage
 
 logger = logging.getLogger("turnkeeper.store")
 
@@ -52,7 +52,7 @@ class Listener:
             self._task = None
 
     async def _run(self) -> None:
-        delay = RECONNECT[0]
+        backoff = Backoff(*RECONNECT)
         while True:
             try:
                 db = await psycopg.AsyncConnection.connect(
@@ -63,11 +63,10 @@ class Listener:
             except Exception:  # anything else: said, and tried again (a Stop must be heard)
                 logger.exception("the connection listening for cancels failed; reconnecting")
             else:
-                delay = RECONNECT[0]
+                backoff = Backoff(*RECONNECT)  # it listened: the next loss starts over
                 outage(self.url).reached()
                 await self._listening(db)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, RECONNECT[1])
+            await backoff.wait()
 
     async def _listening(self, db: psycopg.AsyncConnection[Any]) -> None:
         try:

@@ -17,6 +17,7 @@ out of the log (`_EachAttempt`): the outage is said once.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -37,6 +38,20 @@ RECONNECT_WINDOW = 5.0
 """Seconds of failed attempts after which the pool's reconnection backoff starts again."""
 CONNECT_TIMEOUT = 5
 """Seconds one attempt to connect may take (a host that drops packets answers nothing)."""
+
+
+class Backoff:
+    """Waits between tries while a database cannot be reached: `first` seconds, doubled
+    each time up to `most` (the worker's heartbeat and listener, the cancel listener and
+    a turn's writes all wait so)."""
+
+    def __init__(self, first: float = 1.0, most: float = 5.0) -> None:
+        self.delay = first
+        self.most = most
+
+    async def wait(self) -> None:
+        await asyncio.sleep(self.delay)
+        self.delay = min(self.delay * 2, self.most)
 
 
 class Outage:

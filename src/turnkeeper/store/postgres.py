@@ -53,7 +53,7 @@ except ImportError as e:  # pragma: no cover - depends on the installed extras
 
 from .. import state as published
 from .listener import CHANNEL, Listener
-from .pool import Pool
+from .pool import Backoff, Pool
 
 PAGED_POSTGRES = PAGED.format(p="%s", least="LEAST")
 
@@ -314,7 +314,7 @@ class PostgresStore:
         while the database cannot be reached, wait for it and send it then. The pool's
         `PoolTimeout` means nothing was sent. The turn's job clock bounds the wait; a task being
         cancelled (a stopping process) waits for nothing and leaves it to the sweeper."""
-        delay = PATIENCE[0]
+        backoff = Backoff(*PATIENCE)
         while True:
             try:
                 return await self._one(sql, params)
@@ -322,8 +322,7 @@ class PostgresStore:
                 task = asyncio.current_task()
                 if not self.pool.outage.down or (task is not None and task.cancelling()):
                     raise
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, PATIENCE[1])
+            await backoff.wait()
 
     async def _fetch_once(self, sql: Any, params: Any, *, one: bool) -> Any:
         async with self.pool.connection() as db:
