@@ -33,6 +33,7 @@ from turnkeeper.records import Checkpoint
 from turnkeeper.report import Report
 from turnkeeper.state import PublishedState
 from turnkeeper.tools.functions import FunctionToolset, Tool
+from turnkeeper.usage import Usage
 from turnkeeper.wire import Message, Reply, ToolResult, ToolSpec, ToolUse
 
 QUESTION = "what's on my todo list?"
@@ -707,7 +708,7 @@ async def test_a_provider_that_ignores_its_timeout_is_stopped_at_the_deadline() 
     assert result.state.to_json()["done"] is True
     recorded = result.trace.calls[0].error
     assert recorded is not None
-    assert "ignored their timeout" in recorded["message"]
+    assert "a model call that ignored its timeout" in recorded["message"]
 
 
 async def test_a_tool_round_timeout_answers_only_the_unfinished_tools() -> None:
@@ -795,3 +796,29 @@ async def test_usage_is_recorded_before_the_tools_run_and_rides_with_a_tool_less
     assert hooks.order == ["started", "usage", "checkpoint", "finish"]
     assert hooks.final is not None
     assert hooks.final.usage.iterations == 2
+
+
+class StoreAway(LocalHooks):
+    """Hooks whose write of the turn's usage waits for a store that does not come back."""
+
+    def __init__(self) -> None:
+        super().__init__(reporter=lambda report: None)
+
+    async def record_usage(self, spent: Usage) -> None:
+        await asyncio.Event().wait()
+
+
+async def test_a_write_that_waits_out_the_deadline_is_not_blamed_on_the_model() -> None:
+    hooks = StoreAway()
+    result = await run_turn(
+        QUESTION,
+        provider=ScriptedProvider([asks(tool_use("echo", {"text": "x"})), answer("done")]),
+        toolset=FunctionToolset([echo_tool([])]),
+        hooks=hooks,
+        budget=Budget(deadline=0.3, margin=0.01, min_call=0.01),
+    )
+    assert result.outcome is Outcome.TIME_LIMIT
+    [reported] = hooks.reports
+    assert "a write of the turn waited for the store" in reported.message
+    assert "model call" not in reported.message
+    assert all(call.error is None for call in result.trace.calls), "the call had answered"

@@ -190,13 +190,18 @@ class CallRoom:
 
     def overran(self) -> str:
         """The turn's deadline passed in real time: a provider or a toolset ignored its
-        timeout. A call still in flight ends as an error (the provider was unavailable);
-        what happened, for the turn's report."""
-        why = "the deadline passed during a model call or tools that ignored their timeout"
+        timeout, or a write of the turn waited for a store out of reach. A call still in
+        flight ends as an error (the provider was unavailable); what happened, for the
+        turn's report."""
         last = self.calls[-1] if self.calls else None
         if last is not None and last.error is None and last.response is None:
+            why = "the deadline passed during a model call that ignored its timeout"
             last.error = ProviderUnavailable(why).describe()
-        return why
+            return why
+        return (
+            "the deadline passed during tools that ignored their timeout, or while a write"
+            " of the turn waited for the store"
+        )
 
     # ---- the race against a stop ----------------------------------------
 
