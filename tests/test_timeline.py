@@ -46,14 +46,16 @@ def slow_read(arguments: dict[str, Any]) -> str:
     return "write tests"
 
 
-async def stored_turn(url: str) -> str:
+async def stored_turn(url: str, responses: list[Any] | None = None) -> str:
+    """A turn run by its job in the store at `url` (the `read_file` tool, and `responses`,
+    `script()` by default): its id."""
     store = await open_store(url)
     try:
         conversation_id = await store.create_conversation(new_token()[1])
         turn = await store.create_turn(conversation_id, "todo?")
         tools = FunctionToolset([Tool(ToolSpec("read_file", "Read."), slow_read)])
-        job = TurnJob(store, ScriptedProvider(script()), tools, reporter=lambda r: None)
-        await job.run(turn.turn_id)
+        model = ScriptedProvider(script() if responses is None else responses)
+        await TurnJob(store, model, tools, reporter=lambda r: None).run(turn.turn_id)
         return turn.turn_id
     finally:
         await store.close()
@@ -165,19 +167,7 @@ def cached_script() -> list[dict[str, object]]:
 def test_trace_show_has_the_prompt_caches_tokens_per_call_and_in_all(
     store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    async def stored() -> str:
-        store = await open_store(store_url)
-        try:
-            conversation_id = await store.create_conversation(new_token()[1])
-            turn = await store.create_turn(conversation_id, "todo?")
-            tools = FunctionToolset([Tool(ToolSpec("read_file", "Read."), slow_read)])
-            job = TurnJob(store, ScriptedProvider(cached_script()), tools, reporter=lambda r: None)
-            await job.run(turn.turn_id)
-            return turn.turn_id
-        finally:
-            await store.close()
-
-    turn_id = asyncio.run(stored())
+    turn_id = asyncio.run(stored_turn(store_url, cached_script()))
     assert main(["trace", "show", turn_id, "--database", store_url, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     rows, totals = shown["iterations"], shown["totals"]
@@ -351,19 +341,7 @@ def test_a_failed_call_shows_its_error_type_and_no_growth(
 def test_a_stored_failed_call_shows_its_error_type(
     store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    async def failed() -> str:
-        store = await open_store(store_url)
-        try:
-            conversation_id = await store.create_conversation(new_token()[1])
-            turn = await store.create_turn(conversation_id, "q")
-            model = ScriptedProvider([asks(tool_use("read_file")), OVERLOADED])
-            tools = FunctionToolset([Tool(ToolSpec("read_file", "Read."), slow_read)])
-            await TurnJob(store, model, tools, reporter=lambda r: None).run(turn.turn_id)
-            return turn.turn_id
-        finally:
-            await store.close()
-
-    turn_id = asyncio.run(failed())
+    turn_id = asyncio.run(stored_turn(store_url, [asks(tool_use("read_file")), OVERLOADED]))
     table, document = shown([turn_id, "--database", store_url], capsys)
     assert cell(table[2], "stop") == "error: ProviderUnavailable"
     assert document["iterations"][1]["error_type"] == "ProviderUnavailable"

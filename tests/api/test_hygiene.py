@@ -84,22 +84,6 @@ async def test_every_answer_forbids_sniffing_and_the_page_limits_scripts_and_fra
         assert response.headers["x-content-type-options"] == "nosniff", path
 
 
-async def test_a_server_error_forbids_sniffing_too(
-    store: Store, held: HeldQueue, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A 500 is answered outside the app's middleware (Starlette's ServerErrorMiddleware)."""
-
-    async def broken() -> dict[str, int]:
-        raise RuntimeError("the disk is on fire")
-
-    monkeypatch.setattr(store, "counts", broken)
-    async with client_for(create_app(store, held, public_metrics=True)) as client:
-        response = await client.get("/metrics")
-    assert response.status_code == 500
-    assert response.headers["x-content-type-options"] == "nosniff"
-    assert "script-src 'self'" in response.headers["content-security-policy"]
-
-
 async def test_frame_ancestors_opens_the_page_to_the_origins_named(
     store: Store, held: HeldQueue
 ) -> None:

@@ -281,9 +281,12 @@ async def test_unknown_paths_and_methods_answer_json(client: httpx.AsyncClient) 
     assert (response.status_code, list(response.json())) == (405, ["error"])
 
 
-async def test_server_errors_answer_json_with_a_sentence(
+async def test_server_errors_answer_json_with_a_sentence_and_the_security_headers(
     store: Store, held: HeldQueue, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A 500 is answered outside the app's middleware (Starlette's ServerErrorMiddleware):
+    it carries the headers every answer does itself."""
+
     async def broken() -> dict[str, int]:
         raise RuntimeError("the disk is on fire")
 
@@ -293,6 +296,8 @@ async def test_server_errors_answer_json_with_a_sentence(
     assert response.status_code == 500
     assert response.json()["error"].endswith(".")
     assert "fire" not in response.text
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert "script-src 'self'" in response.headers["content-security-policy"]
 
 
 async def test_openapi_metrics_and_index_need_no_token(store: Store, held: HeldQueue) -> None:
