@@ -14,6 +14,7 @@ from procrastinate.jobs import Status
 from procrastinate.manager import JobManager
 
 from tests.tcp_proxy import TcpProxy
+from tests.waiting import eventually
 from turnkeeper.store import open_store
 from turnkeeper.store.pool import outage
 from turnkeeper.worker import QUEUE, ProcrastinateQueue, RidingJobManager, procrastinate_app
@@ -115,6 +116,11 @@ async def test_an_end_kept_through_an_outage_is_recorded_when_the_worker_stops(
         await manager.finish_job(ending, Status.SUCCEEDED, delete_job=False)
         assert manager.unrecorded != []
         proxy.restore()
+
+        async def reached() -> bool:  # the pool's own reconnection, in the background
+            return not outage(url).down
+
+        await eventually(reached, "the pool reached the database again", bound=30)
         await manager.unregister_worker(worker_id)
     status = "SELECT status::text FROM procrastinate_jobs WHERE id = %s"
     assert scalar(migrated, status, ending.id) == "succeeded"
