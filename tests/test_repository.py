@@ -33,16 +33,20 @@ def test_nothing_reads_from_beside_the_checkout() -> None:
     assert offenders == []
 
 
-def test_documents_cite_the_design_in_the_repository_not_one_beside_it() -> None:
-    """The contracts are cited as docs/design.md: ARCHITECTURE.md is not in a clone."""
-    offenders = [
-        str(p.relative_to(ROOT))
+def test_every_document_a_file_names_is_in_the_repository() -> None:
+    """A Markdown document named in the code, the docs or the examples is one a clone has:
+    the design is cited as docs/design.md, never as a document kept beside the checkout
+    or one since folded into it. (The tests name files they make, so they are not read.)"""
+    have = {p.name for p in OWN_FILES if p.suffix == ".md"}
+    named = re.compile(r"\b([A-Za-z][\w-]*\.md)\b")
+    missing = sorted(
+        f"{p.relative_to(ROOT)}: {name}"
         for p in OWN_FILES
-        if p.suffix in (".py", ".md", ".js", ".toml")
-        and p != Path(__file__)
-        and "ARCHITECTURE" in p.read_text("utf-8")
-    ]
-    assert offenders == []
+        if p.suffix in (".py", ".md", ".js", ".toml") and ROOT / "tests" not in p.parents
+        for name in set(named.findall(p.read_text("utf-8")))
+        if name not in have
+    )
+    assert missing == []
 
 
 def test_the_recordings_are_whole_small_and_attributed() -> None:
