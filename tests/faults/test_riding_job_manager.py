@@ -7,10 +7,12 @@ procrastinate's worker stops for good when a fetch or a heartbeat raises; the
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 
 import psycopg
 import pytest
-from procrastinate.jobs import Status
+from procrastinate.jobs import Job, Status
 from procrastinate.manager import JobManager
 
 from tests.tcp_proxy import TcpProxy
@@ -53,19 +55,25 @@ async def test_a_worker_taken_for_dead_registers_again_and_fetches(migrated: str
     assert new_id == manager.ids[worker_id] != worker_id
 
 
+@contextlib.asynccontextmanager
+async def riding(url: str) -> AsyncIterator[tuple[RidingJobManager, int, Job]]:
+    """A riding job manager on `url`, its worker registered, holding the first queued job."""
+    app = procrastinate_app(url)
+    manager = RidingJobManager(app.connector, outage(url))  # type: ignore[arg-type]
+    async with app.open_async():
+        worker_id = await manager.register_worker()
+        job = await manager.fetch_job([QUEUE], worker_id)
+        assert job is not None
+        yield manager, worker_id, job
+
+
 async def test_out_of_reach_a_fetch_finds_nothing_and_an_end_is_recorded_later(
     migrated: str, proxy: TcpProxy
 ) -> None:
     async with ProcrastinateQueue(migrated) as queue:
         await queue.enqueue("t_running")
         await queue.enqueue("t_waiting")
-    url = proxy.url(migrated)
-    app = procrastinate_app(url)
-    manager = RidingJobManager(app.connector, outage(url))  # type: ignore[arg-type]
-    async with app.open_async():
-        worker_id = await manager.register_worker()
-        running = await manager.fetch_job([QUEUE], worker_id)
-        assert running is not None
+    async with riding(proxy.url(migrated)) as (manager, worker_id, running):
         proxy.cut()
         assert await manager.fetch_job([QUEUE], worker_id) is None
         await manager.finish_job(running, Status.SUCCEEDED, delete_job=False)
@@ -106,12 +114,7 @@ async def test_an_end_kept_through_an_outage_is_recorded_when_the_worker_stops(
     async with ProcrastinateQueue(migrated) as queue:
         await queue.enqueue("t_ending")
     url = proxy.url(migrated)
-    app = procrastinate_app(url)
-    manager = RidingJobManager(app.connector, outage(url))  # type: ignore[arg-type]
-    async with app.open_async():
-        worker_id = await manager.register_worker()
-        ending = await manager.fetch_job([QUEUE], worker_id)
-        assert ending is not None
+    async with riding(url) as (manager, worker_id, ending):
         proxy.cut()
         await manager.finish_job(ending, Status.SUCCEEDED, delete_job=False)
         assert manager.unrecorded != []
