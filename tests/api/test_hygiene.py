@@ -5,8 +5,6 @@ comes a page at a time."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx
 import pytest
 
@@ -18,17 +16,6 @@ from turnkeeper.job import TurnJob
 from turnkeeper.store import Store
 
 SHOP = "https://shop.example.com"
-
-
-@pytest.fixture
-def held() -> HeldQueue:
-    return HeldQueue()
-
-
-@pytest.fixture
-async def client(store: Store, held: HeldQueue) -> AsyncIterator[httpx.AsyncClient]:
-    async with client_for(create_app(store, held)) as c:
-        yield c
 
 
 @pytest.mark.parametrize(

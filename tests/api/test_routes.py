@@ -33,17 +33,6 @@ def client_for(app: Any) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=transport, base_url="http://turnkeeper.test")
 
 
-@pytest.fixture
-def held() -> HeldQueue:
-    return HeldQueue()
-
-
-@pytest.fixture
-async def client(store: Store, held: HeldQueue) -> AsyncIterator[httpx.AsyncClient]:
-    async with client_for(create_app(store, held)) as c:
-        yield c
-
-
 async def conversation(client: httpx.AsyncClient) -> tuple[str, dict[str, str]]:
     response = await client.post("/api/conversations")
     assert response.status_code == 201

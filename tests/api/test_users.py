@@ -45,11 +45,6 @@ async def client(
         yield c
 
 
-@pytest.fixture
-def held() -> HeldQueue:
-    return HeldQueue()
-
-
 async def asked(client: httpx.AsyncClient, user: dict[str, str], text: str) -> tuple[str, str]:
     created = await client.post("/api/conversations", headers=user)
     assert created.status_code == 201
