@@ -146,9 +146,14 @@ class Sweeper:
         return swept
 
     async def run(self) -> None:
-        """Sweep every `interval` seconds until cancelled; a failed sweep is retried."""
+        """Sweep every `interval` seconds until cancelled; a failed sweep is retried. A
+        cancel that a sweep's database driver took for its own (and did not raise) still
+        stops it: the process stopping must not wait on a sweeper that missed it."""
+        task = asyncio.current_task()
         while True:
             await self.tick()
+            if task is not None and task.cancelling():
+                raise asyncio.CancelledError
             await asyncio.sleep(self.interval)
 
     async def tick(self) -> None:
