@@ -20,10 +20,11 @@ import sys
 import time
 from collections.abc import Sequence
 
-from turnkeeper import Assistant, gc_policy
-from turnkeeper.server import Settings, work
+from turnkeeper import Assistant
+from turnkeeper.service import gc_policy
+from turnkeeper.service.worker import run_worker  # noqa: F401 - imported before start-up is measured
+from turnkeeper.serving.server import Settings, work
 from turnkeeper.wire import Message, Reply, ToolSpec
-from turnkeeper.worker import run_worker  # noqa: F401 - imported before start-up is measured
 
 from .contenders.turnkeeper_loop import FakeProvider, toolset
 from .workloads.b_concurrency import SPEC

@@ -27,8 +27,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from turnkeeper import state as published
-from turnkeeper.records import Checkpoint
 from turnkeeper.store import Store, new_token, open_store
+from turnkeeper.store.records import Checkpoint
 from turnkeeper.usage import Usage
 
 WINDOW = 5

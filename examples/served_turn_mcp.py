@@ -33,7 +33,7 @@ from turnkeeper.errors import MissingExtra
 from turnkeeper.providers import Provider
 
 try:
-    from turnkeeper.server import Settings, serve
+    from turnkeeper.serving.server import Settings, serve
     from turnkeeper.tools.mcp import MCPToolset
 except MissingExtra as e:
     print(

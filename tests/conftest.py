@@ -67,7 +67,7 @@ def _no_real_providers(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(autouse=True)
 def _shipped_prices() -> Iterator[None]:
     """Every test starts from the shipped price table (the CLI may set another)."""
-    from turnkeeper import prices
+    from turnkeeper.observe import prices
 
     prices.use(None)
     yield

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from turnkeeper import cli
-from turnkeeper.job import StoreHooks
+from turnkeeper.service.job import StoreHooks
 from turnkeeper.tools.functions import FunctionToolset
 
 POINTS = {

@@ -8,12 +8,12 @@ import pytest
 
 from tests.scripts import answer, asks, tool_use
 from turnkeeper import i18n
-from turnkeeper.activity import ACTIVITIES, caption, captions
 from turnkeeper.errors import ConfigError
-from turnkeeper.hooks import LocalHooks
-from turnkeeper.loop import run_turn
 from turnkeeper.providers.scripted import ScriptedProvider
 from turnkeeper.tools.functions import FunctionToolset, tool
+from turnkeeper.turn.activity import ACTIVITIES, caption, captions
+from turnkeeper.turn.hooks import LocalHooks
+from turnkeeper.turn.loop import run_turn
 
 
 @pytest.fixture(autouse=True)

@@ -7,16 +7,16 @@ from pathlib import Path
 from typing import Any
 
 from tests import scripts
-from turnkeeper.approvals import Resume, resume_from
-from turnkeeper.hooks import LocalHooks
-from turnkeeper.loop import run_turn
 from turnkeeper.providers import messages_api
 from turnkeeper.providers.scripted import ScriptedProvider
-from turnkeeper.records import ResumeRecord, decided
-from turnkeeper.replay import first_difference, replay
 from turnkeeper.state import Approval, queued
+from turnkeeper.store.records import ResumeRecord, decided
 from turnkeeper.tools.functions import FunctionToolset, Tool
-from turnkeeper.trace import read_trace, write_trace
+from turnkeeper.turn.approvals import Resume, resume_from
+from turnkeeper.turn.hooks import LocalHooks
+from turnkeeper.turn.loop import run_turn
+from turnkeeper.turn.replay import first_difference, replay
+from turnkeeper.turn.trace import read_trace, write_trace
 from turnkeeper.usage import Usage
 from turnkeeper.wire import ToolSpec
 

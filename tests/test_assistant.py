@@ -16,9 +16,9 @@ from tests.scripts import answer, asks, tool_use
 from turnkeeper import Assistant, Budget, ConfigError, ToolContext, tool
 from turnkeeper.assistant import load
 from turnkeeper.i18n import Catalogs, accepted, locale_from_env, locale_tag
-from turnkeeper.loop import run_turn
 from turnkeeper.providers.scripted import ScriptedProvider
 from turnkeeper.tools.functions import FunctionToolset
+from turnkeeper.turn.loop import run_turn
 from turnkeeper.wire import ToolUse
 
 APPS = Path(__file__).resolve().parent / "apps"

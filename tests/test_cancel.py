@@ -22,14 +22,14 @@ from tests.test_server import output, turnkeeper
 from tests.waiting import eventually
 from turnkeeper import LocalHooks, Outcome, ScriptedProvider, run_turn
 from turnkeeper.errors import ProviderFailed
-from turnkeeper.job import TurnJob
-from turnkeeper.loop import TurnResult
+from turnkeeper.observe.report import Report
 from turnkeeper.providers import messages_api
-from turnkeeper.queue import LocalQueue
-from turnkeeper.replay import first_difference, replay
-from turnkeeper.report import Report
+from turnkeeper.service.job import TurnJob
+from turnkeeper.service.queue import LocalQueue
 from turnkeeper.store import Store, new_token, open_store
 from turnkeeper.tools.functions import FunctionToolset, Tool
+from turnkeeper.turn.loop import TurnResult
+from turnkeeper.turn.replay import first_difference, replay
 from turnkeeper.wire import ToolSpec
 
 QUESTION = "take your time"
@@ -437,7 +437,7 @@ async def test_a_worker_process_aborts_a_held_call_on_cancel(
     postgres_database: str, tmp_path: Path
 ) -> None:
     from tests.databases import fresh_schema
-    from turnkeeper.worker import ProcrastinateQueue
+    from turnkeeper.service.worker import ProcrastinateQueue
 
     log = tmp_path / "worker.log"
     answer = scripts.answer("the answer the reader tried to stop")

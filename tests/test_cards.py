@@ -13,7 +13,8 @@ from tests.scripts import answer, asks, tool_use
 from tests.tools.turns import scripted_turn, tool_results
 from turnkeeper import Card, CardError, tool
 from turnkeeper.api.openapi import Bubble as DeclaredBubble
-from turnkeeper.cli import main, transcript
+from turnkeeper.cli import main
+from turnkeeper.cli.run import transcript
 from turnkeeper.state import Bubble, PublishedState
 from turnkeeper.tools.functions import FunctionToolset
 
@@ -198,7 +199,7 @@ def test_run_prints_the_card_a_tool_returned(
 ) -> None:
     """`run` with a script whose model asks for a tool that returns a card (the tool stands
     in for `read_file`, the one tool `run` offers)."""
-    monkeypatch.setattr("turnkeeper.cli.read_file_tool", lambda root: look_up)
+    monkeypatch.setattr("turnkeeper.cli.run.read_file_tool", lambda root: look_up)
     monkeypatch.setenv("LC_ALL", "en_US.UTF-8")
     script = tmp_path / "script.json"
     steps = [asks(tool_use("look_up", {"order_id": "A-7"})), answer("Shipped.")]

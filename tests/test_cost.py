@@ -13,10 +13,11 @@ import pytest
 
 from tests.scripts import answer, asks, tool_use, usage
 from tests.waiting import eventually
-from turnkeeper import ScriptedProvider, prices, run_turn, timeline
+from turnkeeper import ScriptedProvider, run_turn
 from turnkeeper.api import create_app
-from turnkeeper.cli import main
-from turnkeeper.job import TurnJob, failed
+from turnkeeper.cli import main, timeline
+from turnkeeper.observe import prices
+from turnkeeper.service.job import TurnJob, failed
 from turnkeeper.store import Store, held_by, new_token
 from turnkeeper.tools.functions import FunctionToolset, Tool
 from turnkeeper.usage import Usage

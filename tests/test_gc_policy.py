@@ -15,7 +15,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from turnkeeper import gc_policy
+from turnkeeper.service import gc_policy
 
 REPO = Path(__file__).resolve().parents[1]
 TURNS = 1000
@@ -26,10 +26,10 @@ TURNS_UNDER_THE_POLICY = textwrap.dedent(
     f"""
     import asyncio, gc, json, sys, tempfile
     from pathlib import Path
-    from turnkeeper import gc_policy
-    from turnkeeper.job import TurnJob
+    from turnkeeper.service import gc_policy
+    from turnkeeper.service.job import TurnJob
     from turnkeeper.providers.demo import DemoProvider
-    from turnkeeper.queue import LocalQueue
+    from turnkeeper.service.queue import LocalQueue
     from turnkeeper.store import new_token
     from turnkeeper.store.sqlite import SqliteStore
     from turnkeeper.tools.functions import FunctionToolset, Tool

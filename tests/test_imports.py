@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "turnkeeper"
@@ -79,7 +81,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 def test_no_module_imports_one_that_imports_it_back() -> None:
     edges = graph()
-    assert edges.get("turnkeeper.loop"), "the graph was read"
+    assert edges.get("turnkeeper.turn.loop"), "the graph was read"
     # A package's `__init__` gathering its modules is not a cycle of the modules themselves.
     for name in edges:
         edges[name] = {m for m in edges[name] if not name.startswith(m + ".")}
@@ -97,42 +99,88 @@ def reached_from(edges: dict[str, set[str]], start: str) -> set[str]:
     return seen
 
 
-ABOVE_THE_STORE = (
-    "turnkeeper.hooks",
-    "turnkeeper.trace",
-    "turnkeeper.calls",
-    "turnkeeper.loop",
-    "turnkeeper.job",
-    "turnkeeper.providers",
-    "turnkeeper.instruments",
-    "turnkeeper.telemetry",
+FLOORS = (
+    (
+        "the ground floor",
+        {"errors", "credentials", "usage", "outcomes", "cards", "wire", "state", "budget", "i18n"},
+    ),
+    ("the store", {"store"}),
+    ("the providers", {"providers"}),
+    ("the tools", {"tools"}),
+    ("observing", {"observe"}),
+    ("the turn", {"turn"}),
+    ("the service", {"service"}),
+    ("the assistant", {"assistant"}),
+    ("the API", {"api"}),
+    ("serving", {"serving"}),
+    ("the command line", {"cli", "__main__"}),
 )
+"""The package's floors, lowest first: a module imports its own floor and those below."""
+
+DOORS_UP = {("turnkeeper.assistant", "turnkeeper.serving.mounted")}
+"""The imports that go up a floor, each on purpose: `Assistant.asgi()` (a public method
+since the first mounted app) builds the mounted app, imported only when it is called, so
+importing the assistant never loads the HTTP layer."""
 
 
-def test_the_store_imports_nothing_of_the_loops_side() -> None:
-    """The store sits below the loop: no module under `store/` reaches the hooks, the
-    trace, the call room, the loop, the job, a provider or the instruments, directly or
-    through another module. (Python runs a package's `__init__` before any of its modules;
-    the package's gathering of its public names is not counted, as in the cycle test
-    above.)"""
+def floor(module: str) -> int:
+    """The index in FLOORS of the floor `module` lives on (-1: the package front)."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return -1
+    for index, (_, rooms) in enumerate(FLOORS):
+        if parts[1] in rooms:
+            return index
+    raise AssertionError(f"{module} is on no floor: add its room to FLOORS")
+
+
+def test_no_module_imports_a_floor_above_its_own() -> None:
     edges = graph()
-    for name in edges:
-        edges[name] = {m for m in edges[name] if not name.startswith(m + ".")}
-    stores = sorted(n for n in edges if n.split(".")[:2] == ["turnkeeper", "store"])
-    assert "turnkeeper.store.sqlite" in stores
-    assert "turnkeeper.store.postgres" in stores
-    for store in stores:
-        above = sorted(
-            m
-            for m in reached_from(edges, store)
-            if any(m == a or m.startswith(a + ".") for a in ABOVE_THE_STORE)
+    up = sorted(
+        (name, target)
+        for name, targets in edges.items()
+        for target in targets
+        if not name.startswith(target + ".") and floor(target) > floor(name)
+    )
+    assert set(up) == DOORS_UP, up
+
+
+def test_the_floor_check_sees_an_import_up() -> None:
+    assert floor("turnkeeper.store.sqlite") < floor("turnkeeper.turn.loop")
+    assert floor("turnkeeper.turn.loop") < floor("turnkeeper.serving.server")
+    assert floor("turnkeeper") == -1
+
+
+def test_the_top_level_holds_a_dozen_modules_at_most() -> None:
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= 12, top
+
+
+def test_every_subpackage_says_what_it_owns_and_may_import() -> None:
+    for init in PACKAGE.glob("*/__init__.py"):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        assert "import" in doc.lower(), (
+            f"{init.parent.name}/__init__.py does not say what it may import"
         )
-        assert not above, f"{store} reaches {', '.join(above)}"
+
+
+def test_importing_the_store_loads_no_provider_and_not_the_loop() -> None:
+    code = (
+        "import sys, turnkeeper.store; "
+        "print(' '.join(m for m in sys.modules if m.startswith('turnkeeper')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert "turnkeeper.store" in loaded
+    above = [m for m in loaded if floor(m) > floor("turnkeeper.store.base")]
+    assert not [m for m in loaded if m.startswith(("turnkeeper.providers", "turnkeeper.turn"))]
+    assert not above, above
 
 
 def test_the_records_import_only_the_state_usage_and_wire_types() -> None:
     edges = graph()
-    assert edges["turnkeeper.records"] <= {
+    assert edges["turnkeeper.store.records"] <= {
         "turnkeeper.state",
         "turnkeeper.usage",
         "turnkeeper.wire",

@@ -11,12 +11,12 @@ from tests.models import LOOKUP, GatedModel, StubbornModel
 from tests.scripts import assert_valid_history
 from turnkeeper import state as published
 from turnkeeper.budget import Budget
-from turnkeeper.job import TurnJob, failed, recovered_tail
+from turnkeeper.observe.report import Report
 from turnkeeper.outcomes import Outcome
 from turnkeeper.providers.scripted import ScriptedProvider
-from turnkeeper.records import Recovery
-from turnkeeper.report import Report
+from turnkeeper.service.job import TurnJob, failed, recovered_tail
 from turnkeeper.store import Store, held_by, new_token
+from turnkeeper.store.records import Recovery
 
 
 async def queued(store: Store, question: str = "what's up?") -> tuple[str, str]:

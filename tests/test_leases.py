@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from turnkeeper.leases import Leases
+from turnkeeper.service.leases import Leases
 from turnkeeper.store import Store, held_by, new_token
 
 LEASE = 0.3

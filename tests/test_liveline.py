@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from tests.scripts import answer, asks, tool_use
-from turnkeeper.liveline import CLEAR, LiveLine
+from turnkeeper.cli.progress import CLEAR, LiveLine
 
 REPO = Path(__file__).resolve().parents[1]
 

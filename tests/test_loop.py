@@ -28,11 +28,11 @@ from turnkeeper import (
     ScriptedProvider,
     run_turn,
 )
-from turnkeeper.loop import TurnResult
-from turnkeeper.records import Checkpoint
-from turnkeeper.report import Report
+from turnkeeper.observe.report import Report
 from turnkeeper.state import PublishedState
+from turnkeeper.store.records import Checkpoint
 from turnkeeper.tools.functions import FunctionToolset, Tool
+from turnkeeper.turn.loop import TurnResult
 from turnkeeper.usage import Usage
 from turnkeeper.wire import Message, Reply, ToolResult, ToolSpec, ToolUse
 

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from tests.scripts import assert_valid_history, body, server_tool_use, text, tool_use
 from turnkeeper import Budget, LocalHooks, Outcome, ScriptedProvider, run_turn
 from turnkeeper.outcomes import ending
-from turnkeeper.replay import first_difference, replay
 from turnkeeper.tools.functions import FunctionToolset, Tool
+from turnkeeper.turn.replay import first_difference, replay
 from turnkeeper.wire import ToolSpec
 
 words = st.sampled_from(["", " ", "\n", "ok", "the answer", "  spaced  "])

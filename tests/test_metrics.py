@@ -13,10 +13,10 @@ from tests.providers.wire_server import recording
 from tests.scripts import answer, asks, tool_use, usage
 from tests.waiting import eventually
 from turnkeeper import LocalHooks, ScriptedProvider, run_turn
-from turnkeeper.metrics import Metrics
+from turnkeeper.observe.metrics import Metrics
 from turnkeeper.providers import chat_api
+from turnkeeper.service.sweeper import Sweeper
 from turnkeeper.store import Store, new_token
-from turnkeeper.sweeper import Sweeper
 from turnkeeper.tools.functions import FunctionToolset, Tool
 from turnkeeper.wire import Message, Reply, ToolResult, ToolSpec
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from turnkeeper import prices
 from turnkeeper.errors import ConfigError
-from turnkeeper.prices import Price, PriceTable
+from turnkeeper.observe import prices
+from turnkeeper.observe.prices import Price, PriceTable
 from turnkeeper.providers import chat_api
 from turnkeeper.usage import Usage
 

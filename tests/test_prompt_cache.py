@@ -22,13 +22,14 @@ from tests.providers.wire_server import WireServer, recording, replayed, streame
 from tests.scripts import answer, asks, tool_use
 from tests.test_server import free_port, output, turnkeeper, until_up
 from tests.waiting import eventually
-from turnkeeper import Assistant, LocalHooks, prices, run_turn
+from turnkeeper import Assistant, LocalHooks, run_turn
 from turnkeeper.cli import main
 from turnkeeper.errors import ConfigError
-from turnkeeper.metrics import Metrics
+from turnkeeper.observe import prices
+from turnkeeper.observe.metrics import Metrics
+from turnkeeper.observe.telemetry import Telemetry
 from turnkeeper.providers import cache_marks
 from turnkeeper.providers.anthropic import AnthropicProvider
-from turnkeeper.telemetry import Telemetry
 
 INSTRUCTIONS = "You answer questions about orders, briefly."
 APP = f'''
@@ -314,7 +315,7 @@ async def test_metrics_and_spans_count_the_recorded_cache_tokens(server: WireSer
     metrics, exporter = Metrics(), InMemorySpanExporter()
     tracer = TracerProvider()
     tracer.add_span_processor(SimpleSpanProcessor(exporter))
-    from turnkeeper.instruments import Watchers
+    from turnkeeper.observe.watchers import Watchers
 
     watcher = Watchers([metrics, Telemetry(tracer)])
     await recorded_turns(server, [CACHE_WRITE, CACHE_READ], watcher=watcher)

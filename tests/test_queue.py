@@ -7,8 +7,8 @@ import asyncio
 from tests import scripts
 from tests.models import GatedModel
 from tests.waiting import eventually
-from turnkeeper.job import TurnJob
-from turnkeeper.queue import LocalQueue
+from turnkeeper.service.job import TurnJob
+from turnkeeper.service.queue import LocalQueue
 from turnkeeper.store import Store, new_token
 
 

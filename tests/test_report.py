@@ -16,8 +16,8 @@ from tests.scripts import answer, asks, body, tool_use, usage
 from turnkeeper import ScriptedProvider, run_turn
 from turnkeeper.budget import Budget
 from turnkeeper.credentials import keep_secret, redact_logs
-from turnkeeper.logs import JsonFormatter
-from turnkeeper.report import Report, report
+from turnkeeper.observe.logs import JsonFormatter
+from turnkeeper.observe.report import Report, report
 
 
 async def reported(
@@ -143,7 +143,7 @@ def sentry() -> Any:
 
 
 def test_without_sentry_set_up_nothing_is_sent() -> None:
-    from turnkeeper.report import to_sentry
+    from turnkeeper.observe.report import to_sentry
 
     assert not sentry_sdk.get_client().is_active()
     assert to_sentry(Report("t_1", 1, "failed", "boom")) is False

@@ -19,12 +19,12 @@ from tests.fake_model import FakeModelServer
 from tests.scripts import answer, asks, tool_use
 from tests.test_server import free_port, output, turnkeeper, until_up
 from tests.waiting import eventually
-from turnkeeper import timeline
+from turnkeeper.cli import timeline
+from turnkeeper.observe.report import Report
 from turnkeeper.providers import messages_api
-from turnkeeper.report import Report
-from turnkeeper.resume import Resuming
+from turnkeeper.service.sweeper import Sweeper
 from turnkeeper.store import Store, new_token, open_store
-from turnkeeper.sweeper import Sweeper
+from turnkeeper.turn.resume import Resuming
 
 APPS = str(Path(__file__).resolve().parent / "apps")
 APP = ["payments:assistant", "--app-dir", APPS, "--provider", "anthropic"]

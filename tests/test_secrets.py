@@ -15,13 +15,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.providers.wire_server import WireServer, json_response
 from tests.scripts import answer, asks, tool_use
 from turnkeeper import LocalHooks, run_turn
-from turnkeeper.instruments import Watchers
-from turnkeeper.job import TurnJob
-from turnkeeper.logs import JsonFormatter
-from turnkeeper.metrics import Metrics
+from turnkeeper.observe.logs import JsonFormatter
+from turnkeeper.observe.metrics import Metrics
+from turnkeeper.observe.telemetry import Telemetry
+from turnkeeper.observe.watchers import Watchers
 from turnkeeper.providers.select import choose_provider
+from turnkeeper.service.job import TurnJob
 from turnkeeper.store import new_token, open_store
-from turnkeeper.telemetry import Telemetry
 from turnkeeper.tools.functions import FunctionToolset, Tool
 from turnkeeper.wire import ToolSpec
 

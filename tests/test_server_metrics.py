@@ -14,8 +14,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.test_server import demo_turn, free_port, output, turnkeeper, until_up
 from tests.waiting import eventually
-from turnkeeper.metrics import Metrics
-from turnkeeper.server import _counting
+from turnkeeper.observe.metrics import Metrics
+from turnkeeper.serving.server import _counting
 
 
 def sample(text: str, name: str, **labels: str) -> float | None:

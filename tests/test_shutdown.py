@@ -23,8 +23,8 @@ import httpx
 from tests.providers.wire_server import Canned, WireServer, replayed, serving
 from tests.test_server import free_port, output, until_up
 from tests.waiting import eventually
-from turnkeeper.job import failed
 from turnkeeper.providers.demo import DemoProvider
+from turnkeeper.service.job import failed
 from turnkeeper.store import hash_token, held_by, open_store
 
 TEXT = "vercel__ai/openai__chat__openai-text.json"

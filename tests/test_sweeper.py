@@ -22,8 +22,8 @@ from tests import scripts
 from tests.fake_model import HOLD, FakeModelServer
 from tests.scripts import assert_valid_history
 from tests.waiting import eventually
+from turnkeeper.service.sweeper import Sweeper
 from turnkeeper.store import Store, new_token
-from turnkeeper.sweeper import Sweeper
 
 REPO = Path(__file__).resolve().parents[1]
 LEASE = 1.0

@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from tests.waiting import eventually
+from turnkeeper.service.sweeper import Sweeper
 from turnkeeper.store import Store, new_token
-from turnkeeper.sweeper import Sweeper
 
 HOLD = 1.0
 """The lease the sweeper gives live workers once the store answers again (seconds)."""

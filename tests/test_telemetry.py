@@ -20,9 +20,9 @@ from tests.models import GatedModel
 from tests.scripts import answer, asks, body, tool_use, usage
 from turnkeeper import LocalHooks, Outcome, ScriptedProvider, run_turn
 from turnkeeper.credentials import keep_secret
-from turnkeeper.observed import CallEnd, TurnInfo
+from turnkeeper.observe.telemetry import Telemetry
+from turnkeeper.observe.watched import CallEnd, TurnInfo
 from turnkeeper.outcomes import ending
-from turnkeeper.telemetry import Telemetry
 from turnkeeper.tools.functions import FunctionToolset, Tool
 from turnkeeper.usage import Usage
 from turnkeeper.wire import ToolSpec
@@ -99,7 +99,7 @@ async def test_a_turn_is_one_trace_of_a_turn_span_model_calls_and_tool_calls(
 
 
 async def test_a_requested_model_names_the_call_span() -> None:
-    from turnkeeper.observed import TurnInfo
+    from turnkeeper.observe.watched import TurnInfo
 
     exporter = InMemorySpanExporter()
     watch = telemetry(exporter).turn(TurnInfo("t", "c", "anthropic", "claude-haiku-4-5"))
@@ -151,7 +151,7 @@ async def test_spans_carry_no_content_unless_the_user_opts_in(
 
 
 async def test_without_a_configured_tracer_provider_turns_are_not_traced() -> None:
-    from turnkeeper.telemetry import configured
+    from turnkeeper.observe.telemetry import configured
 
     assert configured() is None
 
@@ -164,7 +164,7 @@ async def test_without_the_otel_extra_turns_run_unwatched_and_look_for_it_once(
     import importlib.abc
     import sys
 
-    from turnkeeper import instruments
+    from turnkeeper.observe import watchers as instruments
 
     looked: list[str] = []
 

@@ -19,11 +19,11 @@ from tests.scripts import answer, asks, tool_use, usage
 from tests.test_loop import Clock, quiet_hooks
 from turnkeeper import Budget, LocalHooks, Outcome, ScriptedProvider, run_turn
 from turnkeeper.cli import main
-from turnkeeper.job import TurnJob
-from turnkeeper.records import ModelCall
+from turnkeeper.service.job import TurnJob
 from turnkeeper.store import new_token, open_store
+from turnkeeper.store.records import ModelCall
 from turnkeeper.tools.functions import FunctionToolset, Tool
-from turnkeeper.trace import write_trace
+from turnkeeper.turn.trace import write_trace
 from turnkeeper.wire import ToolSpec
 
 SONNET = "claude-sonnet-4-5"
@@ -120,7 +120,7 @@ def test_trace_show_of_a_file_has_captions_and_cost(
 
 
 def test_a_summarised_record_gives_the_same_row() -> None:
-    from turnkeeper import timeline
+    from turnkeeper.cli import timeline
 
     summary = {
         "iteration": 2,
@@ -143,7 +143,7 @@ def test_a_summarised_record_gives_the_same_row() -> None:
 def test_the_totals_hold_the_model_calls_time_and_the_tools_time() -> None:
     """The turn's wall time, in its two parts: as a trace records it and as the store
     keeps it."""
-    from turnkeeper import timeline
+    from turnkeeper.cli import timeline
 
     recorded = ModelCall(1, 0.0, 60.0, 1.5, response={}, tools_duration=0.75)
     stored = {"iteration": 2, "seconds": 2.0, "tools_seconds": 0.25, "input_tokens": 0}

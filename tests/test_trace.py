@@ -11,9 +11,9 @@ import pytest
 from tests.scripts import asks, tool_use
 from tests.test_loop import QUESTION, Clock, SlowScripted, echo_tool, quiet_hooks
 from turnkeeper import Budget, ConfigError, Outcome, run_turn
-from turnkeeper.replay import first_difference, replay
 from turnkeeper.tools.functions import FunctionToolset
-from turnkeeper.trace import read_trace, write_trace
+from turnkeeper.turn.replay import first_difference, replay
+from turnkeeper.turn.trace import read_trace, write_trace
 
 
 async def test_a_time_limit_after_some_calls_replays_from_the_recorded_clock(

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 
 from tests.fake_model import HttpModel
-from turnkeeper.job import TurnJob
+from turnkeeper.service.job import TurnJob
 from turnkeeper.store import open_store
 from turnkeeper.tools.functions import FunctionToolset, Tool
 from turnkeeper.wire import ToolSpec

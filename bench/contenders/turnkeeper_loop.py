@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from turnkeeper import Budget, LocalHooks, Outcome, run_turn
-from turnkeeper.hooks import Hooks
 from turnkeeper.providers import messages_api
 from turnkeeper.tools.functions import FunctionToolset, Tool
+from turnkeeper.turn.hooks import Hooks
 from turnkeeper.wire import Message, Reply, ToolResult, ToolSpec
 
 from .. import fake

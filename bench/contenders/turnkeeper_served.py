@@ -7,7 +7,7 @@ are frozen, young collections come every 50,000 allocations.
 
 from __future__ import annotations
 
-from turnkeeper import gc_policy
+from turnkeeper.service import gc_policy
 
 from .. import fake
 from . import turnkeeper_loop

@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from turnkeeper import Budget, Outcome
-from turnkeeper.job import TurnJob
+from turnkeeper.service.job import TurnJob
 from turnkeeper.store import Store, new_token, open_store
 
 from .. import fake

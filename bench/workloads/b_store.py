@@ -8,9 +8,10 @@ import tempfile
 import time
 from typing import Any
 
-from turnkeeper import Budget, gc_policy
-from turnkeeper.job import TurnJob
-from turnkeeper.queue import LocalQueue
+from turnkeeper import Budget
+from turnkeeper.service import gc_policy
+from turnkeeper.service.job import TurnJob
+from turnkeeper.service.queue import LocalQueue
 from turnkeeper.store import new_token
 from turnkeeper.store.sqlite import SqliteStore
 

@@ -160,8 +160,8 @@ async def listening(store: Any, n: int) -> None:
 async def batch(url: str, k: int, n: int, slots: int) -> Batch:
     """K turns queued, N workers of `slots` each ready, then K jobs deferred at once; timed
     until all are done."""
+    from turnkeeper.service.worker import QUEUE, TASK, ProcrastinateQueue
     from turnkeeper.store import open_store
-    from turnkeeper.worker import QUEUE, TASK, ProcrastinateQueue
 
     store = await open_store(url)
     result = Batch(workers=n, turns=k)

@@ -1,33 +1,93 @@
 """turnkeeper: runs LLM agent turns the way production needs them run."""
 
-from importlib.metadata import version as _version
+from __future__ import annotations
 
-from .assistant import Assistant
-from .budget import Budget
-from .cards import Card, CardError
-from .errors import (
-    ConfigError,
-    ProviderError,
-    ProviderFailed,
-    ProviderUnavailable,
-    ScriptExhausted,
-    TurnError,
-    TurnkeeperError,
-)
-from .hooks import Hooks, LocalHooks
-from .loop import TurnResult, decide, run_turn
-from .outcomes import Outcome, Status, Stop
-from .providers.scripted import ScriptedProvider
-from .records import Checkpoint
-from .report import Report, log_report
-from .state import Bubble, PublishedState
-from .tools.context import ToolContext
-from .tools.functions import Tool, ToolRefused, tool
-from .usage import Usage
-from .wire import Reply, ToolResult, ToolSpec, ToolUse
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__version__ = _version("turnkeeper")
-"""The installed version, from the package metadata (pyproject.toml)."""
+_PUBLIC = {
+    "Assistant": ".assistant",
+    "Bubble": ".state",
+    "Budget": ".budget",
+    "Card": ".cards",
+    "CardError": ".cards",
+    "Checkpoint": ".store.records",
+    "ConfigError": ".errors",
+    "Hooks": ".turn.hooks",
+    "LocalHooks": ".turn.hooks",
+    "Outcome": ".outcomes",
+    "ProviderError": ".errors",
+    "ProviderFailed": ".errors",
+    "ProviderUnavailable": ".errors",
+    "PublishedState": ".state",
+    "Reply": ".wire",
+    "Report": ".observe.report",
+    "ScriptExhausted": ".errors",
+    "ScriptedProvider": ".providers.scripted",
+    "Status": ".outcomes",
+    "Stop": ".outcomes",
+    "Tool": ".tools.functions",
+    "ToolContext": ".tools.context",
+    "ToolRefused": ".tools.functions",
+    "ToolResult": ".wire",
+    "ToolSpec": ".wire",
+    "ToolUse": ".wire",
+    "TurnError": ".errors",
+    "TurnResult": ".turn.loop",
+    "TurnkeeperError": ".errors",
+    "Usage": ".usage",
+    "decide": ".turn.loop",
+    "log_report": ".observe.report",
+    "run_turn": ".turn.loop",
+    "tool": ".tools.functions",
+}
+"""Each public name and the module it lives in, imported on first use (PEP 562)."""
+
+if TYPE_CHECKING:
+    from .assistant import Assistant
+    from .budget import Budget
+    from .cards import Card, CardError
+    from .errors import (
+        ConfigError,
+        ProviderError,
+        ProviderFailed,
+        ProviderUnavailable,
+        ScriptExhausted,
+        TurnError,
+        TurnkeeperError,
+    )
+    from .observe.report import Report, log_report
+    from .outcomes import Outcome, Status, Stop
+    from .providers.scripted import ScriptedProvider
+    from .state import Bubble, PublishedState
+    from .store.records import Checkpoint
+    from .tools.context import ToolContext
+    from .tools.functions import Tool, ToolRefused, tool
+    from .turn.hooks import Hooks, LocalHooks
+    from .turn.loop import TurnResult, decide, run_turn
+    from .usage import Usage
+    from .wire import Reply, ToolResult, ToolSpec, ToolUse
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its module the first time it is asked for; the package
+    front loads nothing else, so importing a low floor (the store, say) never drags in
+    the loop or a provider."""
+    if name == "__version__":
+        from importlib.metadata import version
+
+        value: Any = version("turnkeeper")
+    elif name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name], __name__), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC, "__version__"])
+
 
 __all__ = [
     "Assistant",

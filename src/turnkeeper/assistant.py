@@ -30,23 +30,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .activity import ACTIVITIES
 from .budget import Budget
 from .errors import ConfigError
 from .i18n import Catalogs
 from .providers import Provider
 from .providers.cache_marks import ttl_of
 from .providers.select import NAMES, ModelSettings, choose_provider
-from .resume import Resuming
 from .tools import CombinedToolset, Toolset
 from .tools.files import DEMO_ROOT, read_file_tool
 from .tools.functions import FunctionToolset, Tool, ToolFunction, function_tool
+from .turn.activity import ACTIVITIES
+from .turn.resume import Resuming
 from .wire import ToolSpec
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-    from .api.mounted import AssistantApp
+    from .serving.mounted import AssistantApp
 
 Authenticate = Callable[["Request"], "Awaitable[str | None] | str | None"]
 """`authenticate(request)`, sync or async: the id of the application's signed-in user, or None."""
@@ -209,7 +209,7 @@ class Assistant:
         `cors_origins` may call it, pages of `frame_ancestors` frame it; `public_metrics`
         answers `/metrics` under the prefix.
         """
-        from .api.mounted import AssistantApp
+        from .serving.mounted import AssistantApp
 
         return AssistantApp(
             self,

@@ -1,4 +1,4 @@
-"""The two caps of a turn and the clocks that nest inside them.
+"""The two caps of a turn, the clocks that nest inside them, and the clock a turn reads.
 
 Clocks nest: per-call timeout < turn deadline < job timeout. The per-call
 timeout is derived from what remains, and a call there is no time to finish is
@@ -8,9 +8,16 @@ never started.
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import ConfigError
+
+Clock = Callable[[], float]
+"""Monotonic seconds; injected so tests and replay control time."""
+
+monotonic: Clock = time.monotonic
 
 DEFAULT_MAX_ITERATIONS = 10
 DEFAULT_DEADLINE = 180.0

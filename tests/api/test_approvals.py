@@ -16,17 +16,17 @@ import pytest
 from tests import scripts
 from tests.api.test_routes import HeldQueue, client_for, start_turn
 from tests.waiting import eventually
-from turnkeeper import timeline
 from turnkeeper.api import create_app
 from turnkeeper.budget import Budget
-from turnkeeper.job import TurnJob
+from turnkeeper.cli import timeline
 from turnkeeper.outcomes import Outcome
 from turnkeeper.providers.scripted import ScriptedProvider
-from turnkeeper.queue import LocalQueue
-from turnkeeper.resume import Resuming
+from turnkeeper.service.job import TurnJob
+from turnkeeper.service.queue import LocalQueue
+from turnkeeper.service.sweeper import Sweeper
 from turnkeeper.store import Store
-from turnkeeper.sweeper import Sweeper
 from turnkeeper.tools.functions import FunctionToolset, Tool
+from turnkeeper.turn.resume import Resuming
 from turnkeeper.wire import ToolSpec
 
 DELETE = {"path": "notes.txt"}

@@ -12,7 +12,7 @@ from tests import scripts
 from tests.api.test_routes import HeldQueue, client_for, conversation
 from tests.models import GatedModel
 from turnkeeper.api import create_app
-from turnkeeper.job import TurnJob
+from turnkeeper.service.job import TurnJob
 from turnkeeper.store import Store
 
 SHOP = "https://shop.example.com"

@@ -25,10 +25,10 @@ from tests.waiting import eventually
 from turnkeeper.api import create_app
 from turnkeeper.api.openapi import DOCUMENT, MAX_AFTER, Bubble, State, Transcript
 from turnkeeper.api.openapi import Usage as DeclaredUsage
-from turnkeeper.job import TurnJob
 from turnkeeper.outcomes import Outcome, Status, TurnStatus
 from turnkeeper.providers.scripted import ScriptedProvider
-from turnkeeper.queue import LocalQueue
+from turnkeeper.service.job import TurnJob
+from turnkeeper.service.queue import LocalQueue
 from turnkeeper.state import Bubble as PublishedBubble
 from turnkeeper.state import PublishedState, Role
 from turnkeeper.store import Store

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from turnkeeper.api.owners import Owners
-from turnkeeper.records import Guard, Turn
 from turnkeeper.store import new_token
+from turnkeeper.store.records import Guard, Turn
 from turnkeeper.store.sqlite import SqliteStore
 
 

@@ -13,8 +13,8 @@ from tests import scripts
 from tests.models import LOOKUP, GatedModel
 from tests.waiting import eventually
 from turnkeeper.api import create_app
-from turnkeeper.job import TurnJob
-from turnkeeper.queue import LocalQueue
+from turnkeeper.service.job import TurnJob
+from turnkeeper.service.queue import LocalQueue
 from turnkeeper.store import Store
 
 

@@ -13,7 +13,7 @@ from starlette.requests import Request
 from tests.api.test_routes import HeldQueue, client_for
 from tests.apps import orders
 from turnkeeper.api import create_app
-from turnkeeper.job import failed
+from turnkeeper.service.job import failed
 from turnkeeper.store import UNCLAIMED, Store
 
 

@@ -14,10 +14,10 @@ import logging
 import sys
 
 from tests.fake_model import HttpModel
-from turnkeeper.job import TurnJob
+from turnkeeper.service.job import TurnJob
+from turnkeeper.service.sweeper import Sweeper
+from turnkeeper.service.worker import run_worker
 from turnkeeper.store import open_store
-from turnkeeper.sweeper import Sweeper
-from turnkeeper.worker import run_worker
 
 LEASE = 2.0
 HEARTBEAT = 0.5

@@ -28,9 +28,9 @@ from tests.fake_model import HOLD, FakeModelServer
 from tests.scripts import assert_valid_history
 from tests.test_server import free_port
 from tests.waiting import eventually
-from turnkeeper.report import Report
+from turnkeeper.observe.report import Report
+from turnkeeper.service.sweeper import Sweeper
 from turnkeeper.store import Store, new_token
-from turnkeeper.sweeper import Sweeper
 
 REPO = Path(__file__).resolve().parents[2]
 LEASE = "1"
@@ -86,7 +86,7 @@ async def queued(store: Store, url: str) -> tuple[str, str]:
     conversation_id = await store.create_conversation(new_token()[1])
     turn_id = (await store.create_turn(conversation_id, "what is on my list?")).turn_id
     if url.startswith("postgresql"):
-        from turnkeeper.worker import ProcrastinateQueue
+        from turnkeeper.service.worker import ProcrastinateQueue
 
         async with ProcrastinateQueue(url) as queue:
             await queue.enqueue(turn_id)

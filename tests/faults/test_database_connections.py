@@ -14,8 +14,8 @@ import pytest
 from tests import scripts
 from tests.api.test_routes import HeldQueue, client_for, start_turn
 from turnkeeper.api import create_app
-from turnkeeper.job import TurnJob
 from turnkeeper.providers import messages_api
+from turnkeeper.service.job import TurnJob
 from turnkeeper.store import Store
 from turnkeeper.wire import Message, Reply, ToolResult, ToolSpec
 

@@ -20,8 +20,8 @@ from tests import scripts
 from tests.fake_model import HOLD, FakeModelServer
 from tests.faults.own_postgres import OwnPostgres, own_postgres
 from tests.waiting import eventually
+from turnkeeper.service.worker import ProcrastinateQueue
 from turnkeeper.store import new_token, open_store
-from turnkeeper.worker import ProcrastinateQueue
 
 pytestmark = pytest.mark.postgres
 

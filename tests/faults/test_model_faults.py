@@ -23,9 +23,9 @@ import pytest
 from tests import scripts
 from tests.providers.wire_server import Canned, WireServer, json_response
 from turnkeeper import Budget, Outcome
-from turnkeeper.job import TurnJob
+from turnkeeper.observe.report import Report
 from turnkeeper.providers.anthropic import AnthropicProvider
-from turnkeeper.report import Report
+from turnkeeper.service.job import TurnJob
 from turnkeeper.store import Store, new_token
 
 RETRIES = 2

@@ -26,12 +26,12 @@ from tests.tcp_proxy import TcpProxy
 from tests.test_server import output, running
 from tests.waiting import eventually
 from turnkeeper.api import create_app
-from turnkeeper.job import TurnJob
 from turnkeeper.outcomes import Outcome
 from turnkeeper.providers import messages_api
+from turnkeeper.service.job import TurnJob
+from turnkeeper.service.worker import ProcrastinateQueue
 from turnkeeper.store import Store, new_token, open_store
 from turnkeeper.wire import Message, Reply, ToolResult, ToolSpec
-from turnkeeper.worker import ProcrastinateQueue
 
 pytestmark = pytest.mark.postgres
 

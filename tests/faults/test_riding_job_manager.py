@@ -17,9 +17,9 @@ from procrastinate.manager import JobManager
 
 from tests.tcp_proxy import TcpProxy
 from tests.waiting import eventually
+from turnkeeper.service.worker import QUEUE, ProcrastinateQueue, RidingJobManager, procrastinate_app
 from turnkeeper.store import open_store
 from turnkeeper.store.pool import outage
-from turnkeeper.worker import QUEUE, ProcrastinateQueue, RidingJobManager, procrastinate_app
 
 pytestmark = pytest.mark.postgres
 

@@ -21,8 +21,8 @@ import pytest
 from tests import scripts
 from tests.fake_model import HOLD, FakeModelServer
 from tests.waiting import eventually
+from turnkeeper.service.worker import ProcrastinateQueue
 from turnkeeper.store import Store, new_token
-from turnkeeper.worker import ProcrastinateQueue
 
 pytestmark = pytest.mark.postgres
 

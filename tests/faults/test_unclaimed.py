@@ -17,13 +17,13 @@ import pytest
 
 from tests import scripts
 from tests.waiting import eventually
-from turnkeeper.job import TurnJob
+from turnkeeper.observe.report import Report
 from turnkeeper.outcomes import Outcome
 from turnkeeper.providers.scripted import ScriptedProvider
-from turnkeeper.queue import LocalQueue
-from turnkeeper.report import Report
+from turnkeeper.service.job import TurnJob
+from turnkeeper.service.queue import LocalQueue
+from turnkeeper.service.sweeper import Sweeper
 from turnkeeper.store import Store, new_token, open_store
-from turnkeeper.sweeper import Sweeper
 
 
 async def queued(store: Store) -> tuple[str, str]:
@@ -131,7 +131,7 @@ def failing_once(method: Any) -> Any:
 
 @pytest.mark.postgres
 async def test_a_turn_never_deferred_is_finalised_by_a_worker(own_database: str) -> None:
-    from turnkeeper.worker import ProcrastinateQueue, run_worker
+    from turnkeeper.service.worker import ProcrastinateQueue, run_worker
 
     store = await open_store(own_database)
     try:

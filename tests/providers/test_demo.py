@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from turnkeeper.assistant import demo_assistant
-from turnkeeper.loop import run_turn
 from turnkeeper.providers.demo import DemoProvider
+from turnkeeper.turn.loop import run_turn
 
 
 async def ask(question: str) -> tuple[str, list[dict[str, Any]], int]:

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from turnkeeper import Budget, LocalHooks, TurnResult, run_turn
+from turnkeeper.observe.report import Report
 from turnkeeper.providers import Provider
-from turnkeeper.report import Report
 from turnkeeper.wire import ToolResult, ToolSpec, ToolUse
 
 

@@ -28,15 +28,15 @@ from tests.providers.wire_server import Canned, WireServer, json_response, servi
 from tests.scripts import answer, asks, tool_use
 from turnkeeper import Budget, LocalHooks, run_turn, tool
 from turnkeeper.credentials import keep_secret
-from turnkeeper.job import TurnJob
-from turnkeeper.logs import TEXT, JsonFormatter
+from turnkeeper.observe.logs import TEXT, JsonFormatter
+from turnkeeper.observe.report import log_report
+from turnkeeper.observe.telemetry import Telemetry
 from turnkeeper.providers import Provider
 from turnkeeper.providers.anthropic import AnthropicProvider
 from turnkeeper.providers.openai import OpenAIProvider
 from turnkeeper.providers.scripted import ScriptedProvider
-from turnkeeper.report import log_report
+from turnkeeper.service.job import TurnJob
 from turnkeeper.store import hash_token, open_store
-from turnkeeper.telemetry import Telemetry
 from turnkeeper.tools.functions import FunctionToolset
 
 API_KEY = "sk-test-APIKEYSECRET-0123456789"

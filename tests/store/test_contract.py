@@ -12,7 +12,6 @@ import pytest
 from tests.waiting import eventually
 
 from turnkeeper.outcomes import Outcome, Status
-from turnkeeper.records import Checkpoint, Guard, ModelCall
 from turnkeeper.state import Bubble, PublishedState, queued
 from turnkeeper.store import (
     EXPIRED,
@@ -24,6 +23,7 @@ from turnkeeper.store import (
     new_token,
     open_store,
 )
+from turnkeeper.store.records import Checkpoint, Guard, ModelCall
 from turnkeeper.usage import Usage
 from turnkeeper.wire import Message
 

@@ -14,8 +14,7 @@ import pytest
 from tests.scripts import assert_valid_history
 
 from turnkeeper import state as published
-from turnkeeper.job import failed
-from turnkeeper.records import Guard
+from turnkeeper.service.job import failed
 from turnkeeper.state import PublishedState
 from turnkeeper.store import (
     UNCLAIMED,
@@ -26,6 +25,7 @@ from turnkeeper.store import (
     open_store,
     parse_url,
 )
+from turnkeeper.store.records import Guard
 from turnkeeper.store.sqlite import NOW as SQLITE_NOW
 from turnkeeper.usage import Usage
 from turnkeeper.wire import Message

@@ -14,8 +14,8 @@ import psycopg
 import pytest
 from tests.store.test_contract import queued_turn, running, write
 
-from turnkeeper.records import ModelCall
 from turnkeeper.store import Store, open_store
+from turnkeeper.store.records import ModelCall
 from turnkeeper.usage import Usage
 from turnkeeper.wire import Message
 

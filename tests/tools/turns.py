@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from turnkeeper.budget import Budget
-from turnkeeper.hooks import LocalHooks
-from turnkeeper.loop import TurnResult, run_turn
 from turnkeeper.providers.scripted import ScriptedProvider
 from turnkeeper.tools import Toolset
+from turnkeeper.turn.hooks import LocalHooks
+from turnkeeper.turn.loop import TurnResult, run_turn
 
 
 async def scripted_turn(

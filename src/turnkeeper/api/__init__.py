@@ -1,5 +1,9 @@
 """The HTTP API (Starlette): `create_app(store, queue, assistant=...)`; mounted in an
-application of one's own, `Assistant.asgi()` (api/mounted.py)."""
+application of one's own, `Assistant.asgi()` (serving/mounted.py).
+
+Imports the assistant, the service (`service.job`, `service.queue`), the turn's
+resume, the store and observing; never `serving` or the command line, which
+build the app."""
 
 from __future__ import annotations
 
@@ -14,8 +18,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..i18n import Catalogs
-from ..metrics import Metrics
-from ..queue import Queue
+from ..observe.metrics import Metrics
+from ..service.queue import Queue
 from ..store import Store
 from . import widget
 from .errors import (

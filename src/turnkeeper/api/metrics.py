@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..metrics import CONTENT_TYPE, Metrics
+from ..observe.metrics import CONTENT_TYPE, Metrics
 from ..store import Store
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from ..records import Guard
 from ..store import Store
+from ..store.records import Guard
 
 _V = TypeVar("_V")
 

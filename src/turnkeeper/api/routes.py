@@ -26,10 +26,10 @@ from starlette.responses import JSONResponse, Response
 
 from ..errors import ConfigError
 from ..i18n import Catalogs, accepted, locale_tag
-from ..job import failed
-from ..queue import Queue
-from ..resume import end_waiting
+from ..service.job import failed
+from ..service.queue import Queue
 from ..store import UNCLAIMED, Busy, Store, hash_token, new_token
+from ..turn.resume import end_waiting
 from ..usage import Usage
 from .errors import ApiError
 from .owners import Owners

@@ -16,10 +16,10 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import TextIO
 
-from . import i18n
-from .hooks import LocalHooks
-from .records import Checkpoint
-from .report import Reporter
+from .. import i18n
+from ..observe.report import Reporter
+from ..store.records import Checkpoint
+from ..turn.hooks import LocalHooks
 
 CLEAR = "\r\x1b[K"
 TICK = 0.2

@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from . import prices
-from .records import ModelCall
-from .usage import Usage, count
+from ..observe import prices
+from ..store.records import ModelCall
+from ..usage import Usage, count
 
 Row = dict[str, Any]
 """One row of `trace show --json`: the call's tokens, seconds, tools, caption and cost."""

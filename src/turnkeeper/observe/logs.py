@@ -16,7 +16,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from .credentials import redact_value
+from ..credentials import redact_value
 
 FORMATS = ("text", "json")
 TEXT = "%(asctime)s %(name)s: %(message)s"

@@ -12,11 +12,11 @@ from __future__ import annotations
 import threading
 from wsgiref.simple_server import WSGIServer
 
-from .errors import MissingExtra
-from .observed import CallEnd, TurnInfo
-from .outcomes import Ending, Outcome, Status
-from .usage import Usage
-from .wire import ToolUse
+from ..errors import MissingExtra
+from ..outcomes import Ending, Outcome, Status
+from ..usage import Usage
+from ..wire import ToolUse
+from .watched import CallEnd, TurnInfo
 
 try:
     import prometheus_client as prometheus

@@ -28,8 +28,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from .errors import ConfigError
-from .usage import Usage
+from ..errors import ConfigError
+from ..usage import Usage
 
 ENV = "TURNKEEPER_PRICES"
 MILLION = 1_000_000

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .credentials import redact_text, redact_value
-from .outcomes import Outcome
-from .usage import Usage
+from ..credentials import redact_text, redact_value
+from ..outcomes import Outcome
+from ..usage import Usage
 
 logger = logging.getLogger("turnkeeper.report")
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .credentials import redact_text
-from .errors import MissingExtra
-from .observed import CallEnd, TurnInfo
-from .outcomes import Ending
-from .usage import Usage
-from .wire import ToolUse
+from ..credentials import redact_text
+from ..errors import MissingExtra
+from ..outcomes import Ending
+from ..usage import Usage
+from ..wire import ToolUse
+from .watched import CallEnd, TurnInfo
 
 try:
     from opentelemetry import trace

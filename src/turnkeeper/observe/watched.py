@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .usage import Usage
+from ..usage import Usage
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,16 +17,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import ConfigError
-from .observed import CallEnd, TurnInfo
-from .outcomes import Ending
-from .usage import Usage
-from .wire import ToolResult, ToolSpec, ToolUse
+from ..errors import ConfigError
+from ..outcomes import Ending
+from ..usage import Usage
+from ..wire import ToolResult, ToolSpec, ToolUse
+from .watched import CallEnd, TurnInfo
 
 if TYPE_CHECKING:
-    from .providers import Provider
-    from .state import PublishedState
-    from .tools import Toolset
+    from ..providers import Provider
+    from ..state import PublishedState
+    from ..tools import Toolset
 
 logger = logging.getLogger("turnkeeper.instruments")
 

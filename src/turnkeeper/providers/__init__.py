@@ -3,6 +3,9 @@
 - `scripted`: Anthropic Messages API bodies returned in order (offline, replay, demo).
 - `anthropic`: the Anthropic Messages API through the official SDK.
 - `openai`: any OpenAI-compatible Chat Completions server through the official SDK.
+
+Imports only the ground floor (`turnkeeper.errors`, `wire`, `usage`,
+`credentials`, `budget`): a provider knows the wire, not the loop that calls it.
 """
 
 from __future__ import annotations

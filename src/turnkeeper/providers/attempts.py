@@ -30,7 +30,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..clock import Clock, monotonic
+from ..budget import Clock, monotonic
 from ..errors import ProviderError, ProviderFailed, ProviderUnavailable
 
 if TYPE_CHECKING:

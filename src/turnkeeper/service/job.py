@@ -19,23 +19,23 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from .activity import ACTIVITIES
-from .budget import Budget
-from .credentials import redact_text
-from .instruments import Watcher
+from ..budget import Budget
+from ..credentials import redact_text
+from ..observe.report import Report, Reporter, log_report
+from ..observe.watchers import Watcher
+from ..outcomes import Ending, Outcome, ending, unfinished
+from ..providers import Provider, wire_format
+from ..state import PublishedState
+from ..store import EXPIRED, UNCLAIMED, FenceLost, Holder, Store, held_by
+from ..store.records import Checkpoint, Recovery, ResumeRecord
+from ..tools import NoTools, Toolset
+from ..tools.context import ToolContext
+from ..turn.activity import ACTIVITIES
+from ..turn.loop import run_turn
+from ..turn.resume import Resuming, end_waiting
+from ..usage import Usage
+from ..wire import Message, ToolResult
 from .leases import Leases
-from .loop import run_turn
-from .outcomes import Ending, Outcome, ending, unfinished
-from .providers import Provider, wire_format
-from .records import Checkpoint, Recovery, ResumeRecord
-from .report import Report, Reporter, log_report
-from .resume import Resuming, end_waiting
-from .state import PublishedState
-from .store import EXPIRED, UNCLAIMED, FenceLost, Holder, Store, held_by
-from .tools import NoTools, Toolset
-from .tools.context import ToolContext
-from .usage import Usage
-from .wire import Message, ToolResult
 
 logger = logging.getLogger("turnkeeper.job")
 

@@ -16,7 +16,7 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from .store import Store
+from ..store import Store
 
 logger = logging.getLogger("turnkeeper.job")
 

@@ -14,9 +14,9 @@ import asyncio
 import logging
 from typing import Protocol
 
-from .i18n import counted
+from ..i18n import counted
+from ..store import Store
 from .job import TurnJob
-from .store import Store
 
 logger = logging.getLogger("turnkeeper.queue")
 

@@ -30,14 +30,14 @@ import logging
 import time
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from ..observe.report import Reporter, log_report
+from ..outcomes import Ending
+from ..store import EXPIRED, UNCLAIMED, Store, held_by
+from ..turn.resume import NO_ANSWER_KEY, Enqueue, Resuming, end_waiting, resume_crashed
 from .job import DEFAULT_LEASE, failed
-from .outcomes import Ending
-from .report import Reporter, log_report
-from .resume import NO_ANSWER_KEY, Enqueue, Resuming, end_waiting, resume_crashed
-from .store import EXPIRED, UNCLAIMED, Store, held_by
 
 if TYPE_CHECKING:  # prometheus-client comes with the server and postgres extras
-    from .metrics import Metrics
+    from ..observe.metrics import Metrics
 
 logger = logging.getLogger("turnkeeper.sweeper")
 

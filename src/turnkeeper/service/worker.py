@@ -21,8 +21,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from .errors import MissingExtra
-from .i18n import counted
+from ..errors import MissingExtra
+from ..i18n import counted
 from .job import TurnJob
 from .queue import say_how_it_ended
 from .sweeper import Sweeper
@@ -36,7 +36,7 @@ try:
     from procrastinate.worker import Worker
     from psycopg_pool import PoolTimeout
 
-    from .store.pool import Backoff, Outage, Pool, outage
+    from ..store.pool import Backoff, Outage, Pool, outage
 except ImportError as e:  # pragma: no cover - depends on the installed extras
     raise MissingExtra("the distributed queue", "postgres") from e
 

@@ -23,9 +23,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..queue import LocalQueue
-from ..server import DEFAULT_GRACE, Settings, banner, require_postgres, running
+from ..service.queue import LocalQueue
 from ..store import DEFAULT_URL, parse_url
+from .server import DEFAULT_GRACE, Settings, banner, require_postgres, running
 
 if TYPE_CHECKING:
     from ..assistant import Assistant, Authenticate
@@ -91,7 +91,7 @@ class AssistantApp:
     @contextlib.asynccontextmanager
     async def lifespan(self, host: Any = None) -> AsyncIterator[None]:
         """Run the assistant while the host application runs."""
-        from . import create_app
+        from ..api import create_app
 
         assistant = self.assistant
         provider = assistant.choose_provider(os.environ)

@@ -29,22 +29,22 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
-from .credentials import redact_url
-from .errors import ConfigError, MissingExtra
-from .instruments import Watchers, default_watchers
-from .job import DEFAULT_LEASE, TurnJob
-from .metrics import Metrics, serve_metrics
-from .providers import Provider
-from .queue import LocalQueue, Queue
-from .resume import Resuming
-from .store import DEFAULT_URL, Store, open_store, parse_url
-from .sweeper import Holding, Sweeper
-from .tools import CombinedToolset
-from .tools.files import DEMO_ROOT
+from .. import __version__
+from ..credentials import redact_url
+from ..errors import ConfigError, MissingExtra
+from ..observe.metrics import Metrics, serve_metrics
+from ..observe.watchers import Watchers, default_watchers
+from ..providers import Provider
+from ..service.job import DEFAULT_LEASE, TurnJob
+from ..service.queue import LocalQueue, Queue
+from ..service.sweeper import Holding, Sweeper
+from ..store import DEFAULT_URL, Store, open_store, parse_url
+from ..tools import CombinedToolset
+from ..tools.files import DEMO_ROOT
+from ..turn.resume import Resuming
 
 if TYPE_CHECKING:
-    from .assistant import Assistant
+    from ..assistant import Assistant
 
 logger = logging.getLogger("turnkeeper.server")
 
@@ -115,7 +115,7 @@ async def serve(settings: Settings, assistant: Assistant, provider: Provider) ->
     try:
         import uvicorn
 
-        from .api import create_app
+        from ..api import create_app
     except ImportError as e:
         raise MissingExtra("turnkeeper serve", "server") from e
 
@@ -165,7 +165,7 @@ async def running(
 async def work(settings: Settings, assistant: Assistant, provider: Provider) -> None:
     """Run `assistant`'s deferred turns from the PostgreSQL queue until SIGINT or SIGTERM."""
     require_postgres(settings.database, "turnkeeper worker")
-    from .worker import run_worker
+    from ..service.worker import run_worker
 
     metrics = Metrics()
     async with (
@@ -391,7 +391,7 @@ async def _queue(settings: Settings, job: TurnJob) -> AsyncIterator[Queue]:
         finally:
             await local.close()
     else:
-        from .worker import ProcrastinateQueue
+        from ..service.worker import ProcrastinateQueue
 
         async with ProcrastinateQueue(settings.database) as deferred:
             yield deferred

@@ -12,6 +12,10 @@ present; `take_over` (the sweeper, or `failed()`) bumps the fence, so a zombie
 worker's writes are refused with `FenceLost` instead of overwriting a
 finalised turn. Writes are proportional to what changed: a checkpoint appends
 the new history messages, it never rewrites the history.
+
+Imports only the ground floor's value types (`turnkeeper.state`, `wire`, `usage`,
+`errors`, `credentials`) and `store.records`: loading the store loads no
+provider and nothing of the loop's side.
 """
 
 from __future__ import annotations

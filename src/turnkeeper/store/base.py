@@ -16,7 +16,10 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ..errors import TurnError
-from ..records import (
+from ..state import PublishedState
+from ..usage import Usage
+from ..wire import Message
+from .records import (
     Checkpoint,
     ConversationSummary,
     Guard,
@@ -26,9 +29,6 @@ from ..records import (
     Turn,
     TurnStart,
 )
-from ..state import PublishedState
-from ..usage import Usage
-from ..wire import Message
 
 
 class FenceLost(TurnError):

@@ -25,7 +25,13 @@ from typing import Any
 
 from ..credentials import redact_url
 from ..errors import ConfigError, MissingExtra
-from ..records import (
+from ..state import PublishedState
+from ..usage import Usage
+from ..wire import Message
+from . import base
+from .base import ALL, PAGED, Busy, Holder, new_id, recovered_state, refused, transcript_page
+from .cancellations import Cancellations
+from .records import (
     Checkpoint,
     ConversationSummary,
     Guard,
@@ -36,12 +42,6 @@ from ..records import (
     TurnStart,
     decided,
 )
-from ..state import PublishedState
-from ..usage import Usage
-from ..wire import Message
-from . import base
-from .base import ALL, PAGED, Busy, Holder, new_id, recovered_state, refused, transcript_page
-from .cancellations import Cancellations
 
 try:
     import psycopg

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .state import Approval, PublishedState
-from .usage import Usage
-from .wire import Json, Message, ToolResult, ToolUse
+from ..state import Approval, PublishedState
+from ..usage import Usage
+from ..wire import Json, Message, ToolResult, ToolUse
 
 
 @dataclass(slots=True)

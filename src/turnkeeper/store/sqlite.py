@@ -22,7 +22,15 @@ from typing import Any
 
 from .. import state as published
 from ..errors import ConfigError
-from ..records import (
+from ..state import PublishedState
+from ..usage import Usage
+from ..wire import Message
+from . import base
+from .base import ALL, PAGED, Busy, Holder, new_id, recovered_state, refused, transcript_page
+from .cancellations import Cancellations
+from .data_version import SeenVersions
+from .group_commit import GroupCommit, transaction
+from .records import (
     Checkpoint,
     ConversationSummary,
     Guard,
@@ -33,14 +41,6 @@ from ..records import (
     TurnStart,
     decided,
 )
-from ..state import PublishedState
-from ..usage import Usage
-from ..wire import Message
-from . import base
-from .base import ALL, PAGED, Busy, Holder, new_id, recovered_state, refused, transcript_page
-from .cancellations import Cancellations
-from .commits import GroupCommit, transaction
-from .seen import SeenVersions
 
 PAGED_SQLITE = PAGED.format(p="?", least="min")
 

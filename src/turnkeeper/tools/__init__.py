@@ -13,6 +13,9 @@ server that died, escapes `call` as an exception: the loop reports it once
     ├── MCPToolset            one MCP server over stdio or HTTP (tools/mcp.py)
     └── CombinedToolset       several toolsets as one; a name offered twice is
                               a `ConfigError`
+
+Imports only the ground floor (`turnkeeper.errors`, `wire`, `cards`): a tool
+knows its context and its result, not the loop that calls it.
 """
 
 from __future__ import annotations

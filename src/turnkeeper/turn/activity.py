@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from . import i18n
-from .errors import ConfigError
+from .. import i18n
+from ..errors import ConfigError
 
 ACTIVITIES: Mapping[str, str] = {
     "read_file": "activity.read_file",

@@ -26,10 +26,10 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .records import ResumeRecord
-from .state import Approval
-from .usage import Usage
-from .wire import Message, ToolResult, ToolUse, WireFormat
+from ..state import Approval
+from ..store.records import ResumeRecord
+from ..usage import Usage
+from ..wire import Message, ToolResult, ToolUse, WireFormat
 
 DECLINED = "The person declined this tool call; {tool} was not run."
 INTERRUPTED = (

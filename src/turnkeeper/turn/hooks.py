@@ -33,10 +33,10 @@ from __future__ import annotations
 import asyncio
 from typing import Protocol
 
-from .records import Checkpoint, ResumeRecord
-from .report import Report, Reporter, log_report
-from .state import PublishedState
-from .usage import Usage
+from ..observe.report import Report, Reporter, log_report
+from ..state import PublishedState
+from ..store.records import Checkpoint, ResumeRecord
+from ..usage import Usage
 
 
 class Hooks(Protocol):

@@ -8,7 +8,7 @@ leaves by `break`, so that the single finalisation in `finally` runs exactly
 once, whatever happened. The published state moves only through its own
 transitions; model calls happen in the turn's `CallRoom` (`calls.py`), which
 keeps what the trace records, and each response's tools run as a round
-(`rounds.py`: run, or first wait for a person's yes; a resumed turn's last ones).
+(`tool_round.py`: run, or first wait for a person's yes; a resumed turn's last ones).
 """
 
 from __future__ import annotations
@@ -20,28 +20,27 @@ from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import Any, assert_never
 
-from . import rounds
+from ..budget import Budget, Clock, monotonic
+from ..cards import Card
+from ..credentials import redact_text
+from ..errors import ProviderError
+from ..i18n import counted
+from ..observe.report import Report
+from ..observe.watchers import Watcher, watch_turn, watched_tools
+from ..outcomes import Ending, Outcome, Status, Stop, ending, unfinished
+from ..providers import Provider
+from ..state import PublishedState, queued
+from ..store.records import Checkpoint, ResumeRecord
+from ..tools import NoTools, Toolset
+from ..tools.context import ToolContext, running
+from ..usage import Usage
+from ..wire import Message, Reply, ToolResult, ToolSpec, ToolUse
+from . import tool_round
 from .activity import ACTIVITIES, caption
 from .approvals import Resume
-from .budget import Budget
-from .calls import CallRoom
-from .cards import Card
-from .clock import Clock, monotonic
-from .credentials import redact_text
-from .errors import ProviderError
 from .hooks import Hooks, LocalHooks
-from .i18n import counted
-from .instruments import Watcher, watch_turn, watched_tools
-from .outcomes import Ending, Outcome, Status, Stop, ending, unfinished
-from .providers import Provider
-from .records import Checkpoint, ResumeRecord
-from .report import Report
-from .state import PublishedState, queued
-from .tools import NoTools, Toolset
-from .tools.context import ToolContext, running
+from .model_call import CallRoom
 from .trace import Trace
-from .usage import Usage
-from .wire import Message, Reply, ToolResult, ToolSpec, ToolUse
 
 
 def decide(reply: Reply) -> Outcome | None:
@@ -178,7 +177,7 @@ class _Turn:
                     if self.room.stop_checked(await self.hooks.should_stop()):
                         self.end(Outcome.STOPPED)
                         break
-                    await rounds.answer_resumed(self)
+                    await tool_round.answer_resumed(self)
                     timeout = self.budget.timeout_for_call(self.deadline - self.room.now())
                     if timeout is None:
                         self.end(Outcome.TIME_LIMIT, "too little time left to start a model call")
@@ -201,9 +200,9 @@ class _Turn:
                         if tools_timeout is None:
                             self.end(Outcome.TIME_LIMIT, "no time left to run the tools")
                             break
-                        if await rounds.waits(self, reply.tool_uses, tools_timeout):
+                        if await tool_round.waits(self, reply.tool_uses, tools_timeout):
                             break
-                        self.answer(await rounds.ran(self, reply.tool_uses, tools_timeout))
+                        self.answer(await tool_round.ran(self, reply.tool_uses, tools_timeout))
                     await self.iteration_done()
         except BaseException as e:
             if isinstance(e, TimeoutError) and backstop.expired():  # the room says what overran

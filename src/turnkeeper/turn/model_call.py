@@ -23,15 +23,15 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import prices
-from .clock import Clock
-from .errors import ProviderError, ProviderFailed, ProviderUnavailable, timed_out
-from .instruments import UNWATCHED, TurnWatch
-from .observed import CallEnd
-from .providers import Provider
-from .records import ModelCall
-from .usage import Usage
-from .wire import Message, Reply, ToolSpec
+from ..budget import Clock
+from ..errors import ProviderError, ProviderFailed, ProviderUnavailable, timed_out
+from ..observe import prices
+from ..observe.watched import CallEnd
+from ..observe.watchers import UNWATCHED, TurnWatch
+from ..providers import Provider
+from ..store.records import ModelCall
+from ..usage import Usage
+from ..wire import Message, Reply, ToolSpec
 
 logger = logging.getLogger("turnkeeper.loop")
 

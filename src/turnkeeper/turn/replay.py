@@ -12,14 +12,14 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .errors import ProviderFailed, provider_error_from
+from ..errors import ProviderFailed, provider_error_from
+from ..observe.report import Report
+from ..providers import wire_format
+from ..store.records import ModelCall
+from ..wire import Message, Reply, ToolResult, ToolSpec, ToolUse, WireFormat
 from .hooks import LocalHooks
 from .loop import TurnResult, run_turn
-from .providers import wire_format
-from .records import ModelCall
-from .report import Report
 from .trace import Trace
-from .wire import Message, Reply, ToolResult, ToolSpec, ToolUse, WireFormat
 
 
 class ReplayProvider:

@@ -19,15 +19,15 @@ import logging
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ..observe.report import Report, Reporter, log_report
+from ..outcomes import Outcome, ending
+from ..providers import wire_format
+from ..store import EXPIRED, WAITING, Store
+from ..store.records import Checkpoint, Recovery, ResumeRecord
+from ..usage import Usage
+from ..wire import Message, WireFormat
 from . import approvals
 from .approvals import Resume, resume_from
-from .outcomes import Outcome, ending
-from .providers import wire_format
-from .records import Checkpoint, Recovery, ResumeRecord
-from .report import Report, Reporter, log_report
-from .store import EXPIRED, WAITING, Store
-from .usage import Usage
-from .wire import Message, WireFormat
 
 logger = logging.getLogger("turnkeeper.resume")
 

@@ -18,13 +18,13 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from ..budget import Budget
+from ..credentials import redact_text
+from ..store.records import ResumeRecord
+from ..tools import Toolset
+from ..wire import ToolResult, ToolUse
 from .approvals import Resume, parked
-from .budget import Budget
-from .calls import CallRoom
-from .credentials import redact_text
-from .records import ResumeRecord
-from .tools import Toolset
-from .wire import ToolResult, ToolUse
+from .model_call import CallRoom
 
 
 class Turn(Protocol):

@@ -19,16 +19,16 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..budget import Budget
+from ..errors import ConfigError
+from ..outcomes import STATUSES, Outcome, Status
+from ..providers import WIRES, chat_api, messages_api
+from ..providers.scripted import read_json
+from ..state import PublishedState
+from ..store.records import ModelCall
+from ..usage import Usage
+from ..wire import Json, Message
 from .approvals import Resume
-from .budget import Budget
-from .errors import ConfigError
-from .outcomes import STATUSES, Outcome, Status
-from .providers import WIRES, chat_api, messages_api
-from .providers.scripted import read_json
-from .records import ModelCall
-from .state import PublishedState
-from .usage import Usage
-from .wire import Json, Message
 
 FORMAT = "turnkeeper.trace/1"
 REQUIRED = ("wire", "question", "prior", "history", "calls", "clock", "outcome", "budget")
