@@ -60,8 +60,8 @@ async def test_a_turn_with_a_tool_that_needs_approval_stops_and_replays_the_same
     assert (result.state.status, result.state.done) == ("waiting", False)
     assert [a.tool_use_id for a in result.state.approvals] == ["toolu_del"]
     assert ran == ["lookup"]
-    assert hooks.parked is not None
-    assert [r.tool_use_id for r in hooks.parked.results] == ["toolu_look"]
+    assert hooks.waiting is not None
+    assert [r.tool_use_id for r in hooks.waiting.results] == ["toolu_look"]
     assert hooks.finishes == 0, "a waiting turn is not finalised"
     trace = result.trace
     assert trace.outcome == "waiting"

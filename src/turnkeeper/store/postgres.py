@@ -21,22 +21,26 @@ from __future__ import annotations
 import asyncio
 import json
 import select
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from ..credentials import redact_url
 from ..errors import ConfigError, MissingExtra
+from ..outcomes import TurnStatus
 from ..state import PublishedState
 from ..usage import Usage
 from ..wire import Message
 from . import base
-from .base import ALL, PAGED, Busy, Holder, new_id, recovered_state, refused, transcript_page
+from .base import ALL, PAGED, Busy, Close, Holder, new_id, recovered_state, refused, transcript_page
 from .cancellations import Cancellations
 from .records import (
     Checkpoint,
     ConversationSummary,
+    Ended,
     Guard,
     Recovery,
     ResumeRecord,
+    Taken,
     TranscriptPage,
     Turn,
     TurnStart,
@@ -61,6 +65,7 @@ NOW = "extract(epoch from clock_timestamp())"
 MIGRATION_LOCK = 7_301_880_451  # pg_advisory_xact_lock key: one migrator at a time
 
 Connection = psycopg.AsyncConnection[TupleRow]
+T = TypeVar("T")
 
 
 def _procrastinate_schema() -> str:
@@ -566,9 +571,32 @@ class PostgresStore:
         async with self.pool.connection() as db, db.transaction():
             return await _take_over(db, turn_id, holder, lease)
 
+    async def end_turn(
+        self, turn_id: str, holder: Holder, close: Close, lease: float = 30.0
+    ) -> Ended | None:
+        async def attempt() -> Ended | None:
+            self.shown.pop(turn_id, None)  # the final write sends every bubble
+            async with self.pool.connection() as db, db.transaction():
+                return await _end_turn(db, turn_id, holder, close, lease)
+
+        return await self._patiently(attempt)
+
+    async def _patiently(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """`attempt` (a turn's write in a transaction of its own), waiting out an outage as
+        `_patient` waits for one statement."""
+        backoff = Backoff(*PATIENCE)
+        while True:
+            try:
+                return await attempt()
+            except PoolTimeout:
+                task = asyncio.current_task()
+                if not self.pool.outage.down or (task is not None and task.cancelling()):
+                    raise
+            await backoff.wait()
+
     # ---- waiting and resuming ------------------------------------------------
 
-    async def park(self, turn_id: str, fence: int, record: ResumeRecord) -> None:
+    async def wait(self, turn_id: str, fence: int, record: ResumeRecord) -> None:
         row = await self._patient(  # a turn's write: it waits out an outage
             "UPDATE turns SET resume = %s, waiting_since = clock_timestamp()"
             " WHERE turn_id = %s AND fence = %s AND NOT done RETURNING fence",
@@ -583,7 +611,7 @@ class PostgresStore:
 
     async def decide(
         self, turn_id: str, tool_use_id: str, approved: bool
-    ) -> tuple[str, int] | None:
+    ) -> tuple[TurnStatus, int] | None:
         async with self.pool.connection() as db, db.transaction():
             cursor = await db.execute(
                 "SELECT resume, state FROM turns WHERE turn_id = %s AND status = 'waiting'"
@@ -610,12 +638,15 @@ class PostgresStore:
     async def requeue(
         self, turn_id: str, fence: int, record: ResumeRecord, state: PublishedState
     ) -> None:
-        await self._write("publish", turn_id, fence, state)
-        await self._one(
-            "UPDATE turns SET resume = %s, requeued = clock_timestamp(), lease_expires = NULL"
-            " WHERE turn_id = %s AND fence = %s RETURNING fence",
-            (Jsonb(record.to_json()), turn_id, fence),
-        )
+        async def attempt() -> None:
+            self.shown.pop(turn_id, None)  # the publish below sends every bubble
+            async with self.pool.connection() as db, db.transaction():
+                published = _written("publish", turn_id, fence, state, None, 0)
+                await _fenced(db, WRITE, published, turn_id, fence)
+                requeued = (Jsonb(record.to_json()), turn_id, fence)
+                await _fenced(db, REQUEUED, requeued, turn_id, fence)
+
+        await self._patiently(attempt)  # one transaction under the fence, as a turn's write
 
     async def waiting(self, older_than: float) -> list[str]:
         rows = await self._all(
@@ -659,6 +690,40 @@ def _written(
     bare = json.dumps(state.bare())
     return (kind, turn_id, fence, state.version, state.status, bare, usage, appended, shown,
             since, calls)  # fmt: skip
+
+
+REQUEUED = (
+    "UPDATE turns SET resume = %s, requeued = clock_timestamp(), lease_expires = NULL"
+    " WHERE turn_id = %s AND fence = %s AND NOT done RETURNING fence"
+)
+
+
+async def _fenced(
+    db: Connection, sql: str, params: tuple[Any, ...], turn_id: str, fence: int
+) -> None:
+    """A write under `fence`: `FenceLost` if no row, or a null, came back (raised inside
+    the transaction, it rolls the transaction back)."""
+    cursor = await db.execute(sql, params)
+    row = await cursor.fetchone()
+    if row is None or row[0] is None:
+        raise refused(turn_id, fence)
+
+
+async def _end_turn(
+    db: Connection, turn_id: str, holder: Holder, close: Close, lease: float
+) -> Ended | None:
+    """`end_turn` in its transaction: take over, read, compute the end, write it."""
+    recovery = await _take_over(db, turn_id, holder, lease)
+    if recovery is None:
+        return None
+    cursor = await db.execute("SELECT resume, cancel FROM turns WHERE turn_id = %s", (turn_id,))
+    resume, cancel = await cursor.fetchone() or (None, False)
+    record = None if resume is None else ResumeRecord.from_json(dict(resume))
+    taken = Taken(recovery, record, bool(cancel))
+    final = close(taken)
+    written = _written("finish", turn_id, recovery.fence, final.state, final, 0)
+    await _fenced(db, WRITE, written, turn_id, recovery.fence)
+    return Ended(taken, final)
 
 
 async def _bubbles(db: Connection, turn_id: str, count: int) -> list[dict[str, Any]]:

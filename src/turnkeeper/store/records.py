@@ -151,7 +151,8 @@ class TranscriptPage:
 
 @dataclass(frozen=True, slots=True)
 class Recovery:
-    """What `take_over` hands to `failed()`: the turn's row as its last checkpoint left it."""
+    """What `take_over` hands back (and `end_turn` reads): the turn's row as its last
+    checkpoint left it."""
 
     turn_id: str
     conversation_id: str
@@ -171,6 +172,26 @@ class Recovery:
     """The last history message this turn stored, if any."""
     usage: Usage = field(default_factory=Usage)
     """Usage as last recorded (after the last model call that returned)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Taken:
+    """What `end_turn` read of a turn it took over, in the transaction that ends it: the row
+    as its last checkpoint left it, its resume record, and its cancel flag."""
+
+    recovery: Recovery
+    record: ResumeRecord | None
+    cancel: bool
+    """The turn's cancel was requested (a Stop came) before it was taken over."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """A turn `end_turn` took over and ended in one transaction: what it read, and the final
+    write it made of that."""
+
+    taken: Taken
+    final: Checkpoint
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,20 +22,23 @@ from typing import Any
 
 from .. import state as published
 from ..errors import ConfigError
+from ..outcomes import TurnStatus
 from ..state import PublishedState
 from ..usage import Usage
 from ..wire import Message
 from . import base
-from .base import ALL, PAGED, Busy, Holder, new_id, recovered_state, refused, transcript_page
+from .base import ALL, PAGED, Busy, Close, Holder, new_id, recovered_state, refused, transcript_page
 from .cancellations import Cancellations
 from .data_version import SeenVersions
 from .group_commit import GroupCommit, transaction
 from .records import (
     Checkpoint,
     ConversationSummary,
+    Ended,
     Guard,
     Recovery,
     ResumeRecord,
+    Taken,
     TranscriptPage,
     Turn,
     TurnStart,
@@ -429,9 +432,17 @@ class SqliteStore:
 
         return await self.commits.write(update)
 
+    async def end_turn(
+        self, turn_id: str, holder: Holder, close: Close, lease: float = 30.0
+    ) -> Ended | None:
+        def update(db: sqlite3.Connection) -> Ended | None:
+            return _end_turn(db, turn_id, holder, close, lease)
+
+        return await self.commits.write(update)
+
     # ---- waiting and resuming ------------------------------------------------
 
-    async def park(self, turn_id: str, fence: int, record: ResumeRecord) -> None:
+    async def wait(self, turn_id: str, fence: int, record: ResumeRecord) -> None:
         def update(db: sqlite3.Connection) -> None:
             cursor = db.execute(
                 f"UPDATE turns SET resume = ?, waiting_since = {NOW}"
@@ -451,8 +462,8 @@ class SqliteStore:
 
     async def decide(
         self, turn_id: str, tool_use_id: str, approved: bool
-    ) -> tuple[str, int] | None:
-        def update(db: sqlite3.Connection) -> tuple[str, int] | None:
+    ) -> tuple[TurnStatus, int] | None:
+        def update(db: sqlite3.Connection) -> tuple[TurnStatus, int] | None:
             row = db.execute(
                 "SELECT resume, state FROM turns WHERE turn_id = ? AND status = 'waiting'"
                 " AND done = 0",
@@ -629,6 +640,25 @@ def _take_over(
         last_message=_load(last[0]) if last else None,
         usage=Usage.from_dict(_load(usage)),
     )
+
+
+def _end_turn(
+    db: sqlite3.Connection, turn_id: str, holder: Holder, close: Close, lease: float
+) -> Ended | None:
+    """`end_turn` in the write transaction: take over, read, compute the end, write it."""
+    recovery = _take_over(db, turn_id, holder, lease)
+    if recovery is None:
+        return None
+    resume, cancel = db.execute(
+        "SELECT resume, cancel FROM turns WHERE turn_id = ?", (turn_id,)
+    ).fetchone()
+    record = None if resume is None else ResumeRecord.from_json(_load(resume))
+    taken = Taken(recovery, record, bool(cancel))
+    final = close(taken)
+    write = _Write.of(turn_id, recovery.fence, final)
+    _write(db, write)
+    db.execute(UPDATE_FINAL, write.update())
+    return Ended(taken, final)
 
 
 def _pending(db: sqlite3.Connection) -> int | None:
