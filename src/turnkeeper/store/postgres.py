@@ -22,6 +22,7 @@ import asyncio
 import json
 import select
 from collections.abc import Awaitable, Callable
+from enum import StrEnum
 from typing import Any, TypeVar
 
 from ..credentials import redact_url
@@ -44,7 +45,7 @@ from .records import (
     TranscriptPage,
     Turn,
     TurnStart,
-    decided,
+    decision_made,
 )
 
 try:
@@ -66,6 +67,14 @@ MIGRATION_LOCK = 7_301_880_451  # pg_advisory_xact_lock key: one migrator at a t
 
 Connection = psycopg.AsyncConnection[TupleRow]
 T = TypeVar("T")
+
+
+class Write(StrEnum):
+    """Which write `turnkeeper_write` makes (its `kind`)."""
+
+    PUBLISH = "publish"
+    CHECKPOINT = "checkpoint"
+    FINISH = "finish"
 
 
 def _procrastinate_schema() -> str:
@@ -522,17 +531,17 @@ class PostgresStore:
             raise refused(turn_id, fence)
 
     async def publish(self, turn_id: str, fence: int, state: PublishedState) -> None:
-        await self._write("publish", turn_id, fence, state)
+        await self._write(Write.PUBLISH, turn_id, fence, state)
 
     async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> bool:
-        return await self._write("checkpoint", turn_id, fence, checkpoint.state, checkpoint)
+        return await self._write(Write.CHECKPOINT, turn_id, fence, checkpoint.state, checkpoint)
 
     async def finish(self, turn_id: str, fence: int, final: Checkpoint) -> None:
-        await self._write("finish", turn_id, fence, final.state, final)
+        await self._write(Write.FINISH, turn_id, fence, final.state, final)
 
     async def _write(
         self,
-        kind: str,
+        kind: Write,
         turn_id: str,
         fence: int,
         state: PublishedState,
@@ -548,7 +557,7 @@ class PostgresStore:
         row = await self._patient(WRITE, _written(kind, turn_id, fence, state, write, since))
         if row is None or row[0] is None:
             raise refused(turn_id, fence)
-        if kind != "finish":
+        if kind is not Write.FINISH:
             if len(self.shown) >= SHOWN_KEPT:
                 self.shown.clear()
             self.shown[turn_id] = (fence, len(state.messages))
@@ -622,7 +631,9 @@ class PostgresStore:
             if row is None or row[0] is None:
                 return None
             record = ResumeRecord.from_json(dict(row[0]))
-            made = decided(record, PublishedState.from_json(dict(row[1])), tool_use_id, approved)
+            made = decision_made(
+                record, PublishedState.from_json(dict(row[1])), tool_use_id, approved
+            )
             if made is None:
                 return None
             record, state = made
@@ -641,7 +652,7 @@ class PostgresStore:
         async def attempt() -> None:
             self.shown.pop(turn_id, None)  # the publish below sends every bubble
             async with self.pool.connection() as db, db.transaction():
-                published = _written("publish", turn_id, fence, state, None, 0)
+                published = _written(Write.PUBLISH, turn_id, fence, state, None, 0)
                 await _fenced(db, WRITE, published, turn_id, fence)
                 requeued = (Jsonb(record.to_json()), turn_id, fence)
                 await _fenced(db, REQUEUED, requeued, turn_id, fence)
@@ -671,7 +682,7 @@ forgets sends its bubbles whole once)."""
 
 
 def _written(
-    kind: str,
+    kind: Write,
     turn_id: str,
     fence: int,
     state: PublishedState,
@@ -721,7 +732,7 @@ async def _end_turn(
     record = None if resume is None else ResumeRecord.from_json(dict(resume))
     taken = Taken(recovery, record, bool(cancel))
     final = close(taken)
-    written = _written("finish", turn_id, recovery.fence, final.state, final, 0)
+    written = _written(Write.FINISH, turn_id, recovery.fence, final.state, final, 0)
     await _fenced(db, WRITE, written, turn_id, recovery.fence)
     return Ended(taken, final)
 

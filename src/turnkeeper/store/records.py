@@ -220,7 +220,7 @@ class ResumeRecord:
     def undecided(self) -> tuple[Approval, ...]:
         return tuple(a for a in self.approvals if a.tool_use_id not in self.decisions)
 
-    def decided(self, tool_use_id: str, approved: bool) -> ResumeRecord | None:
+    def with_decision(self, tool_use_id: str, approved: bool) -> ResumeRecord | None:
         """The record once `tool_use_id` is decided; None if it does not wait for that use."""
         if all(a.tool_use_id != tool_use_id for a in self.undecided()):
             return None
@@ -263,13 +263,13 @@ class ResumeRecord:
         )
 
 
-def decided(
+def decision_made(
     record: ResumeRecord, state: PublishedState, tool_use_id: str, approved: bool
 ) -> tuple[ResumeRecord, PublishedState] | None:
     """The record and the state (one version on) once a person decided `tool_use_id`; None
     if the turn does not wait for that use. The state stays `waiting` with the uses left,
     and is `queued` once every one is decided."""
-    made = record.decided(tool_use_id, approved)
+    made = record.with_decision(tool_use_id, approved)
     if made is None:
         return None
-    return made, state.decided(made.undecided())
+    return made, state.after_decision(made.undecided())

@@ -42,7 +42,7 @@ from .records import (
     TranscriptPage,
     Turn,
     TurnStart,
-    decided,
+    decision_made,
 )
 
 PAGED_SQLITE = PAGED.format(p="?", least="min")
@@ -472,7 +472,9 @@ class SqliteStore:
             if row is None or row[0] is None:
                 return None
             record = ResumeRecord.from_json(_load(row[0]))
-            made = decided(record, PublishedState.from_json(_load(row[1])), tool_use_id, approved)
+            made = decision_made(
+                record, PublishedState.from_json(_load(row[1])), tool_use_id, approved
+            )
             if made is None:
                 return None
             record, state = made

@@ -91,7 +91,7 @@ class LocalHooks:
         """Every state the turn published, in order; the last is `done`."""
         self.checkpoints: list[Checkpoint] = []
         self.final: Checkpoint | None = None
-        self.waiting: ResumeRecord | None = None
+        self.waiting_record: ResumeRecord | None = None
         """The resume record of a turn that stopped to wait for approval."""
         self.finishes = 0
         """Final writes so far: one per turn, whatever happened."""
@@ -134,7 +134,7 @@ class LocalHooks:
         self.published.append(final.state)
 
     async def wait(self, checkpoint: Checkpoint, record: ResumeRecord) -> None:
-        self.waiting = record
+        self.waiting_record = record
         await self.checkpoint(checkpoint)
 
     def report(self, report: Report) -> None:
