@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from turnkeeper.cli.run import transcript
 
 from tests.scripts import answer, asks, tool_use
 from tests.tools.turns import scripted_turn, tool_results
 from turnkeeper import Card, CardError, tool
 from turnkeeper.api.openapi import Bubble as DeclaredBubble
 from turnkeeper.cli import main
+from turnkeeper.cli.run import transcript
 from turnkeeper.state import Bubble, PublishedState
 from turnkeeper.tools.functions import FunctionToolset
 

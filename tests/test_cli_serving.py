@@ -64,9 +64,8 @@ def test_a_database_that_refuses_the_connection_is_one_line_naming_the_cause(
 
 
 def test_cors_origins_are_repeatable_and_reach_the_server_settings() -> None:
-    from turnkeeper.cli.serving import _settings
-
     from turnkeeper.cli import build_parser
+    from turnkeeper.cli.serving import _settings
 
     args = build_parser().parse_args(
         ["serve", "--cors-origin", "https://a.example", "--cors-origin", "http://localhost:3000"]
@@ -86,9 +85,8 @@ def test_a_cors_origin_that_is_not_an_origin_is_an_argument_error(
 
 
 def test_frame_ancestors_and_public_metrics_reach_the_server_settings() -> None:
-    from turnkeeper.cli.serving import _settings
-
     from turnkeeper.cli import build_parser
+    from turnkeeper.cli.serving import _settings
 
     argv = ["serve", "--frame-ancestors", "https://a.example", "--frame-ancestors", "https://b.io"]
     settings = _settings(build_parser().parse_args([*argv, "--public-metrics"]))
