@@ -34,7 +34,7 @@ GATE = Resuming(needs_approval=frozenset({"delete_file"}))
 @pytest.fixture
 async def many(store: Store) -> AsyncIterator[Served]:
     """A served API whose model asks for a tool that waits, once per turn, many turns."""
-    async for served in serving(store, [ASKS] * (ROUNDS + 5)):
+    async for served in serving(store, [ASKS] * (ROUNDS + 5) + [scripts.answer("Done.")] * ROUNDS):
         yield served
 
 
@@ -77,11 +77,14 @@ async def test_concurrent_stops_of_a_waiting_turn_all_answer_202_and_it_stops_on
 async def test_an_approval_against_a_stop_one_wins_and_a_late_approval_is_409(
     many: Served, caplog: pytest.LogCaptureFixture
 ) -> None:
-    for _ in range(ROUNDS // 2):
+    for round in range(ROUNDS):
         turn_id, auth = await waiting(many)
         approve = many.decide(turn_id, auth, "toolu_delete", True)
         stop = many.client.post(f"/api/turns/{turn_id}/cancel", headers=auth)
-        approved, stopped = await asyncio.gather(approve, stop)
+        if round % 2:  # the Stop sent first
+            stopped, approved = await asyncio.gather(stop, approve)
+        else:
+            approved, stopped = await asyncio.gather(approve, stop)
         assert stopped.status_code == 202, stopped.text
         assert approved.status_code in (202, 409), approved.text
         final = await many.until(turn_id, auth, "stopped")
