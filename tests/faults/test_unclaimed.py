@@ -100,8 +100,8 @@ async def test_a_local_queue_holds_its_turns_until_they_have_run(
     finalises it."""
     conversation_id, turn_id = await queued(store)
     failing_claims(store, monkeypatch)
-    take_over = store.take_over
-    monkeypatch.setattr(store, "take_over", failing_once(take_over))
+    end_turn = store.end_turn  # the failure's write: taken over and ended in one step
+    monkeypatch.setattr(store, "end_turn", failing_once(end_turn))
     queue = LocalQueue(TurnJob(store, ScriptedProvider([scripts.answer("never")])))
     sweeper = Sweeper(store, queue=queue, unheld_after=0)
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..observe.report import Reporter, log_report
 from ..outcomes import Ending
-from ..store import EXPIRED, UNCLAIMED, Store
+from ..store import EXPIRED, UNCLAIMED, FenceLost, Store
 from ..turn.lifecycle import Enqueue, WaitEnd, fail, resume_crashed, stop_waiting
 from ..turn.resume import Resuming
 from .job import DEFAULT_LEASE
@@ -113,9 +113,13 @@ class Sweeper:
         if not (self.resuming.resume_after_crash and self.requeue is not None):
             return await fail(self.store, turn_id, EXPIRED, reporter=self.reporter)
         max_resumes = self.resuming.max_resumes
-        return await resume_crashed(
-            self.store, turn_id, self.requeue, max_resumes, reporter=self.reporter
-        )
+        try:
+            return await resume_crashed(
+                self.store, turn_id, self.requeue, max_resumes, reporter=self.reporter
+            )
+        except FenceLost as e:  # decided by someone else meanwhile: a refusal, not an outage
+            logger.info("%s; the turn is left as its new holder wrote it", e)
+            return None
 
     async def _unanswered(self) -> list[str]:
         """End the turns that waited for a person longer than the approval timeout."""
