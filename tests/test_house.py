@@ -9,7 +9,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "turnkeeper"
 
-TRACE_MODULES = ("trace.py", "timeline.py", "replay.py")
+TRACE_MODULES = ("turn/trace.py", "cli/timeline.py", "turn/replay.py")
 
 SERIALISERS = {"to_json", "from_json", "as_dict", "from_dict", "describe", "summary", "bare"}
 """Functions that write or read JSON: a JSON edge, where a `dict` is the honest type."""
@@ -70,11 +70,11 @@ def test_the_annotation_reader_sees_arguments_returns_fields_and_aliases(tmp_pat
 
 
 def test_the_trace_module_holds_the_file_format_and_no_task_cancelling() -> None:
-    source = (PACKAGE / "trace.py").read_text("utf-8")
+    source = (PACKAGE / "turn" / "trace.py").read_text("utf-8")
     assert len(source.splitlines()) <= 250
     assert ".cancel(" not in source
     assert "uncancel" not in source
-    assert "uncancel" in (PACKAGE / "calls.py").read_text("utf-8"), "the call room races Stop"
+    assert "uncancel" in (PACKAGE / "turn" / "model_call.py").read_text("utf-8"), "the call room races Stop"
 
 
 def test_the_trace_modules_read_a_typed_trace() -> None:
