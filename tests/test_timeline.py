@@ -17,7 +17,7 @@ from tests.databases import fresh_schema
 from tests.models import GatedModel
 from tests.scripts import answer, asks, tool_use, usage
 from tests.test_loop import Clock, quiet_hooks
-from turnkeeper import Budget, LocalHooks, Outcome, ScriptedProvider, run_turn
+from turnkeeper import Budget, LocalHooks, Outcome, ScriptedProvider, TurnSetting, run_turn
 from turnkeeper.cli import main
 from turnkeeper.service.job import TurnJob
 from turnkeeper.store import new_token, open_store
@@ -219,7 +219,7 @@ async def stopped_trace(path: Path) -> None:
     clock = Clock()
     hooks = LocalHooks(reporter=lambda r: None)
     model = GatedModel([answer("never shown")])
-    running = asyncio.create_task(run_turn("q", provider=model, hooks=hooks, clock=clock))
+    running = asyncio.create_task(run_turn("q", provider=model, hooks=hooks, setting=TurnSetting(clock=clock)))
     await model.started.wait()
     clock.t += 0.3
     hooks.stop()
@@ -304,7 +304,8 @@ def test_a_call_the_deadline_cut_off_shows_its_error_and_the_seconds_it_ran(
         clock = Clock()
         budget = Budget(deadline=HELD, margin=0, min_call=0)
         result = await run_turn(
-            "q", provider=Overrunning(clock), budget=budget, hooks=quiet_hooks(), clock=clock
+            "q", provider=Overrunning(clock), budget=budget, hooks=quiet_hooks(),
+            setting=TurnSetting(clock=clock),
         )
         assert result.outcome is Outcome.TIME_LIMIT
         write_trace(result.trace, path)
