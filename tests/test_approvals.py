@@ -15,8 +15,8 @@ from turnkeeper.tools.functions import FunctionToolset, Tool
 from turnkeeper.turn.approvals import Resume, resume_from
 from turnkeeper.turn.hooks import LocalHooks
 from turnkeeper.turn.loop import run_turn
-from turnkeeper.turn.setting import TurnSetting
 from turnkeeper.turn.replay import first_difference, replay
+from turnkeeper.turn.setting import TurnSetting
 from turnkeeper.turn.trace import read_trace, write_trace
 from turnkeeper.usage import Usage
 from turnkeeper.wire import ToolSpec
@@ -96,7 +96,10 @@ async def test_a_resumed_turn_answers_its_last_response_then_goes_on_and_replays
     assert resume.why == "after approval: delete_file approved"
     model = ScriptedProvider([scripts.answer("Gone.")])
     result = await run_turn(
-        "delete a.txt", provider=model, toolset=toolset(ran), history=history,
+        "delete a.txt",
+        provider=model,
+        toolset=toolset(ran),
+        history=history,
         setting=TurnSetting(resume=resume),
     )
     assert result.state.status == "finished"

@@ -214,7 +214,10 @@ async def test_sync_and_async_tools_get_the_turns_context() -> None:
 async def test_without_a_context_a_turn_gives_its_own_ids_and_no_user() -> None:
     provider = ScriptedProvider([asks(tool_use("my_orders", {})), answer("done")])
     result = await run_turn(
-        "q", provider=provider, toolset=orders.assistant.toolset(), setting=TurnSetting(turn_id="t_9")
+        "q",
+        provider=provider,
+        toolset=orders.assistant.toolset(),
+        setting=TurnSetting(turn_id="t_9"),
     )
     given = json.loads(result.history[2]["content"][0]["content"])
     assert (given["user"], given["locale"], given["turn_id"]) == (None, "en", "t_9")

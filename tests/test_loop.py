@@ -422,7 +422,9 @@ async def test_provider_errors_fail_the_turn_with_their_key_reported_once(
     error: Exception, key: str
 ) -> None:
     hooks = quiet_hooks()
-    result = await run_turn(QUESTION, provider=Raising(error), hooks=hooks, setting=TurnSetting(clock=Clock()))
+    result = await run_turn(
+        QUESTION, provider=Raising(error), hooks=hooks, setting=TurnSetting(clock=Clock())
+    )
     assert result.outcome is Outcome.FAILED
     assert keys(result.state) == [key]
     assert result.state.to_json()["has_error"] is True
@@ -613,7 +615,9 @@ async def test_the_default_reporter_logs_through_the_turnkeeper_logger(
 ) -> None:
     with caplog.at_level(logging.INFO, logger="turnkeeper"):
         await run_turn(
-            QUESTION, provider=ScriptedProvider([body([], "max_tokens")]), setting=TurnSetting(turn_id="t_42")
+            QUESTION,
+            provider=ScriptedProvider([body([], "max_tokens")]),
+            setting=TurnSetting(turn_id="t_42"),
         )
     [record] = caplog.records
     assert record.levelno == logging.WARNING

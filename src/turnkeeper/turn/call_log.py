@@ -99,7 +99,9 @@ class CallLog:
         number, counted over the turn."""
         self.close()
         first = not self.records
-        asked = Asked(self.earlier + self.made + 1, started, timeout, self.resumed if first else None)
+        asked = Asked(
+            self.earlier + self.made + 1, started, timeout, self.resumed if first else None
+        )
         self._current = _InProgress(asked)
         return asked.iteration
 
@@ -124,7 +126,12 @@ class CallLog:
         with `error`; whether there was one."""
         current = self._current
         called = None if current is None else current.called or Called(0.0)
-        if current is None or called is None or called.error is not None or called.response is not None:
+        if (
+            current is None
+            or called is None
+            or called.error is not None
+            or called.response is not None
+        ):
             return False
         current.called = replace(called, error=error)
         return True

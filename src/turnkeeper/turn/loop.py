@@ -38,9 +38,9 @@ from ..usage import Usage
 from ..wire import Message, Reply, ToolResult, ToolSpec, ToolUse
 from . import tool_round
 from .activity import caption
+from .approvals import Resume
 from .call_log import CallLog
 from .clock import TurnClock
-from .approvals import Resume
 from .hooks import Hooks, LocalHooks
 from .model_call import CallRoom
 from .setting import TurnSetting
@@ -108,12 +108,9 @@ async def run_turn(
     tracer provider is set).
     """
     given = setting or TurnSetting()
-    first = given.first(question)
+    first, go_on, hooks = given.first(question), given.resume, hooks or LocalHooks()
     watch = watch_turn(watcher, provider, first, question)
-    go_on = given.resume
-    usage = go_on.usage_so_far()
-    clock = TurnClock(given.clock)
-    hooks = hooks or LocalHooks()
+    usage, clock = go_on.usage_so_far(), TurnClock(given.clock)
     log = CallLog(earlier=usage.iterations, resumed=go_on.why)
     turn = _Turn(
         provider=provider,
@@ -265,8 +262,7 @@ class _Turn:
         await self.iteration_done()
 
     def applied(self, done: tool_round.Round) -> bool:
-        """Apply a round of tools: its time on the call, then its results, or the record the
-        turn waits with (True: the turn stops working to wait)."""
+        """Apply a round of tools; True: the turn stops working to wait for a person."""
         if done.seconds is not None:
             self.log.tools_took(done.seconds)
         if done.waits is not None:

@@ -73,9 +73,7 @@ class CallRoom:
         iteration = self.log.began(started - self.clock.started, timeout)
         self.watch.call_started(iteration)
         try:
-            reply = await self.race.unless_stopped(
-                self.provider.complete(history, tools, timeout)
-            )
+            reply = await self.race.unless_stopped(self.provider.complete(history, tools, timeout))
         except BaseException as e:  # a cancel too (the deadline's backstop, the task's): timed
             duration = self.clock.now() - started
             if not isinstance(e, Exception):

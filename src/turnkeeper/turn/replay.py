@@ -17,8 +17,8 @@ from ..observe.report import Report
 from ..providers import wire_format
 from ..store.records import ModelCall
 from ..wire import Message, Reply, ToolResult, ToolSpec, ToolUse, WireFormat
-from .hooks import LocalHooks
 from .approvals import Resume
+from .hooks import LocalHooks
 from .loop import TurnResult, run_turn
 from .setting import TurnSetting
 from .trace import Trace

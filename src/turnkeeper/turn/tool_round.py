@@ -112,4 +112,3 @@ async def resumed(tools: ToolRunner, resume: Resume, timeout: float | None) -> R
     run = resume.to_run()
     ran = await tools.ran(run, timeout or 0.001) if run else Round()
     return Round(tuple(resume.results(ran.results)))
-
