@@ -133,7 +133,11 @@ def test_dict_str_any_annotations_do_not_creep_back() -> None:
     ]
     assert untyped, "the measure sees something"
     assert len(untyped) <= UNTYPED_CEILING, untyped
-    assert not [u for u in untyped if u[0].startswith(("cli/timeline", "cli/traces", "turn/tool_round", "turn/loop"))]
+    assert not [
+        u
+        for u in untyped
+        if u[0].startswith(("cli/timeline", "cli/traces", "turn/tool_round", "turn/loop"))
+    ]
 
 
 def test_only_outcomes_builds_an_ending() -> None:

@@ -243,9 +243,10 @@ def totals(timeline: Sequence[Row]) -> Totals:
     # any (as the published usage's cost), unless the turn made no call at all.
     costs = [r.cost_usd for r in billed] or ([None] if timeline else [])
     known = [c for c in costs if c is not None]
+    tokens = {kind: sum(r.count(kind) for r in timeline) for kind in KINDS}
     return Totals(
-        len(timeline),
-        *(sum(r.count(kind) for r in timeline) for kind in KINDS),
+        iterations=len(timeline),
+        **tokens,
         seconds=round(sum(r.seconds for r in timeline), 3),
         tool_seconds=round(sum(r.tool_seconds for r in timeline), 3),
         cost_usd=None if len(known) < len(costs) else round(sum(known), 10),

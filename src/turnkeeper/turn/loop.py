@@ -45,7 +45,7 @@ from .hooks import Hooks, LocalHooks
 from .model_call import CallRoom
 from .setting import TurnSetting
 from .stop_race import StopRace
-from .tool_round import ToolRunner
+from .tool_round import Round, ToolRunner
 from .trace import Trace
 
 
@@ -205,7 +205,7 @@ class _Turn:
                         if tools_timeout is None:
                             self.end(Outcome.TIME_LIMIT, "no time left to run the tools")
                             break
-                        if self.applied(await self.tool_round(reply.tool_uses, tools_timeout)):
+                        if self.applied(await self.run_tools(reply.tool_uses, tools_timeout)):
                             break
                     await self.iteration_done()
         except BaseException as e:
@@ -243,7 +243,7 @@ class _Turn:
 
     # ---- tools ----------------------------------------------------------
 
-    async def tool_round(self, uses: Sequence[ToolUse], timeout: float) -> tool_round.Round:
+    async def run_tools(self, uses: Sequence[ToolUse], timeout: float) -> Round:
         """The round of a response's tool uses; first, if some wait for a person's yes, the
         call's decision says so, and the checkpoint, if a crash is to lose no response."""
         if self.resume.gated(uses):
@@ -261,7 +261,7 @@ class _Turn:
         self.applied(await tool_round.resumed(self.tools, self.resume, left))
         await self.iteration_done()
 
-    def applied(self, done: tool_round.Round) -> bool:
+    def applied(self, done: Round) -> bool:
         """Apply a round of tools; True: the turn stops working to wait for a person."""
         if done.seconds is not None:
             self.log.tools_took(done.seconds)
