@@ -12,8 +12,8 @@ that is to resume after a crash writes one) holds its record as it stood then.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
+from ..errors import ProviderError
 from ..store.records import ModelCall
 from ..usage import Usage
 from ..wire import Json
@@ -37,7 +37,7 @@ class Called:
 
     duration: float
     response: Json = None
-    error: dict[str, Any] | None = None
+    error: ProviderError | None = None
     stop_reason: str | None = None
     tools: list[str] | None = None
     usage: Usage | None = None
@@ -63,7 +63,7 @@ class _InProgress:
             timeout=self.asked.timeout,
             duration=called.duration,
             response=called.response,
-            error=called.error,
+            error=None if called.error is None else called.error.describe(),
             stop_reason=called.stop_reason,
             tools=called.tools,
             decision=self.decision,
@@ -121,7 +121,7 @@ class CallLog:
         if self._current is not None:
             self._current.tools_duration = seconds
 
-    def unanswered(self, error: dict[str, Any]) -> bool:
+    def unanswered(self, error: ProviderError) -> bool:
         """The turn's deadline passed: a call still in flight (no response, no error) ends
         with `error`; whether there was one."""
         current = self._current

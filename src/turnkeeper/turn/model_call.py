@@ -82,7 +82,7 @@ class CallRoom:
                 self.watch.call_ended(end)  # its span ends, cut short
                 raise
             error = provider_error(e, timeout)
-            self.log.ended(Called(duration, error=error.describe()))
+            self.log.ended(Called(duration, error=error))
             self.watch.call_ended(CallEnd(iteration, duration, self.requested, error=str(error)))
             raise error from e
         duration = self.clock.now() - started
@@ -119,7 +119,7 @@ class CallRoom:
         flight ends as an error (the provider was unavailable); what happened, for the
         turn's report."""
         why = "the deadline passed during a model call that ignored its timeout"
-        if self.log.unanswered(ProviderUnavailable(why).describe()):
+        if self.log.unanswered(ProviderUnavailable(why)):
             return why
         return (
             "the deadline passed during tools that ignored their timeout, or while a write"
