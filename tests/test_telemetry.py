@@ -18,7 +18,7 @@ from opentelemetry.trace import StatusCode
 
 from tests.models import GatedModel
 from tests.scripts import answer, asks, body, tool_use, usage
-from turnkeeper import LocalHooks, Outcome, ScriptedProvider, run_turn
+from turnkeeper import LocalHooks, Outcome, ScriptedProvider, TurnSetting, run_turn
 from turnkeeper.credentials import keep_secret
 from turnkeeper.observe.telemetry import Telemetry
 from turnkeeper.observe.watched import CallEnd, TurnInfo
@@ -56,8 +56,7 @@ async def traced(
         toolset=lookup(),
         hooks=LocalHooks(reporter=lambda r: None),
         watcher=telemetry(exporter, content=content),
-        turn_id="t_otel",
-        conversation_id="c_otel",
+        setting=TurnSetting(turn_id="t_otel", conversation_id="c_otel"),
     )
     return {span.name: span for span in exporter.get_finished_spans()}
 
