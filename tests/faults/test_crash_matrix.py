@@ -5,7 +5,7 @@ on procrastinate. The process is paused at the point (`tests/crash_process.py`,
 or the model server holding the call), killed, and the sweeper takes over once
 the one-second lease has expired. Every point after the first call is in the
 second iteration, so the kill finds a checkpoint to keep. For each point: exactly
-one terminal state, `failed()` once (one report), no model call repeated, no
+one terminal state, `lifecycle.fail()` once (one report), no model call repeated, no
 checkpointed message lost.
 """
 
@@ -144,7 +144,7 @@ async def test_a_process_killed_at_each_point_loses_nothing(
         assert len(model.requests) == CALLS_MADE[point], "no model call repeated"
 
     assert (state["status"], state["done"], state["activity"]) == ("failed", True, None)
-    assert [r.event for r in reports] == ["failed"], "failed() ran once: one report"
+    assert [r.event for r in reports] == ["failed"], "fail() ran once: one report"
     assert state["messages"][0]["text"] == "what is on my list?"
     history = await store.history(conversation_id)
     assert history[: len(before)] == before, "every checkpointed message kept"

@@ -132,7 +132,7 @@ class Lifecycle(RuleBasedStateMachine):
 
     @rule(how=st.sampled_from(["holder", "expired", "unclaimed"]))
     def finalise(self, how: str) -> None:
-        """`failed()` by the holder, the sweeper's holder or the API's; twice."""
+        """`lifecycle.fail()` by the holder, the sweeper's holder or the API's; twice."""
         holder = {"expired": EXPIRED, "unclaimed": UNCLAIMED}.get(how)
         if holder is None:
             if self.holder is None:

@@ -1,6 +1,6 @@
 """Defect 1 of issue 14: nothing stays `queued` with no job behind it.
 
-A claim that fails is finalised by its job through `failed()` (the `UNCLAIMED`
+A claim that fails is finalised by its job through `lifecycle.fail()` (the `UNCLAIMED`
 holder, reported once); a queued turn that no queue holds (the job died before
 it could write, the API died between creating the turn and deferring it) is
 finalised by the sweeper once it has waited `unheld_after` seconds. Both

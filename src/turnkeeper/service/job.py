@@ -29,11 +29,11 @@ from ..state import PublishedState
 from ..store import UNCLAIMED, FenceLost, Store, held_by
 from ..store.records import Checkpoint, ResumeRecord
 from ..tools import NoTools, Toolset
-from ..tools.context import ToolContext
 from ..turn import lifecycle
 from ..turn.activity import ACTIVITIES
 from ..turn.loop import run_turn
 from ..turn.resume import Resuming
+from ..turn.setting import TurnSetting
 from ..usage import Usage
 from .leases import Leases
 
@@ -204,13 +204,16 @@ class TurnJob:
                 history=history,
                 budget=self.budget,
                 hooks=hooks,
-                activities=self.activities,
-                turn_id=turn_id,
-                conversation_id=turn.conversation_id,
-                start=start.state,
                 watcher=self.watcher,
-                context=ToolContext(turn.user, turn.locale, turn.conversation_id, turn_id),
-                resume=resume,
+                setting=TurnSetting(
+                    turn_id=turn_id,
+                    conversation_id=turn.conversation_id,
+                    start=start.state,
+                    user=turn.user,
+                    locale=turn.locale,
+                    resume=resume,
+                    activities=self.activities,
+                ),
             )
         except FenceLost:
             raise
