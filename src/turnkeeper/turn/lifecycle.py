@@ -234,8 +234,7 @@ async def resume_crashed(
 
 def _finalised(recovery: Recovery, end: Ending, *, expired: bool) -> Report:
     message = FINALISED + (" after its worker's lease expired" if expired else "")
-    details = {"checkpointed": recovery.checkpointed}
-    return _report(recovery, end.outcome.value, message, end.reported_at, details)
+    return _report(recovery, end.outcome.value, message, end.reported_at, finalised=True)
 
 
 def _report(
@@ -243,8 +242,11 @@ def _report(
     event: str,
     message: str,
     level: int = logging.INFO,
-    details: dict[str, Any] | None = None,
+    *,
+    finalised: bool = False,
 ) -> Report:
+    """A report of the turn `recovery` holds; one `finalised` from its checkpoint says
+    whether a checkpoint had written it (`details.checkpointed`)."""
     return Report(
         turn_id=recovery.turn_id,
         iteration=recovery.usage.iterations,
@@ -252,6 +254,6 @@ def _report(
         message=message,
         level=level,
         usage=recovery.usage,
-        details=details or {},
+        details={"checkpointed": recovery.checkpointed} if finalised else {},
         conversation_id=recovery.conversation_id,
     )
