@@ -28,7 +28,7 @@ from tests.waiting import eventually
 from turnkeeper.api import create_app
 from turnkeeper.job import TurnJob
 from turnkeeper.outcomes import Outcome
-from turnkeeper.providers import messages_api
+from turnkeeper.providers import TextSink, messages_api
 from turnkeeper.store import Store, new_token, open_store
 from turnkeeper.wire import Message, Reply, ToolResult, ToolSpec
 from turnkeeper.worker import ProcrastinateQueue
@@ -155,7 +155,11 @@ class OutageModel:
         self.proxy = proxy
 
     async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+        self,
+        history: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        timeout: float,
+        on_text: TextSink | None = None,
     ) -> Reply:
         self.proxy.cut()
         self.back.start()
