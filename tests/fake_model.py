@@ -9,6 +9,11 @@ Tools in a worker process report to `/tool-started` before they block.
 A request whose client hung up before the server read it (a call a Stop
 aborted, read late on a busy machine) is kept apart in `abandoned` and takes
 nothing from the script: the next test's script is not the stopped turn's.
+
+A request that asks for `stream: true` (the Anthropic adapter streams by
+default) is answered with the event stream of the same scripted body
+(`tests/streams.py`), `gap` seconds between its events; a client that hangs up
+mid-stream ends it.
 """
 
 from __future__ import annotations
@@ -17,13 +22,15 @@ import json
 import select
 import socket
 import threading
+import time
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
 
-from turnkeeper.providers import messages_api
+from tests.streams import sse_events
+from turnkeeper.providers import TextSink, messages_api
 from turnkeeper.wire import Message, Reply, ToolResult, ToolSpec
 
 HOLD = "hold"
@@ -33,9 +40,13 @@ HOLD_BOUND = 60.0
 
 
 class FakeModelServer:
-    def __init__(self, script: Sequence[Any]) -> None:
+    def __init__(self, script: Sequence[Any], *, gap: float = 0.0) -> None:
         self.script = list(script)
+        self.gap = gap
+        """Seconds between the events of a streamed answer."""
         self.requests: list[Any] = []
+        self.streamed = 0
+        """How many answers were sent as event streams."""
         self.tool_starts: list[str] = []
         self.abandoned: list[Any] = []
         self.released = threading.Event()
@@ -94,8 +105,12 @@ class FakeModelServer:
                     with fake._lock:
                         fake.abandoned.append(payload)
                     return
-                body = json.dumps(fake._answer(self.path, payload)).encode()
+                answer = fake._answer(self.path, payload)
                 try:
+                    if isinstance(payload, dict) and payload.get("stream") is True:
+                        self._stream(answer)
+                        return
+                    body = json.dumps(answer).encode()
                     self.send_response(200)
                     self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(body)))
@@ -103,6 +118,21 @@ class FakeModelServer:
                     self.wfile.write(body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client aborted the call (a Stop) while it was held
+
+            def _stream(self, answer: Any) -> None:
+                """The answer's event stream, its end the connection's close (HTTP/1.0)."""
+                with fake._lock:
+                    fake.streamed += 1
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+                for n, event in enumerate(sse_events(answer)):
+                    if n and fake.gap:
+                        time.sleep(fake.gap)
+                        if hung_up(self.connection):
+                            return
+                    self.wfile.write(event.encode())
+                    self.wfile.flush()
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -130,7 +160,11 @@ class HttpModel:
         self.url = url
 
     async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+        self,
+        history: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        timeout: float,
+        on_text: TextSink | None = None,
     ) -> Reply:
         async with httpx.AsyncClient(timeout=timeout) as client:
             response = await client.post(f"{self.url}/v1/messages", json={"messages": history})

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from turnkeeper.providers import messages_api
+from turnkeeper.providers import TextSink, messages_api
 from turnkeeper.tools.functions import FunctionToolset, Tool
 from turnkeeper.wire import Message, Reply, ToolResult, ToolSpec
 
@@ -25,7 +25,11 @@ class GatedModel:
         self.calls = 0
 
     async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+        self,
+        history: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        timeout: float,
+        on_text: TextSink | None = None,
     ) -> Reply:
         self.calls += 1
         self.started.set()
@@ -47,7 +51,11 @@ class StubbornModel(GatedModel):
     """Ignores the first cancellation of its call, as a misbehaving SDK might."""
 
     async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+        self,
+        history: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        timeout: float,
+        on_text: TextSink | None = None,
     ) -> Reply:
         self.calls += 1
         try:

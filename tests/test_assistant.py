@@ -167,6 +167,19 @@ def test_instructions_and_settings_reach_every_openai_request() -> None:
         orders.thinking.choose_provider(environ, provider="openai")
 
 
+def test_calls_stream_unless_the_assistant_says_stream_false() -> None:
+    environ = {"ANTHROPIC_API_KEY": "k", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+    for name in ("anthropic", "openai"):
+        streaming = Assistant().choose_provider(environ, provider=name)
+        plain = Assistant(stream=False).choose_provider(environ, provider=name)
+        assert streaming.request(QUESTION, [], 10.0)["stream"] is True  # type: ignore[attr-defined]
+        assert "stream" not in plain.request(QUESTION, [], 10.0)  # type: ignore[attr-defined]
+        assert (streaming.describe()["stream"], plain.describe()["stream"]) == (True, False)
+
+
+QUESTION = [{"role": "user", "content": "hi"}]
+
+
 # ---- ToolContext -----------------------------------------------------------------
 
 

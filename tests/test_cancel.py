@@ -211,9 +211,9 @@ class Swallowing(GatedModel):
         super().__init__(responses)
         self.fail = fail
 
-    async def complete(self, history: Any, tools: Any, timeout: float) -> Any:
+    async def complete(self, history: Any, tools: Any, timeout: float, on_text: Any = None) -> Any:
         try:
-            return await super().complete(history, tools, timeout)
+            return await super().complete(history, tools, timeout, on_text)
         except asyncio.CancelledError:
             if self.fail:
                 raise ProviderFailed("the connection was aborted") from None

@@ -17,6 +17,7 @@ from turnkeeper import ScriptedProvider, run_turn
 from turnkeeper.api import create_app
 from turnkeeper.cli import main, timeline
 from turnkeeper.observe import prices
+from turnkeeper.providers import TextSink
 from turnkeeper.service.job import TurnJob
 from turnkeeper.store import Store, held_by, new_token
 from turnkeeper.tools.functions import FunctionToolset, Tool
@@ -90,11 +91,15 @@ class HangsOnSecondCall(ScriptedProvider):
     """Answers its first call from the script; the second never returns."""
 
     async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+        self,
+        history: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        timeout: float,
+        on_text: TextSink | None = None,
     ) -> Reply:
         if self.unused == 0:
             await asyncio.Event().wait()
-        return await super().complete(history, tools, timeout)
+        return await super().complete(history, tools, timeout, on_text)
 
 
 async def test_a_turn_stopped_mid_call_keeps_its_priced_call_records(store: Store) -> None:

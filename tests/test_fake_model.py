@@ -1,8 +1,10 @@
 """The fake model tells a client that hung up from one still waiting for its answer, and a
-hung-up request takes nothing from the script."""
+hung-up request takes nothing from the script; a streaming request gets the event stream of
+the same scripted body."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import select
 import socket
@@ -15,6 +17,9 @@ import pytest
 from tests import scripts
 from tests.fake_model import FakeModelServer, hung_up
 from tests.waiting import eventually
+from turnkeeper.providers import sse
+from turnkeeper.providers.anthropic import AnthropicProvider
+from turnkeeper.providers.messages_stream import MessageFold
 
 
 @pytest.fixture
@@ -84,3 +89,46 @@ async def test_a_request_whose_client_hung_up_takes_nothing_from_the_script() ->
     assert answered.json() == answer
     assert model.abandoned == [gone]
     assert model.requests == [live]
+
+
+async def test_a_streaming_request_gets_the_event_stream_of_the_same_scripted_body() -> None:
+    answer = scripts.answer("streamed in words", usage=scripts.usage(7, 3))
+    with FakeModelServer([answer, answer]) as model:
+        async with httpx.AsyncClient() as client:
+            plain = await client.post(f"{model.url}/v1/messages", json={"messages": []})
+            streamed = await client.post(
+                f"{model.url}/v1/messages", json={"messages": [], "stream": True}
+            )
+    assert plain.json() == answer
+    assert streamed.headers["content-type"] == "text/event-stream"
+    fold = MessageFold()
+    async for data in sse.data(streamed.aiter_lines()):
+        fold.feed(data)
+    assert json.dumps(fold.body()) == json.dumps(answer)
+    assert model.streamed == 1
+
+
+async def test_the_sdk_adapter_streams_from_it_piece_by_piece_with_a_gap() -> None:
+    """The Anthropic adapter streams by default: its first piece of text arrives while the
+    fake is still sending the rest, `gap` seconds between events."""
+    answer = scripts.answer("one two three four five six")
+    gap = 0.05
+    with FakeModelServer([answer], gap=gap) as model:
+        adapter = AnthropicProvider(api_key="k", base_url=model.url, max_retries=0)
+        loop = asyncio.get_running_loop()
+        arrived: list[float] = []
+        try:
+            reply = await adapter.complete(
+                [{"role": "user", "content": "q"}],
+                [],
+                10,
+                on_text=lambda _: arrived.append(loop.time()),
+            )
+        finally:
+            await adapter.aclose()
+        done = loop.time()
+    assert reply.text == "one two three four five six"
+    assert len(arrived) == 6
+    assert done - arrived[0] >= gap * 6 * 0.8, "the rest came after the first piece"
+    assert model.streamed == 1
+    assert model.requests[0]["stream"] is True

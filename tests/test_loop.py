@@ -29,6 +29,7 @@ from turnkeeper import (
     run_turn,
 )
 from turnkeeper.observe.report import Report
+from turnkeeper.providers import TextSink
 from turnkeeper.state import PublishedState
 from turnkeeper.store.records import Checkpoint
 from turnkeeper.tools.functions import FunctionToolset, Tool
@@ -279,11 +280,15 @@ class SlowScripted(ScriptedProvider):
         self.timeouts: list[float] = []
 
     async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+        self,
+        history: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        timeout: float,
+        on_text: TextSink | None = None,
     ) -> Reply:
         self.timeouts.append(timeout)
         self.clock.t += self.seconds
-        return await super().complete(history, tools, timeout)
+        return await super().complete(history, tools, timeout, on_text)
 
 
 async def test_the_deadline_ends_the_turn_before_a_call_it_cannot_finish() -> None:
@@ -405,7 +410,11 @@ class Raising(ScriptedProvider):
         self.error = error
 
     async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+        self,
+        history: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        timeout: float,
+        on_text: TextSink | None = None,
     ) -> Reply:
         raise self.error
 
@@ -693,7 +702,11 @@ class Hanging(ScriptedProvider):
     """A provider that ignores the timeout it is given and never answers."""
 
     async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+        self,
+        history: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        timeout: float,
+        on_text: TextSink | None = None,
     ) -> Reply:
         await asyncio.Event().wait()
         raise AssertionError("unreachable")
@@ -766,10 +779,14 @@ async def test_a_cancelled_turn_is_finalised_once_and_left_to_its_canceller_to_r
 
     class Signals(Hanging):
         async def complete(
-            self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+            self,
+            history: Sequence[Message],
+            tools: Sequence[ToolSpec],
+            timeout: float,
+            on_text: TextSink | None = None,
         ) -> Reply:
             called.set()
-            return await super().complete(history, tools, timeout)
+            return await super().complete(history, tools, timeout, on_text)
 
     hooks = quiet_hooks()
     task = asyncio.create_task(run_turn(QUESTION, provider=Signals([]), hooks=hooks))

@@ -14,7 +14,7 @@ from tests.scripts import answer, asks, tool_use, usage
 from tests.waiting import eventually
 from turnkeeper import LocalHooks, ScriptedProvider, run_turn
 from turnkeeper.observe.metrics import Metrics
-from turnkeeper.providers import chat_api
+from turnkeeper.providers import TextSink, chat_api
 from turnkeeper.service.sweeper import Sweeper
 from turnkeeper.store import Store, new_token
 from turnkeeper.tools.functions import FunctionToolset, Tool
@@ -147,7 +147,11 @@ class ChatScripted:
         self.bodies = bodies
 
     async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+        self,
+        history: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        timeout: float,
+        on_text: TextSink | None = None,
     ) -> Reply:
         return chat_api.parse_reply(self.bodies.pop(0))
 

@@ -295,7 +295,7 @@ class Overrunning(GatedModel):
         super().__init__([])
         self.clock = clock
 
-    async def complete(self, history: Any, tools: Any, timeout: float) -> Any:
+    async def complete(self, history: Any, tools: Any, timeout: float, on_text: Any = None) -> Any:
         self.clock.t += 0.3
         await asyncio.Event().wait()
 

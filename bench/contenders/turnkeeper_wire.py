@@ -24,6 +24,7 @@ def make(spec: fake.Spec) -> fake.Turn:
         max_tokens=1024,
         max_retries=0,
         transport=server.transport(),
+        stream=False,  # the mock API answers whole bodies, as the tool runner it is measured with
     )
     tools = toolset(spec)
     budget = Budget(max_iterations=spec.calls, deadline=3600.0, call_timeout=600.0)

@@ -78,6 +78,9 @@ class Assistant:
     prompt_cache: bool | str = True
     """Anthropic's prompt cache on every request: True (5 minutes), "1h", or False (off);
     `--no-prompt-cache` turns it off from the command line."""
+    stream: bool = True
+    """Stream every model call (Anthropic and OpenAI-compatible alike), the answer's text
+    arriving as it is written; False makes plain calls. The history is the same either way."""
     budget: Budget = field(default_factory=Budget)
     authenticate: Authenticate | None = None
     """Who the reader is, for `serve` and `asgi()`: with it, conversations belong to users."""
@@ -160,9 +163,14 @@ class Assistant:
 
     def model_settings(self) -> ModelSettings:
         """What goes with every request of this assistant's turns: the instructions,
-        `max_tokens`, temperature, thinking's budget and the prompt cache."""
+        `max_tokens`, temperature, thinking's budget, the prompt cache and streaming."""
         return ModelSettings(
-            self.instructions, self.max_tokens, self.temperature, self.thinking, self.prompt_cache
+            self.instructions,
+            self.max_tokens,
+            self.temperature,
+            self.thinking,
+            self.prompt_cache,
+            self.stream,
         )
 
     def choose_provider(

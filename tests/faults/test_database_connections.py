@@ -14,7 +14,7 @@ import pytest
 from tests import scripts
 from tests.api.test_routes import HeldQueue, client_for, start_turn
 from turnkeeper.api import create_app
-from turnkeeper.providers import messages_api
+from turnkeeper.providers import TextSink, messages_api
 from turnkeeper.service.job import TurnJob
 from turnkeeper.store import Store
 from turnkeeper.wire import Message, Reply, ToolResult, ToolSpec
@@ -43,7 +43,11 @@ class TerminatingModel:
         self.terminated = 0
 
     async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+        self,
+        history: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        timeout: float,
+        on_text: TextSink | None = None,
     ) -> Reply:
         self.calls += 1
         self.terminated = terminate_connections(self.url)

@@ -5,7 +5,10 @@ A `WireServer` on 127.0.0.1 speaks the Messages API to the official
 both stores. For every fault: one terminal state, `done: true`, the failure
 reported once (or not at all when the turn finishes), a history valid to send
 as the next request, and no request beyond the SDK's documented retries
-(`max_retries`, default 2), counted at the server.
+(`max_retries`, default 2), counted at the server. Each fault is met by a plain
+call and by a streamed one (the wire server then sends the body's event
+stream, cut or held as the body would be): a stream cut midway is not sent
+again, since the SDK retries only until a response has begun.
 
 Every body here is CONSTRUCTED from the Anthropic API reference (Messages
 response, error shapes), since no recording shows these faults.
@@ -56,6 +59,8 @@ class Fault:
     """The message key of the last bubble (None: the model's text)."""
     requests: int
     call_timeout: float = 10
+    streamed_requests: int | None = None
+    """Requests when the call streams, if not `requests`."""
 
 
 FAULTS = [
@@ -72,7 +77,7 @@ FAULTS = [
           Outcome.FAILED, "errors.ai_unavailable", 1, call_timeout=2),
     Fault("closed-mid-body",
           lambda: Canned(200, json.dumps(answer()).encode(), OK, cut_after=30),
-          Outcome.FAILED, "errors.ai_unavailable", 1 + RETRIES),
+          Outcome.FAILED, "errors.ai_unavailable", 1 + RETRIES, streamed_requests=1),
     Fault("malformed-json", lambda: Canned(200, b'{"type": "message", "content": [', OK),
           Outcome.FAILED, "errors.ai_failed", 1),
     Fault("missing-usage", lambda: json_response(answer(usage=DROP)), Outcome.FINISHED, None, 1),
@@ -87,15 +92,18 @@ FAULTS = [
 ]  # fmt: skip
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 @pytest.mark.parametrize("fault", FAULTS, ids=[f.name for f in FAULTS])
 async def test_a_fault_ends_the_turn_once_in_a_defined_outcome(
-    store: Store, server: WireServer, fault: Fault
+    store: Store, server: WireServer, fault: Fault, stream: bool
 ) -> None:
     server.add(*(fault.canned() for _ in range(1 + RETRIES)))
     conversation_id = await store.create_conversation(new_token()[1])
     turn_id = (await store.create_turn(conversation_id, "question")).turn_id
     reports: list[Report] = []
-    provider = AnthropicProvider(api_key="test-key", base_url=server.url, max_retries=RETRIES)
+    provider = AnthropicProvider(
+        api_key="test-key", base_url=server.url, max_retries=RETRIES, stream=stream
+    )
     budget = Budget(call_timeout=fault.call_timeout, min_call=1)
     try:
         outcome = await TurnJob(store, provider, budget=budget, reporter=reports.append).run(
@@ -105,7 +113,10 @@ async def test_a_fault_ends_the_turn_once_in_a_defined_outcome(
         await provider.aclose()
 
     assert outcome is fault.outcome
-    assert len(server.requests) == fault.requests, "no request beyond the SDK's retries"
+    requests = fault.streamed_requests if stream and fault.streamed_requests else fault.requests
+    assert len(server.requests) == requests, "no request beyond the SDK's retries"
+    if stream and (fault.outcome is Outcome.FINISHED or fault.streamed_requests):
+        assert server.streams == [0], "answered with the body's event stream"
     state = await store.state_after(turn_id, 0)
     assert state is not None
     assert (state["status"], state["done"]) == (fault.outcome.value, True)

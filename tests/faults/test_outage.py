@@ -27,7 +27,7 @@ from tests.test_server import output, running
 from tests.waiting import eventually
 from turnkeeper.api import create_app
 from turnkeeper.outcomes import Outcome
-from turnkeeper.providers import messages_api
+from turnkeeper.providers import TextSink, messages_api
 from turnkeeper.service.job import TurnJob
 from turnkeeper.service.worker import ProcrastinateQueue
 from turnkeeper.store import Store, new_token, open_store
@@ -155,7 +155,11 @@ class OutageModel:
         self.proxy = proxy
 
     async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+        self,
+        history: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        timeout: float,
+        on_text: TextSink | None = None,
     ) -> Reply:
         self.proxy.cut()
         self.back.start()

@@ -99,11 +99,13 @@ def single_streams(folder: Path = RECORDED) -> list[str]:
 
 
 async def body_appended_byte_for_byte(
-    server: WireServer, make: Make, name: str, folder: Path = RECORDED
+    server: WireServer, make: Make, name: str, folder: Path = RECORDED, *, stream: bool = False
 ) -> None:
+    """Plain, or streamed: the wire server then sends the body's event stream."""
     body = recording(name, folder)["response"]["body"]
     server.add(replayed(name, folder))
-    reply = await make().complete([{"role": "user", "content": "q"}], [], 10)
+    reply = await make(stream=stream).complete([{"role": "user", "content": "q"}], [], 10)
+    assert (len(server.requests) - 1 in server.streams) is stream
     assert json.dumps(reply.message) == json.dumps(
         {"role": "assistant", "content": body["content"]}
     ), name
@@ -118,11 +120,12 @@ async def stream_folded_whole(
     assert reply.message == {"role": "assistant", "content": fold_reference(events)}, name
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 @pytest.mark.parametrize("name", real_rows("anthropic", "messages", streaming=False))
-async def test_plain_body_content_is_appended_byte_for_byte(
-    server: WireServer, make: Make, name: str
+async def test_body_content_is_appended_byte_for_byte(
+    server: WireServer, make: Make, name: str, stream: bool
 ) -> None:
-    await body_appended_byte_for_byte(server, make, name)
+    await body_appended_byte_for_byte(server, make, name, stream=stream)
 
 
 @pytest.mark.parametrize("name", single_streams())
@@ -135,10 +138,11 @@ async def test_streamed_content_keeps_every_field_of_the_events(
 async def test_every_recording_of_the_corpus_is_kept_verbatim(
     server: WireServer, make: Make
 ) -> None:
-    """The same two checks over the larger corpus, when TURNKEEPER_REAL_RESPONSES names it."""
+    """The same checks over the larger corpus, when TURNKEEPER_REAL_RESPONSES names it."""
     folder = corpus()
     for name in real_rows("anthropic", "messages", streaming=False, folder=folder):
         await body_appended_byte_for_byte(server, make, name, folder)
+        await body_appended_byte_for_byte(server, make, name, folder, stream=True)
     for name in single_streams(folder):
         await stream_folded_whole(server, make, name, folder)
 
@@ -366,8 +370,9 @@ async def test_usage_comes_from_the_real_fields(
 # ---- the request ----------------------------------------------------------------
 
 
+@pytest.mark.parametrize("stream", [True, False])
 async def test_the_request_carries_the_configuration_and_the_call_timeout(
-    server: WireServer, make: Make
+    server: WireServer, make: Make, stream: bool
 ) -> None:
     server.add(replayed(TEXT))
     web_search = {"type": "web_search_20250305", "name": "web_search", "max_uses": 2}
@@ -384,6 +389,7 @@ async def test_the_request_carries_the_configuration_and_the_call_timeout(
         server_tools=[web_search],
         mcp_servers=[mcp],
         betas=["mcp-client-2025-04-04"],
+        stream=stream,
     )
     await chosen.complete([{"role": "user", "content": "q"}], [ToolSpec("read_file", "reads")], 7.5)
     (sent,) = server.requests
@@ -404,6 +410,7 @@ async def test_the_request_carries_the_configuration_and_the_call_timeout(
             {**web_search, "cache_control": {"type": "ephemeral"}},
         ],
         "mcp_servers": [mcp],
+        **({"stream": True} if stream else {}),  # a plain call sends no `stream` at all
     }
     assert "s3cret" not in json.dumps(chosen.describe())
     assert "test-key" not in json.dumps(chosen.describe())

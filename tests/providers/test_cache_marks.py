@@ -241,7 +241,8 @@ async def test_openai_requests_send_no_cache_parameter_and_keep_the_prefix_stabl
         await provider.aclose()
     assert result.outcome is Outcome.FINISHED
     first, second = (r.body for r in server.requests)
-    assert set(first) == set(second) == {"model", "messages", "tools"}, "no cache parameter"
+    streaming = {"stream", "stream_options"}
+    assert set(first) == set(second) == {"model", "messages", "tools", *streaming}, "no cache"
     assert second["messages"][: len(first["messages"])] == first["messages"], "history appended"
     assert second["messages"][0] == {"role": "system", "content": "You help."}, "system first"
     assert second["tools"] == first["tools"], "the same tools in the same order"

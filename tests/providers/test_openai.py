@@ -21,6 +21,7 @@ from turnkeeper.providers.openai import OpenAIProvider
 from turnkeeper.wire import ToolSpec
 
 from .conftest import Adapters
+from .test_chat_stream import without_index
 from .turns import bubbles, run
 from .wire_server import (
     RECORDED,
@@ -75,14 +76,18 @@ async def test_every_message_of_the_corpus_is_kept_as_received(
         await message_kept(server, make, name, folder)
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 @pytest.mark.parametrize("name", [TOOL_CALL, DEEPSEEK_TOOL_CALL, MISTRAL_TOOL_CALL])
 async def test_second_request_carries_the_first_message_verbatim(
-    server: WireServer, make: Make, name: str
+    server: WireServer, make: Make, name: str, stream: bool
 ) -> None:
     server.add(replayed(name), replayed(TEXT))
-    result, hooks = await run(make(system="be brief"))
+    result, hooks = await run(make(system="be brief", stream=stream))
     assert result.outcome is Outcome.FINISHED
+    assert server.streams == ([0, 1] if stream else [])
     first = body(name)["choices"][0]["message"]
+    if stream:  # a tool call's `index` frames the stream (test_chat_stream.py)
+        first = without_index(body(name))["choices"][0]["message"]
     (call,) = first["tool_calls"]
     sent = server.requests[1].body["messages"]
     assert sent[0] == {"role": "system", "content": "be brief"}
@@ -157,11 +162,12 @@ async def test_usage_comes_from_prompt_completion_and_cached_tokens(
     assert reply.usage.prompt_tokens == usage["prompt_tokens"] == 339
 
 
+@pytest.mark.parametrize("stream", [True, False])
 async def test_the_request_offers_function_tools_and_the_call_timeout(
-    server: WireServer, make: Make
+    server: WireServer, make: Make, stream: bool
 ) -> None:
     server.add(replayed(TEXT))
-    chosen = make(model="local-model", max_tokens=99, extra_body={"top_k": 5})
+    chosen = make(model="local-model", max_tokens=99, extra_body={"top_k": 5}, stream=stream)
     await chosen.complete([{"role": "user", "content": "q"}], [ToolSpec("read_file", "reads")], 6.5)
     (sent,) = server.requests
     assert sent.path == "/v1/chat/completions"
@@ -181,6 +187,8 @@ async def test_the_request_offers_function_tools_and_the_call_timeout(
         ],
         "max_tokens": 99,
         "top_k": 5,
+        # the usage comes last in a stream; a plain call sends no `stream` at all
+        **({"stream": True, "stream_options": {"include_usage": True}} if stream else {}),
     }
     assert "test-key" not in json.dumps(chosen.describe())
 
@@ -278,7 +286,9 @@ async def test_a_fault_ends_the_turn_once_with_status_and_request_id(
     server.add(replayed(TOOL_CALL), *(fault(n) for n in range(1, max_retries + 2)))
     slow = fault is held
     budget = Budget(call_timeout=2 if slow else 10, min_call=1)
-    result, hooks = await run(make(max_retries=max_retries), budget=budget)
+    # plain calls: a body cut or held back is retried as a whole (test_streaming.py has
+    # the streams that break)
+    result, hooks = await run(make(max_retries=max_retries, stream=False), budget=budget)
 
     assert len(server.requests) == 1 + requests
     assert result.outcome is Outcome.FAILED

@@ -6,6 +6,13 @@ HTTP/1.1 for the official SDK clients: keep-alive, Content-Length bodies. A
 response can also misbehave the way real networks do: never answer, hold its
 body back until the server closes, or close the connection part-way through
 the body.
+
+A request that asks for `stream: true` and is answered with a whole Messages or
+Chat Completions body gets that body's event stream instead (`tests/streams.py`),
+so a streamed and a plain call are answered with the same body. A stream can be
+written event by event, `gap` seconds apart, or held after its first
+`hold_after` events until `release` is set; a client that hangs up meanwhile is
+seen at once and recorded in `hung_up`.
 """
 
 from __future__ import annotations
@@ -17,9 +24,11 @@ import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from tests.streams import is_chat_body, is_messages_body, sse_events
 
 RECORDED = Path(__file__).resolve().parents[1] / "recordings"
 """Recorded real API exchanges (see its README); only rows not suspect_synthetic are evidence."""
@@ -58,6 +67,12 @@ class Canned:
     echo: bool = False
     """Fill `{header-name}` fields of the body from the request's headers (an error body
     that quotes the request's `x-api-key` or `Authorization`, as some servers' do)."""
+    gap: float = 0.0
+    """Seconds between the events of a stream (written one by one when not 0)."""
+    hold_after: int | None = None
+    """Write this many events of a stream, then hold the rest until `release` is set (or,
+    without one, until the server closes)."""
+    release: threading.Event | None = None
 
     def body_for(self, headers: Mapping[str, str]) -> bytes:
         if not self.echo:
@@ -114,6 +129,10 @@ class WireServer:
     def __init__(self, responses: Iterable[Canned] = ()) -> None:
         self.responses: deque[Canned] = deque(responses)
         self.requests: list[Received] = []
+        self.streams: list[int] = []
+        """The requests (their positions in `requests`) answered with an event stream."""
+        self.hung_up: list[int] = []
+        """The requests whose client closed the connection while their stream was written."""
         self.port = 0
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
@@ -180,8 +199,11 @@ class WireServer:
             k.strip().lower(): v.strip() for k, v in (h.split(":", 1) for h in lines[1:] if h)
         }
         raw = await reader.readexactly(int(headers.get("content-length", "0")))
-        self.requests.append(Received(method, path, headers, json.loads(raw) if raw else None))
+        request = Received(method, path, headers, json.loads(raw) if raw else None)
+        self.requests.append(request)
         canned = self.responses.popleft() if self.responses else _exhausted()
+        if isinstance(request.body, dict) and request.body.get("stream") is True:
+            canned = as_stream(canned)
         if canned.gate is not None:
             await asyncio.to_thread(canned.gate.wait, 60)
         if canned.hang:
@@ -192,21 +214,91 @@ class WireServer:
         writer.write((status_line + "".join(f"{k}: {v}\r\n" for k, v in fields.items())).encode())
         writer.write(b"\r\n")
         await writer.drain()
+        number = len(self.requests) - 1
+        if fields.get("content-type", "").startswith("text/event-stream"):
+            self.streams.append(number)
         if canned.hold:
             return await self._held()
         if canned.cut_after is not None:
             writer.write(body[: canned.cut_after])
             await writer.drain()
             return False
+        if canned.gap or canned.hold_after is not None:
+            return await self._stream(reader, writer, canned, number)
         writer.write(body)
         await writer.drain()
         return True
+
+    async def _stream(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        canned: Canned,
+        number: int,
+    ) -> bool:
+        """Write a stream event by event, pausing as `canned` says; stop when the client
+        hangs up (recorded in `hung_up`) or the server closes."""
+        hang_up = asyncio.ensure_future(reader.read(1))  # b"": the client closed
+        try:
+            for n, event in enumerate(events_of(canned.body)):
+                pause = self._pause(canned, n)
+                if pause is not None:
+                    waiting = asyncio.ensure_future(pause)
+                    await asyncio.wait({waiting, hang_up}, return_when=asyncio.FIRST_COMPLETED)
+                    waiting.cancel()
+                    if self._stop is not None and self._stop.is_set():
+                        return False
+                    if hang_up.done():
+                        self.hung_up.append(number)
+                        return False
+                writer.write(event)
+                await writer.drain()
+            return True
+        finally:
+            hang_up.cancel()
+
+    def _pause(self, canned: Canned, n: int) -> Any:
+        """What to wait for before event `n`: the release, the gap, or nothing."""
+        if n and n == canned.hold_after:
+            return self._released(canned.release)
+        if n and canned.gap:
+            return asyncio.sleep(canned.gap)
+        return None
+
+    async def _released(self, release: threading.Event | None) -> None:
+        """Until `release` (set by the test, from its own thread) or the server's close."""
+        assert self._stop is not None
+        released = release.is_set if release is not None else lambda: False
+        # a thread's Event, polled so that a client hanging up can cut the wait short
+        while not (released() or self._stop.is_set()):  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
 
     async def _held(self) -> bool:
         """Keep the connection open, silent, until the server closes; then close it."""
         assert self._stop is not None
         await asyncio.wait_for(self._stop.wait(), 60)
         return False
+
+
+def as_stream(canned: Canned) -> Canned:
+    """The event stream of a whole 200 body a streaming request is answered with (as the
+    API would have streamed it); any other answer as it is."""
+    if canned.status != 200 or canned.echo:
+        return canned
+    try:
+        body = json.loads(canned.body)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return canned
+    if not (is_messages_body(body) or is_chat_body(body)):
+        return canned
+    data = "".join(sse_events(body)).encode()
+    headers = {**canned.headers, "content-type": "text/event-stream"}
+    return replace(canned, body=data, headers=headers)
+
+
+def events_of(body: bytes) -> list[bytes]:
+    """A stream's events, each with the blank line that ends it."""
+    return [event + b"\n\n" for event in body.split(b"\n\n") if event.strip()]
 
 
 def _exhausted() -> Canned:
@@ -228,10 +320,15 @@ def sse_text(response: Mapping[str, Any]) -> str:
     """A recorded stream as SSE text: raw when recorded raw, else rebuilt from its events.
 
     vercel/ai's chunk files lost their `event:` lines; each is rebuilt from the
-    event's own `type`, which is what the API sends there.
+    event's own `type`, which is what the API sends there. Its Chat Completions
+    chunk files (events without a `type`) have none, and lost the `data: [DONE]`
+    that ends the stream, which its fixture writer filters out: rebuilt last.
     """
     if response.get("sse_text"):
         return str(response["sse_text"])
+    if not any("type" in e["data"] for e in response["events"]):
+        chunks = "".join(f"data: {json.dumps(e['data'])}\n\n" for e in response["events"])
+        return chunks + "data: [DONE]\n\n"
     return "".join(
         f"event: {e['data']['type']}\ndata: {json.dumps(e['data'])}\n\n" for e in response["events"]
     )

@@ -6,12 +6,16 @@
 
 Imports only the ground floor (`turnkeeper.errors`, `wire`, `usage`,
 `credentials`, `budget`): a provider knows the wire, not the loop that calls it.
+Both SDK adapters stream by default and fold the stream back into the exact body a
+plain call returns (`messages_stream`, `chat_stream`); `on_text` is the seam through
+which the answer's text leaves a call while it is still arriving.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Protocol
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeAlias
 
 from ..errors import ConfigError
 from ..wire import Message, Reply, ToolResult, ToolSpec, WireFormat
@@ -19,6 +23,16 @@ from . import chat_api, messages_api
 
 WIRES: dict[str, WireFormat] = {w.name: w for w in (messages_api.WIRE, chat_api.WIRE)}
 """Every wire format by the name the store records with a turn."""
+
+TextSink: TypeAlias = Callable[[str], None]
+"""Called with each piece of a reply's visible answer text, in order, as it arrives.
+
+Only answer text: an Anthropic `text` block's `text_delta`s (with the `"\n"` that joins
+one text block to the next), a Chat Completions `delta.content`; never thinking nor a
+tool's input. The pieces of one call join to its `Reply.text`. They come before the
+stop reason is known (a reply that ends `max_tokens` has streamed its cut text too) and
+a call that then fails has streamed some; the sink must not raise and must not block:
+it is called in the middle of reading the response."""
 
 
 def wire_format(name: str) -> WireFormat:
@@ -35,13 +49,21 @@ class Provider(Protocol):
     """The wire format of the history this provider reads and writes."""
 
     async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+        self,
+        history: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        timeout: float,
+        on_text: TextSink | None = None,
     ) -> Reply:
         """Call the model once within `timeout` seconds (the per-call timeout the loop
         derived from what remains: hand it to the SDK, and raise `ProviderUnavailable`
         or `TimeoutError` when it passes); raise `ProviderError` when no usable
         response came. The loop adds no timer of its own per call: only the turn's
-        deadline stops a provider that ignores its timeout."""
+        deadline stops a provider that ignores its timeout.
+
+        `on_text`, when given, receives the answer's text piece by piece as it arrives
+        (`TextSink`); a provider that does not stream may give it all at once, or not
+        call it at all. Cancelling the call aborts it, a stream in flight included."""
         ...
 
     def user_message(self, text: str) -> Message:
@@ -55,3 +77,15 @@ class Provider(Protocol):
     def describe(self) -> dict[str, Any]:
         """The request parameters worth tracing, without secrets."""
         ...
+
+
+def takes_text(provider: Provider) -> bool:
+    """Whether `provider.complete` takes `on_text`. A provider of one's own written before
+    the seam does not: call it without (its answers arrive whole, as its `Reply`)."""
+    try:
+        parameters = inspect.signature(provider.complete).parameters
+    except (TypeError, ValueError):
+        return False
+    return "on_text" in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )

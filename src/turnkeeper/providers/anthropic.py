@@ -1,11 +1,12 @@
 """The Anthropic Messages API through the official `anthropic` SDK (async client).
 
-The assistant content appended to the history is the response body exactly as
-the API sent it: read from the raw HTTP body (`with_raw_response`), or, when
-streaming, folded from the raw events by `messages_stream` (not the SDK's
-accumulated message, which drops fields it has no model for: an
-`mcp_tool_use`'s input, a `compaction` block's content). Every block type passes
-through untouched, unknown ones included.
+Calls stream by default (`stream=False` opts out): the assistant content
+appended to the history is the body the raw events fold into (`messages_stream`;
+not the SDK's accumulated message, which drops fields it has no model for: an
+`mcp_tool_use`'s input, a `compaction` block's content), exactly the body a
+plain call returns; a plain call reads it from the raw HTTP body. Every block
+type passes through untouched, unknown ones included. While a stream arrives,
+the answer's text goes to `on_text` delta by delta.
 
 Every request marks the prompt cache (`cache_marks`) unless `prompt_cache=False`:
 the tools, the instructions and the history up to the latest message are a cached
@@ -27,9 +28,9 @@ import httpx2
 from ..credentials import keep_secret, keep_url_secrets, redact_logger, redact_url
 from ..errors import ProviderError
 from ..wire import Message, ToolSpec
-from . import cache_marks, messages_api, sdk
+from . import TextSink, cache_marks, messages_api, sdk
 from .attempts import DEFAULT_MAX_RETRIES, DEFAULT_MIN_ATTEMPT, event_hooks
-from .messages_stream import MessageFold, sse_data
+from .messages_stream import MessageFold
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_MAX_TOKENS = 8192
@@ -70,7 +71,7 @@ class AnthropicProvider(sdk.SdkProvider):
         mcp_servers: Sequence[Mapping[str, Any]] = (),
         betas: Sequence[str] = (),
         extra_body: Mapping[str, Any] | None = None,
-        stream: bool = False,
+        stream: bool = True,
         prompt_cache: bool | str = True,
         api_key: str | None = None,
         base_url: str | None = None,
@@ -86,6 +87,7 @@ class AnthropicProvider(sdk.SdkProvider):
         `transport` replaces the HTTP transport under the SDK's client (an
         `httpx2.MockTransport` in tests and benchmarks); the attempt hooks stay.
         `prompt_cache` is True (the 5-minute cache), "5m", "1h" or False (no marks).
+        `stream=False` makes plain calls (the request has no `stream` field).
         """
         self.model = model
         self.max_tokens = max_tokens
@@ -134,35 +136,31 @@ class AnthropicProvider(sdk.SdkProvider):
             params["extra_body"] = extra
         if self.betas:
             params["extra_headers"] = {"anthropic-beta": ",".join(self.betas)}
+        if self.stream:
+            params["stream"] = True
         return params
 
-    async def send(self, params: dict[str, Any]) -> Any:
-        return await (self._streamed(params) if self.stream else self._plain(params))
-
-    async def _plain(self, params: dict[str, Any]) -> Any:
-        """One non-streaming call: the body encoded once, sent by the SDK client's `post`.
+    async def send(self, params: dict[str, Any], on_text: TextSink | None = None) -> Any:
+        """One call: the body encoded once, sent by the SDK client's `post`; streamed and
+        folded when `params` say `stream`, else read whole.
 
         The client still does the retries, auth, headers and error statuses;
         `messages.create` would first deep-copy every request (the whole
         history, on every call) into a fresh tree and encode that: ~40 % of an
         iteration's CPU in a long turn (bench/NOTES.md, A-wire).
         """
+        stream = bool(params.get("stream"))
         headers = {"content-type": "application/json", **params.get("extra_headers", {})}
         response = await self.client.post(
             "/v1/messages",
             cast_to=httpx2.Response,
             content=_encoded(params),
             options={"headers": headers, "timeout": params["timeout"]},
+            stream=stream,
         )
+        if stream:
+            return await sdk.folded(response, MessageFold(on_text))
         return sdk.json_body(response.content)
-
-    async def _streamed(self, params: dict[str, Any]) -> Any:
-        fold = MessageFold()
-        create = self.client.messages.with_streaming_response.create
-        async with create(**params, stream=True) as response:
-            async for event in sse_data(response.iter_lines()):
-                fold.add(event)
-        return fold.body()
 
     def describe(self) -> dict[str, Any]:
         return {

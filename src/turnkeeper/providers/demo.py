@@ -5,6 +5,8 @@ the tool result. It speaks the Messages API wire format, so everything after it
 (history, trace, replay) is exactly what a real model would produce. Served, it
 takes a moment to answer each call (`pause`), as a model would: long enough
 for the chat to show what the turn just did ("Read a file") before the answer.
+Its answer's text goes to `on_text` word by word (`gap` seconds apart), as a
+streaming model's would.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..wire import Message, Reply, ToolResult, ToolSpec
-from . import messages_api
+from . import TextSink, messages_api
+from .scripted import stream_text
 
 GREETING = (
     "I am turnkeeper's offline demo model: I can only answer \"what's on my todo list?\". "
@@ -31,20 +34,28 @@ class DemoProvider:
 
     wire = messages_api.WIRE
 
-    def __init__(self, *, pause: float = 0.0) -> None:
+    def __init__(self, *, pause: float = 0.0, gap: float = 0.0) -> None:
         self.calls = 0
         self.pause = pause
         """Seconds each call takes (never more than half its timeout)."""
+        self.gap = gap
+        """Seconds between the pieces of text it streams."""
 
     async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+        self,
+        history: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        timeout: float,
+        on_text: TextSink | None = None,
     ) -> Reply:
         """The demo's next response after `history`, after `pause` seconds (at most half the
-        timeout)."""
+        timeout), its text streamed to `on_text`."""
         self.calls += 1
         if self.pause > 0:
             await asyncio.sleep(min(self.pause, timeout / 2))
-        return messages_api.parse_reply(self.respond(history))
+        reply = messages_api.parse_reply(self.respond(history))
+        await stream_text(reply.text, on_text, self.gap)
+        return reply
 
     def respond(self, history: Sequence[Message]) -> dict[str, Any]:
         """The response body the demo model gives after `history`."""

@@ -5,17 +5,24 @@ accumulated message drops what it has no model for (the `input` of an
 `mcp_tool_use`, a `compaction` block's content, blocks of new types), and the
 history must keep every field. Each block starts as `content_block_start` gave
 it; deltas extend the field they name; the `message_delta` sets the stop
-reason, its details and the final usage.
+reason, its details and the final usage. A stream that ends before
+`message_stop` was cut short: `ProviderUnavailable`, as a dropped connection is.
+
+The answer's text leaves the fold as it arrives: `on_text` gets each `text`
+block's `text_delta`, and a `"\n"` where a second text block starts, so the
+pieces join to the `Reply.text` of the folded body.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderFailed, ProviderUnavailable
-from . import messages_api
+from . import messages_api, sse
+
+if TYPE_CHECKING:
+    from . import TextSink
 
 # Delta type -> the block field it extends (strings append, anything else replaces).
 DELTA_FIELDS = {
@@ -29,10 +36,18 @@ DELTA_FIELDS = {
 class MessageFold:
     """Feed it the stream's events in order; `body()` is the complete response body."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_text: TextSink | None = None) -> None:
         self.message: dict[str, Any] | None = None
         self._json: dict[int, str] = {}
         self.stopped = False
+        self.on_text = on_text
+        """Called with each piece of answer text as it is folded in."""
+        self._texts = 0
+        """Text blocks started so far: the second and later are joined with a newline."""
+
+    def feed(self, data: str) -> None:
+        """One server-sent event's data (`sse.StreamFold`)."""
+        self.add(sse.json_event(data))
 
     def add(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -58,6 +73,8 @@ class MessageFold:
         content, index = self._content(), event.get("index")
         if kind == "content_block_start":
             content.append(dict(event["content_block"]))
+            if content[-1].get("type") == "text":
+                self._text_started(content[-1].get("text"))
             return
         if not isinstance(index, int) or not 0 <= index < len(content):
             raise ProviderFailed(f"the stream sent {kind} for a block it never started")
@@ -74,10 +91,22 @@ class MessageFold:
             block["citations"] = [*(block.get("citations") or []), delta.get("citation")]
         elif kind in DELTA_FIELDS:
             _extend(block, DELTA_FIELDS[kind], delta.get(DELTA_FIELDS[kind]))
+            if kind == "text_delta" and block.get("type") == "text":
+                self._text(delta.get("text"))
         else:
             for key, value in delta.items():
                 if key != "type":
                     _extend(block, key, value)
+
+    def _text_started(self, text: Any) -> None:
+        self._texts += 1
+        if self._texts > 1:
+            self._text("\n")
+        self._text(text)
+
+    def _text(self, piece: Any) -> None:
+        if self.on_text is not None and isinstance(piece, str) and piece:
+            self.on_text(piece)
 
     def _message_delta(self, event: dict[str, Any]) -> None:
         if self.message is None:
@@ -103,26 +132,3 @@ def _extend(block: dict[str, Any], key: str, value: Any) -> None:
         block[key] = current + value
     else:
         block[key] = value
-
-
-async def sse_data(lines: AsyncIterator[str]) -> AsyncIterator[dict[str, Any]]:
-    """The JSON `data` of each server-sent event, in order (multi-line data joined)."""
-    data: list[str] = []
-    async for line in lines:
-        if line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-        elif not line and data:
-            yield _json_event("\n".join(data))
-            data = []
-    if data:
-        yield _json_event("\n".join(data))
-
-
-def _json_event(text: str) -> dict[str, Any]:
-    try:
-        event = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ProviderFailed(f"a stream event is not JSON: {e}") from e
-    if not isinstance(event, dict):
-        raise ProviderFailed("a stream event is not a JSON object")
-    return event

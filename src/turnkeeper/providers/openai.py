@@ -2,7 +2,12 @@
 
 One adapter per wire format, not per vendor: `base_url` points it at OpenAI,
 vLLM, a llama.cpp server or Ollama alike. The assistant message appended to the
-history is `choices[0].message` read from the raw HTTP body, exactly as sent.
+history is `choices[0].message` exactly as sent: calls stream by default
+(`stream: true` with `stream_options.include_usage`, so the last chunk carries
+the usage), and `chat_stream` folds the raw chunks into the `chat.completion`
+body a plain call returns, the answer's `delta.content` going to `on_text` as
+it comes; `stream=False` opts out, and the body is read raw from the HTTP
+response.
 
 The call, its timeout and the SDK's exceptions are `sdk.SdkProvider`'s, shared
 with the Anthropic adapter.
@@ -18,11 +23,14 @@ import openai
 from ..credentials import keep_secret, keep_url_secrets, redact_logger, redact_url
 from ..errors import ProviderError
 from ..wire import Message, ToolSpec
-from . import chat_api, sdk
+from . import TextSink, chat_api, sdk
 from .attempts import DEFAULT_MAX_RETRIES, DEFAULT_MIN_ATTEMPT, event_hooks
+from .chat_stream import ChatFold
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 REQUEST_ID_HEADER = "x-request-id"
+STREAM_OPTIONS = {"include_usage": True}
+"""A streamed call asks for the usage: the last chunk carries it, as a plain body does."""
 
 # The SDK and its HTTP client log request URLs, credentials and all.
 for _logger in ("openai._base_client", "httpx2"):
@@ -56,6 +64,7 @@ class OpenAIProvider(sdk.SdkProvider):
         max_tokens: int | None = None,
         system: str | None = None,
         extra_body: Mapping[str, Any] | None = None,
+        stream: bool = True,
         api_key: str | None = None,
         base_url: str | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
@@ -64,12 +73,14 @@ class OpenAIProvider(sdk.SdkProvider):
         """`api_key` and `base_url` default to the SDK's `OPENAI_API_KEY` and `OPENAI_BASE_URL`.
 
         `max_tokens` is sent only when given (servers differ on its default);
-        `extra_body` is merged into every request as is.
+        `extra_body` is merged into every request as is. `stream=False` makes plain
+        calls (the request has no `stream` field).
         """
         self.model = model
         self.max_tokens = max_tokens
         self.system = system
         self.extra_body = dict(extra_body or {})
+        self.stream = stream
         self.max_retries = max_retries
         self.min_attempt = min_attempt
         self.client = openai.AsyncOpenAI(
@@ -82,8 +93,12 @@ class OpenAIProvider(sdk.SdkProvider):
         keep_secret(self.client.api_key)
         keep_url_secrets(str(self.client.base_url))
 
-    async def send(self, params: dict[str, Any]) -> Any:
-        """One call; the JSON body exactly as the server sent it."""
+    async def send(self, params: dict[str, Any], on_text: TextSink | None = None) -> Any:
+        """One call; the JSON body exactly as the server sent it, or as its stream folds."""
+        if params.get("stream"):
+            create = self.client.chat.completions.with_streaming_response.create
+            async with create(**params) as response:
+                return await sdk.folded(response.http_response, ChatFold(on_text))
         raw = await self.client.chat.completions.with_raw_response.create(**params)
         return sdk.json_body(await raw.http_response.aread())
 
@@ -103,6 +118,9 @@ class OpenAIProvider(sdk.SdkProvider):
             params["max_tokens"] = self.max_tokens
         if self.extra_body:
             params["extra_body"] = self.extra_body
+        if self.stream:
+            params["stream"] = True
+            params["stream_options"] = dict(STREAM_OPTIONS)
         return params
 
     def describe(self) -> dict[str, Any]:
@@ -111,6 +129,7 @@ class OpenAIProvider(sdk.SdkProvider):
             "model": self.model,
             "max_tokens": self.max_tokens,
             "system": self.system,
+            "stream": self.stream,
             "base_url": redact_url(str(self.client.base_url)),
             "max_retries": self.max_retries,
         }

@@ -3,7 +3,8 @@
 Deterministic and offline; the demo, the CLI's `--script`, replay and the
 tests run on it. It fails loudly: asking for more responses than it holds ends
 the turn as `failed` with a message that says so, and `unused` tells what a
-turn left behind.
+turn left behind. Each response's text goes to `on_text` word by word, as a
+streaming model's would (`gap` seconds apart, none by default).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ from typing import Any
 from ..errors import ConfigError, ProviderUnavailable, ScriptExhausted
 from ..i18n import counted
 from ..wire import Message, Reply, ToolResult, ToolSpec
-from . import messages_api
+from . import TextSink, messages_api
 
 
 class ScriptedProvider:
@@ -26,13 +28,16 @@ class ScriptedProvider:
 
     wire = messages_api.WIRE
 
-    def __init__(self, responses: Sequence[Any], *, delay: float = 0.0) -> None:
+    def __init__(self, responses: Sequence[Any], *, delay: float = 0.0, gap: float = 0.0) -> None:
+        """`delay`: seconds each call takes before it answers (over the call's timeout, it
+        is `ProviderUnavailable`); `gap`: seconds between the pieces of text it streams."""
         problem = _problem(responses)
         if problem is not None:
             raise ConfigError(f"the script is unusable: {problem}")
         self._responses: list[dict[str, Any]] = list(responses)
         self._next = 0
         self.delay = delay
+        self.gap = gap
         self.requests: list[list[Message]] = []
         """The history each call was made with (copies), for tests."""
 
@@ -64,10 +69,14 @@ class ScriptedProvider:
         return len(self._responses) - self._next
 
     async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+        self,
+        history: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        timeout: float,
+        on_text: TextSink | None = None,
     ) -> Reply:
-        """The next scripted response (or raise the next scripted error); `ScriptExhausted` when
-        none is left."""
+        """The next scripted response (or raise the next scripted error), its text streamed to
+        `on_text`; `ScriptExhausted` when none is left."""
         self.requests.append(list(history))
         if self._next >= len(self._responses):
             raise ScriptExhausted(
@@ -82,7 +91,9 @@ class ScriptedProvider:
                 raise ProviderUnavailable(
                     f"the scripted model takes {self.delay} s, over {timeout} s"
                 )
-        return messages_api.parse_reply(body)
+        reply = messages_api.parse_reply(body)
+        await stream_text(reply.text, on_text, self.gap)
+        return reply
 
     def user_message(self, text: str) -> Message:
         """The question as an Anthropic Messages `user` message."""
@@ -95,6 +106,21 @@ class ScriptedProvider:
     def describe(self) -> dict[str, Any]:
         """The request parameters a trace records: that it is scripted, and how many responses."""
         return {"provider": "scripted", "responses": len(self._responses)}
+
+
+def pieces(text: str) -> list[str]:
+    """`text` in word-sized pieces (a word with the spaces after it) that join to it."""
+    return re.findall(r"\s+|\S+\s*", text)
+
+
+async def stream_text(text: str, on_text: TextSink | None, gap: float = 0.0) -> None:
+    """Give `text` to `on_text` piece by piece, `gap` seconds apart, as a model streams it."""
+    if on_text is None:
+        return
+    for n, piece in enumerate(pieces(text)):
+        if n and gap > 0:
+            await asyncio.sleep(gap)
+        on_text(piece)
 
 
 MAX_DIGITS = 300

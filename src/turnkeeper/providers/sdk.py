@@ -9,6 +9,12 @@ hands the JSON body it got to its wire format's `parse_reply`; the clock, the
 attempts and the errors are kept here. `SdkProvider` is the part of the
 `Provider` interface both adapters answer alike.
 
+A streamed call is the same call: its body is what the stream folds into
+(`folded()`), read inside the call's timeout, and whatever breaks the stream
+midway (a dropped connection, an error event, a stream that stops short) is the
+same `ProviderUnavailable` / `ProviderFailed` as in a plain call. The SDK's
+retries end once a response has begun: a stream cut midway is not sent again.
+
 Every timeout is `ProviderUnavailable` with one message (`errors.timed_out`):
 the call's own deadline, the SDK's `APITimeoutError`, the HTTP client's
 `TimeoutException`, and an attempt the call had no time left to send.
@@ -26,6 +32,7 @@ import httpx2
 
 from ..errors import ProviderError, ProviderFailed, ProviderUnavailable, timed_out
 from ..wire import Message, Reply, ToolResult, ToolSpec, WireFormat
+from . import TextSink, sse
 from .attempts import Attempts, root_cause
 
 ErrorBody = Callable[[object, int], ProviderError | None]
@@ -59,17 +66,23 @@ class SdkProvider:
         """The keyword arguments of one call: the adapter's own."""
         raise NotImplementedError
 
-    async def send(self, params: dict[str, Any]) -> Any:
-        """One call with these parameters; the response's JSON body: the adapter's own."""
+    async def send(self, params: dict[str, Any], on_text: TextSink | None = None) -> Any:
+        """One call with these parameters; the response's JSON body (folded from the stream
+        when `params` ask for one, the answer's text given to `on_text` as it comes): the
+        adapter's own."""
         raise NotImplementedError
 
     async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+        self,
+        history: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        timeout: float,
+        on_text: TextSink | None = None,
     ) -> Reply:
         params = self.request(history, tools, timeout)
         return await complete(
             self.errors,
-            lambda: self.send(params),
+            lambda: self.send(params, on_text),
             self.wire.parse_reply,
             timeout,
             max_retries=self.max_retries,
@@ -119,6 +132,23 @@ def json_body(content: bytes) -> Any:
         return json.loads(content)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ProviderFailed(f"the response body is not JSON: {e}") from e
+
+
+async def folded(response: httpx2.Response, fold: sse.StreamFold) -> Any:
+    """The body a streamed response folds into, read as it arrives; the response is closed
+    however this ends (a cancel, a Stop, closes its connection at once).
+
+    A server that answers a streaming request with one JSON body (a gateway that ignores
+    `stream`) is read as a plain response, its text given to no sink."""
+    try:
+        kind = response.headers.get("content-type", "").lower()
+        if not kind.startswith("text/event-stream"):
+            return json_body(await response.aread())
+        async for data in sse.data(response.aiter_lines()):
+            fold.feed(data)
+        return fold.body()
+    finally:
+        await response.aclose()
 
 
 def provider_error(

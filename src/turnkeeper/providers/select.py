@@ -41,6 +41,8 @@ class ModelSettings:
     prompt_cache: bool | str = True
     """Mark the prompt cache on every Anthropic request: True ("5m"), "1h", or False.
     OpenAI-compatible servers cache long prefixes by themselves: nothing is sent to them."""
+    stream: bool = True
+    """Stream every call (both SDK adapters); False makes plain calls."""
 
     def anthropic(self) -> dict[str, Any]:
         """The keyword arguments of `AnthropicProvider` these settings give."""
@@ -50,7 +52,8 @@ class ModelSettings:
         if self.thinking is not None:
             extra["thinking"] = {"type": "enabled", "budget_tokens": self.thinking}
         given = {"system": self.system, "max_tokens": self.max_tokens, "extra_body": extra}
-        return {k: v for k, v in given.items() if v} | {"prompt_cache": self.prompt_cache}
+        chosen = {"prompt_cache": self.prompt_cache, "stream": self.stream}
+        return {k: v for k, v in given.items() if v} | chosen
 
     def openai(self) -> dict[str, Any]:
         """The keyword arguments of `OpenAIProvider`; extended thinking is Anthropic's."""
@@ -61,7 +64,7 @@ class ModelSettings:
             )
         extra = {} if self.temperature is None else {"temperature": self.temperature}
         given = {"system": self.system, "max_tokens": self.max_tokens, "extra_body": extra}
-        return {k: v for k, v in given.items() if v}
+        return {k: v for k, v in given.items() if v} | {"stream": self.stream}
 
 
 def choose_provider(

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import ProviderFailed, provider_error_from
 from ..observe.report import Report
-from ..providers import wire_format
+from ..providers import TextSink, wire_format
 from ..store.records import ModelCall
 from ..wire import Message, Reply, ToolResult, ToolSpec, ToolUse, WireFormat
 from .approvals import Resume
@@ -35,8 +35,13 @@ class ReplayProvider:
         self._request = trace.request
 
     async def complete(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+        self,
+        history: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        timeout: float,
+        on_text: TextSink | None = None,
     ) -> Reply:
+        """The next recorded response; a replay streams no text (`on_text` is not called)."""
         if not self._calls:
             raise ProviderFailed("the trace holds no more model calls")
         call = self._calls.pop(0)
