@@ -2,11 +2,13 @@
 
 A store call is a **program**: a generator function that yields the statements it
 sends (`One`, `All`, `Exec`, `Many`), is sent each one's result, and returns the
-call's value. Programs are written once, in the dialect's terms; the decisions
-between statements are plain Python, so a program is the same on both databases.
-They are zero-argument callables so that an executor can run one again from the
-start (SQLite's group commit reruns a failed batch's calls one by one; PostgreSQL
-sends again what a connection the server ended never ran).
+call's value; or a single statement, whose result is the call's value (a store's
+hottest calls, with no generator to step through). Programs are written once, in
+the dialect's terms; the decisions between statements are plain Python, so a
+program is the same on both databases. Routines are zero-argument callables so that
+an executor can run one again from the start (SQLite's group commit reruns a failed
+batch's calls one by one; PostgreSQL sends again what a connection the server ended
+never ran).
 
 The **dialect** (`Dialect`) is what differs in the SQL text and the values: the
 placeholder, the clock, booleans, how a JSON value goes in and comes out, a few
@@ -31,7 +33,7 @@ from .records import Checkpoint
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class One:
     """A statement; its first row, or None."""
 
@@ -39,7 +41,7 @@ class One:
     params: Sequence[Any] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class All:
     """A statement; all its rows."""
 
@@ -47,7 +49,7 @@ class All:
     params: Sequence[Any] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Exec:
     """A statement whose rows, if any, nobody reads; None."""
 
@@ -55,7 +57,7 @@ class Exec:
     params: Sequence[Any] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Many:
     """One statement for each of `rows`; None."""
 
@@ -66,12 +68,14 @@ class Many:
 Statement = One | All | Exec | Many
 Steps = Generator[Statement, Any, T]
 """A running program: it yields statements and is sent their results."""
-Program = Callable[[], Steps[T]]
-"""A store call's statements and decisions, from the start each time it is called."""
+Routine = Callable[[], Steps[T]]
+"""A program of statements and decisions, from the start each time it is called."""
+Program = Routine[T] | Statement
+"""What an executor runs: a routine, or the simplest program, one statement (its result)."""
 
-FastWrite = Callable[[str, str, int, PublishedState, "Checkpoint | None"], Program[bool]]
+FastWrite = Callable[[str, str, int, PublishedState, "Checkpoint | None"], Routine[bool]]
 """A dialect's fast write path: `(kind, turn_id, fence, state, checkpoint)` → the
-program that writes it (kind `publish`, `checkpoint` or `finish`; the checkpoint is None
+routine that writes it (kind `publish`, `checkpoint` or `finish`; the checkpoint is None
 for a publish). It raises `FenceLost` when the fence or the version is refused, and
 returns the turn's cancel flag as it read it with the write."""
 

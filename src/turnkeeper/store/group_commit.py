@@ -168,6 +168,8 @@ class GroupCommit:
 
 def run_program(db: sqlite3.Connection, program: Program[T]) -> T:
     """The program from its start, each statement it yields run on `db`; its value."""
+    if not callable(program):
+        return _execute(db, program)  # type: ignore[no-any-return]
     steps = program()
     try:
         statement = next(steps)

@@ -106,6 +106,8 @@ class Pooled:
 
 async def _run_on(db: Connection, program: Program[T]) -> T:
     """The program from its start, each statement it yields run on `db`; its value."""
+    if not callable(program):
+        return await _execute(db, program)  # type: ignore[no-any-return]
     steps = program()
     try:
         statement = next(steps)

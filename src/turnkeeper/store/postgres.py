@@ -29,7 +29,7 @@ from ..errors import ConfigError, MissingExtra
 from ..state import PublishedState
 from . import base
 from .base import refused
-from .dialect import Dialect, One, Program, Steps
+from .dialect import Dialect, One, Routine, Steps
 from .records import Checkpoint
 from .sql import SqlStore
 
@@ -273,7 +273,7 @@ class FastWrites:
 
     def program(
         self, kind: str, turn_id: str, fence: int, state: PublishedState, cp: Checkpoint | None
-    ) -> Program[bool]:
+    ) -> Routine[bool]:
         """One `turnkeeper_write` statement; the cancel flag it read with the row locked.
 
         Of the state's bubbles it sends those past the count this store last wrote for

@@ -20,7 +20,7 @@ from ..usage import Usage
 from ..wire import Message
 from .base import ALL, Busy, Holder, new_id, recovered_state, refused, transcript_page, turn_start
 from .cancellations import Cancellations
-from .dialect import All, Dialect, Exec, Executor, One, Statement, Steps
+from .dialect import All, Dialect, Exec, Executor, One, Steps
 from .records import (
     Checkpoint,
     ConversationSummary,
@@ -92,7 +92,7 @@ class SqlStore:
     async def create_conversation(self, token_hash: str, owner: str | None = None) -> str:
         conversation_id = new_id("c")
         statement = Exec(self.sql.create_conversation, (conversation_id, token_hash, owner))
-        await self.executor.write(lambda: _just(statement), one=True)
+        await self.executor.write(statement, one=True)
         return conversation_id
 
     async def guard(self, conversation_id: str) -> Guard | None:
@@ -176,7 +176,7 @@ class SqlStore:
 
     async def request_cancel(self, turn_id: str) -> None:
         statement = Exec(self.sql.request_cancel, (turn_id,))
-        await self.executor.write(lambda: _just(statement), one=True)
+        await self.executor.write(statement, one=True)
         self.cancellations.wake(turn_id)
 
     async def counts(self) -> dict[str, int]:
@@ -196,17 +196,17 @@ class SqlStore:
 
     async def claim(self, turn_id: str, lease: float, wire: str) -> int | None:
         statement = One(self.sql.claim, (lease, wire, turn_id))
-        row = await self.executor.write(lambda: _just(statement), one=True)
+        row: Any = await self.executor.write(statement, one=True)
         return None if row is None else int(row[0])
 
     async def renew(self, turn_id: str, fence: int, lease: float) -> bool:
         statement = One(self.sql.renew, (lease, turn_id, fence))
-        return await self.executor.write(lambda: _just(statement), one=True) is not None
+        return await self.executor.write(statement, one=True) is not None
 
     async def cancel_requested(self, turn_id: str) -> bool:
         # asked by the running turn before each call: it waits out an outage as its writes do
         statement = One(self.sql.cancel_requested, (turn_id,))
-        row = await self.executor.read(lambda: _just(statement), turn=True)
+        row: Any = await self.executor.read(statement, turn=True)
         return row is not None and bool(row[0])
 
     async def wait_cancel(self, turn_id: str) -> None:
@@ -214,7 +214,9 @@ class SqlStore:
 
     async def record_usage(self, turn_id: str, fence: int, usage: Usage) -> None:
         params = (self.dialect.jsonb(usage.as_dict()), turn_id, fence)
-        await self._fenced(One(self.sql.record_usage, params), turn_id, fence)
+        statement = One(self.sql.record_usage, params)
+        if await self.executor.write(statement, one=True, turn=True) is None:
+            raise refused(turn_id, fence)
 
     async def publish(self, turn_id: str, fence: int, state: PublishedState) -> None:
         await self._write("publish", turn_id, fence, state, None)
@@ -276,7 +278,9 @@ class SqlStore:
 
     async def park(self, turn_id: str, fence: int, record: ResumeRecord) -> None:
         params = (self.dialect.jsonb(record.to_json()), turn_id, fence)
-        await self._fenced(One(self.sql.park, params), turn_id, fence)
+        statement = One(self.sql.park, params)  # a turn's write: it waits out an outage
+        if await self.executor.write(statement, one=True, turn=True) is None:
+            raise refused(turn_id, fence)
 
     async def resume_record(self, turn_id: str) -> ResumeRecord | None:
         row = await self._one(self.sql.resume_record, (turn_id,))
@@ -326,25 +330,13 @@ class SqlStore:
 
     # ---- the statements' shapes ----------------------------------------------
 
-    def _one(self, sql: str, params: Sequence[Any]) -> Any:
-        statement = One(sql, params)
-        return self.executor.read(lambda: _just(statement))
+    def _one(self, sql: str, params: Sequence[Any]) -> Awaitable[Any]:
+        return self.executor.read(One(sql, params))
 
-    def _all(self, sql: str, params: Sequence[Any]) -> Any:
-        statement = All(sql, params)
-        return self.executor.read(lambda: _just(statement))
-
-    async def _fenced(self, statement: One, turn_id: str, fence: int) -> None:
-        """A turn's write of one statement that returns its row only under the fence."""
-        if await self.executor.write(lambda: _just(statement), one=True, turn=True) is None:
-            raise refused(turn_id, fence)
+    def _all(self, sql: str, params: Sequence[Any]) -> Awaitable[Any]:
+        return self.executor.read(All(sql, params))
 
     def _bubbles(self, turn_id: str, count: int) -> Steps[list[dict[str, Any]]]:
         rows = yield All(self.sql.bubbles, (turn_id, count))
         load = self.dialect.load
         return [load(b) for (b,) in rows]
-
-
-def _just(statement: Statement) -> Steps[Any]:
-    """A program of one statement: its result."""
-    return (yield statement)

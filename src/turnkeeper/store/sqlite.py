@@ -29,7 +29,7 @@ from ..state import PublishedState
 from . import base
 from .base import refused
 from .data_version import SeenVersions
-from .dialect import Dialect, Exec, Many, One, Program, Steps
+from .dialect import Dialect, Exec, Many, One, Routine, Steps
 from .group_commit import GroupCommit
 from .records import Checkpoint
 from .sql import SqlStore
@@ -99,7 +99,7 @@ DROP_BUBBLES = "DELETE FROM bubbles WHERE turn_id = ? AND n >= ?"
 ADD_BUBBLES = "INSERT INTO bubbles (turn_id, n, body) VALUES (?, ?, ?)"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Write:
     """A write, encoded once on the event loop: the database thread then runs one fence
     check, its inserts and one update of the turn's row."""
@@ -154,7 +154,7 @@ class _Write:
 
 def fast_write(
     kind: str, turn_id: str, fence: int, state: PublishedState, cp: Checkpoint | None
-) -> Program[bool]:
+) -> Routine[bool]:
     """SQLite's write path: encoded here, run as several statements in the group's
     transaction (bubbles past those stored; fewer than stored drop the rest)."""
     return _Write.of(kind, turn_id, fence, state, cp).steps
