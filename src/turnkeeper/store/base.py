@@ -292,6 +292,55 @@ def new_id(prefix: str) -> str:
 
 # ---- the schema both dialects share: DDL templates of the migrations -------------
 
+FIRST_SCHEMA = """
+    CREATE TABLE conversations (
+        conversation_id {text} PRIMARY KEY,
+        token_hash {text} NOT NULL,
+        created {time} NOT NULL{now_default}
+    );
+    CREATE TABLE turns (
+        seq {serial},
+        turn_id {text} NOT NULL UNIQUE,
+        conversation_id {text} NOT NULL REFERENCES conversations (conversation_id),
+        question {text} NOT NULL,
+        status {text} NOT NULL,
+        done {boolean} NOT NULL DEFAULT {false},
+        version {integer} NOT NULL,
+        state {json} NOT NULL,
+        n_messages {integer} NOT NULL,
+        message_offset {integer} NOT NULL,
+        fence {integer} NOT NULL DEFAULT 0,
+        lease_expires {seconds},
+        wire {text},
+        cancel {boolean} NOT NULL DEFAULT {false},
+        usage {json} NOT NULL DEFAULT '{{}}',
+        created {time} NOT NULL{now_default}
+    );
+    CREATE UNIQUE INDEX turns_one_open ON turns (conversation_id) WHERE {not_done};
+    CREATE INDEX turns_leases ON turns (lease_expires) WHERE status = 'running';
+    CREATE TABLE messages (
+        seq {serial},
+        conversation_id {text} NOT NULL,
+        turn_id {text} NOT NULL,
+        body {json} NOT NULL
+    );
+    CREATE INDEX messages_by_conversation ON messages (conversation_id, seq);
+    CREATE INDEX messages_by_turn ON messages (turn_id, seq);
+    CREATE TABLE bubbles (
+        turn_id {text} NOT NULL,
+        n {integer} NOT NULL,
+        body {json} NOT NULL,
+        PRIMARY KEY (turn_id, n)
+    );
+    CREATE TABLE checkpoints (
+        turn_id {text} PRIMARY KEY,
+        iteration {integer} NOT NULL,
+        state {json} NOT NULL,
+        n_messages {integer} NOT NULL
+    )
+"""
+"""Migration 1 on both: conversations, turns, history, published messages, checkpoints
+(`{serial}` is a sequence column that is the primary key)."""
 ITERATIONS_TABLE = """
     CREATE TABLE iterations (
         turn_id {text} NOT NULL,

@@ -73,11 +73,12 @@ Routine = Callable[[], Steps[T]]
 Program = Routine[T] | Statement
 """What an executor runs: a routine, or the simplest program, one statement (its result)."""
 
-FastWrite = Callable[[str, str, int, PublishedState, "Checkpoint | None"], Routine[bool]]
-"""A dialect's fast write path: `(kind, turn_id, fence, state, checkpoint)` → the
+FastWrite = Callable[[str, str, int, PublishedState, "Checkpoint | None", bool], Routine[bool]]
+"""A dialect's fast write path: `(kind, turn_id, fence, state, checkpoint, alone)` → the
 routine that writes it (kind `publish`, `checkpoint` or `finish`; the checkpoint is None
-for a publish). It raises `FenceLost` when the fence or the version is refused, and
-returns the turn's cancel flag as it read it with the write."""
+for a publish; `alone`: the write is the whole transaction, so what it sent may be
+remembered for the next one). It raises `FenceLost` when the fence or the version is
+refused, and returns the turn's cancel flag as it read it with the write."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,53 +114,18 @@ stored count; a state with fewer bubbles than stored drops the rest), the model 
 MIGRATIONS: tuple[tuple[str, Any], ...] = (
     (
         "conversations, turns, history, published messages, checkpoints",
-        """
-        CREATE TABLE conversations (
-            conversation_id text PRIMARY KEY,
-            token_hash text NOT NULL,
-            created timestamptz NOT NULL DEFAULT now()
-        );
-        CREATE TABLE turns (
-            seq bigserial PRIMARY KEY,
-            turn_id text NOT NULL UNIQUE,
-            conversation_id text NOT NULL REFERENCES conversations (conversation_id),
-            question text NOT NULL,
-            status text NOT NULL,
-            done boolean NOT NULL DEFAULT false,
-            version integer NOT NULL,
-            state jsonb NOT NULL,
-            n_messages integer NOT NULL,
-            message_offset integer NOT NULL,
-            fence integer NOT NULL DEFAULT 0,
-            lease_expires double precision,
-            wire text,
-            cancel boolean NOT NULL DEFAULT false,
-            usage jsonb NOT NULL DEFAULT '{}',
-            created timestamptz NOT NULL DEFAULT now()
-        );
-        CREATE UNIQUE INDEX turns_one_open ON turns (conversation_id) WHERE NOT done;
-        CREATE INDEX turns_leases ON turns (lease_expires) WHERE status = 'running';
-        CREATE TABLE messages (
-            seq bigserial PRIMARY KEY,
-            conversation_id text NOT NULL,
-            turn_id text NOT NULL,
-            body jsonb NOT NULL
-        );
-        CREATE INDEX messages_by_conversation ON messages (conversation_id, seq);
-        CREATE INDEX messages_by_turn ON messages (turn_id, seq);
-        CREATE TABLE bubbles (
-            turn_id text NOT NULL,
-            n integer NOT NULL,
-            body jsonb NOT NULL,
-            PRIMARY KEY (turn_id, n)
-        );
-        CREATE TABLE checkpoints (
-            turn_id text PRIMARY KEY,
-            iteration integer NOT NULL,
-            state jsonb NOT NULL,
-            n_messages integer NOT NULL
-        );
-        """,
+        base.FIRST_SCHEMA.format(
+            text="text",
+            time="timestamptz",
+            now_default=" DEFAULT now()",
+            serial="bigserial PRIMARY KEY",
+            boolean="boolean",
+            false="false",
+            integer="integer",
+            json="jsonb",
+            seconds="double precision",
+            not_done="NOT done",
+        ),
     ),
     ("procrastinate's job queue", _procrastinate_schema),
     (
@@ -272,21 +237,28 @@ class FastWrites:
         self.shown: dict[str, tuple[int, int]] = {}
 
     def program(
-        self, kind: str, turn_id: str, fence: int, state: PublishedState, cp: Checkpoint | None
+        self,
+        kind: str,
+        turn_id: str,
+        fence: int,
+        state: PublishedState,
+        cp: Checkpoint | None,
+        alone: bool = True,
     ) -> Routine[bool]:
         """One `turnkeeper_write` statement; the cancel flag it read with the row locked.
 
         Of the state's bubbles it sends those past the count this store last wrote for
         the turn under the same fence, and all of them otherwise (a new holder, a write
-        that failed): the statement stores those past the count in the turn's row."""
+        that failed, a write inside a larger transaction, which may yet roll back): the
+        statement stores those past the count in the turn's row."""
 
         def steps() -> Steps[bool]:
             held, count = self.shown.pop(turn_id, (None, 0))
-            since = min(count, len(state.messages)) if held == fence else 0
+            since = min(count, len(state.messages)) if held == fence and alone else 0
             row = yield One(WRITE, _written(kind, turn_id, fence, state, cp, since))
             if row is None or row[0] is None:
                 raise refused(turn_id, fence)
-            if kind != "finish":
+            if kind != "finish" and alone:
                 if len(self.shown) >= SHOWN_KEPT:
                     self.shown.clear()
                 self.shown[turn_id] = (fence, len(state.messages))

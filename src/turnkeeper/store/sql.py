@@ -231,7 +231,7 @@ class SqlStore:
         self, kind: str, turn_id: str, fence: int, state: PublishedState, cp: Checkpoint | None
     ) -> Awaitable[bool]:
         """The dialect's fast write path, as a turn's write (an awaitable of the cancel flag)."""
-        program = self.dialect.write(kind, turn_id, fence, state, cp)
+        program = self.dialect.write(kind, turn_id, fence, state, cp, True)
         one = self.dialect.one_statement_write
         return self.executor.write(program, one=one, turn=True)
 
@@ -314,7 +314,7 @@ class SqlStore:
         self, turn_id: str, fence: int, record: ResumeRecord, state: PublishedState
     ) -> None:
         d = self.dialect
-        publish = d.write("publish", turn_id, fence, state, None)
+        publish = d.write("publish", turn_id, fence, state, None, False)
 
         def steps() -> Steps[None]:
             yield from publish()

@@ -153,7 +153,12 @@ class _Write:
 
 
 def fast_write(
-    kind: str, turn_id: str, fence: int, state: PublishedState, cp: Checkpoint | None
+    kind: str,
+    turn_id: str,
+    fence: int,
+    state: PublishedState,
+    cp: Checkpoint | None,
+    alone: bool = True,
 ) -> Routine[bool]:
     """SQLite's write path: encoded here, run as several statements in the group's
     transaction (bubbles past those stored; fewer than stored drop the rest)."""
@@ -165,53 +170,18 @@ def fast_write(
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
         "conversations, turns, history, published messages, checkpoints",
-        """
-        CREATE TABLE conversations (
-            conversation_id TEXT PRIMARY KEY,
-            token_hash TEXT NOT NULL,
-            created REAL NOT NULL
-        );
-        CREATE TABLE turns (
-            seq INTEGER PRIMARY KEY AUTOINCREMENT,
-            turn_id TEXT NOT NULL UNIQUE,
-            conversation_id TEXT NOT NULL REFERENCES conversations (conversation_id),
-            question TEXT NOT NULL,
-            status TEXT NOT NULL,
-            done INTEGER NOT NULL DEFAULT 0,
-            version INTEGER NOT NULL,
-            state TEXT NOT NULL,
-            n_messages INTEGER NOT NULL,
-            message_offset INTEGER NOT NULL,
-            fence INTEGER NOT NULL DEFAULT 0,
-            lease_expires REAL,
-            wire TEXT,
-            cancel INTEGER NOT NULL DEFAULT 0,
-            usage TEXT NOT NULL DEFAULT '{}',
-            created REAL NOT NULL
-        );
-        CREATE UNIQUE INDEX turns_one_open ON turns (conversation_id) WHERE done = 0;
-        CREATE INDEX turns_leases ON turns (lease_expires) WHERE status = 'running';
-        CREATE TABLE messages (
-            seq INTEGER PRIMARY KEY AUTOINCREMENT,
-            conversation_id TEXT NOT NULL,
-            turn_id TEXT NOT NULL,
-            body TEXT NOT NULL
-        );
-        CREATE INDEX messages_by_conversation ON messages (conversation_id, seq);
-        CREATE INDEX messages_by_turn ON messages (turn_id, seq);
-        CREATE TABLE bubbles (
-            turn_id TEXT NOT NULL,
-            n INTEGER NOT NULL,
-            body TEXT NOT NULL,
-            PRIMARY KEY (turn_id, n)
-        );
-        CREATE TABLE checkpoints (
-            turn_id TEXT PRIMARY KEY,
-            iteration INTEGER NOT NULL,
-            state TEXT NOT NULL,
-            n_messages INTEGER NOT NULL
-        );
-        """,
+        base.FIRST_SCHEMA.format(
+            text="TEXT",
+            time="REAL",
+            now_default="",
+            serial="INTEGER PRIMARY KEY AUTOINCREMENT",
+            boolean="INTEGER",
+            false="0",
+            integer="INTEGER",
+            json="TEXT",
+            seconds="REAL",
+            not_done="done = 0",
+        ),
     ),
     (
         "one record per model call, for `trace show`",

@@ -129,7 +129,7 @@ class Statements:
     )
     requeued: str = (
         "UPDATE turns SET resume = ?, requeued = {stamp}, lease_expires = NULL"
-        " WHERE turn_id = ? AND fence = ? RETURNING fence"
+        " WHERE turn_id = ? AND fence = ? AND done = {false} RETURNING fence"
     )
     waiting: str = (
         "SELECT turn_id FROM turns WHERE status = 'waiting' AND done = {false}"
