@@ -106,6 +106,10 @@ async def test_before_the_lifespan_starts_it_answers_503_saying_why(tmp_path: Pa
         response = await client.get("/assistant/assistant.json")
     assert response.status_code == 503
     assert "lifespan" in response.json()["error"]
+    # As every answer: the security headers, and a 503's retry-after.
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert "frame-ancestors 'self'" in response.headers["content-security-policy"]
+    assert response.headers["retry-after"] == "1"
 
 
 async def test_its_own_authenticate_overrides_the_assistants(

@@ -23,9 +23,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..api.headers import SecurityHeaders, security_headers
 from ..service.queue import LocalQueue
 from ..store import DEFAULT_URL, parse_url
-from .server import DEFAULT_GRACE, Settings, banner, require_postgres, running
+from .server import DEFAULT_GRACE, Settings, banner, http_app, require_postgres, running
 
 if TYPE_CHECKING:
     from ..assistant import Assistant, Authenticate
@@ -77,6 +78,7 @@ class AssistantApp:
         self.grace = grace
         self._app: ASGIApp | None = None
         self._lifespan_only = Router(lifespan=self.lifespan)
+        self._not_started = SecurityHeaders(_not_started, security_headers(frame_ancestors))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -86,27 +88,15 @@ class AssistantApp:
         if app is not None:
             await app(scope, receive, send)
         elif scope["type"] == "http":
-            await JSONResponse({"error": NOT_STARTED}, 503)(scope, receive, send)
+            await self._not_started(scope, receive, send)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, host: Any = None) -> AsyncIterator[None]:
         """Run the assistant while the host application runs."""
-        from ..api import create_app
-
         assistant = self.assistant
         provider = assistant.choose_provider(os.environ)
         async with running(self.settings, assistant, provider) as service:
-            self._app = create_app(
-                service.store,
-                service.queue,
-                name=assistant.name,
-                catalogs=assistant.catalogs,
-                authenticate=self.authenticate,
-                cors_origins=self.settings.cors_origins,
-                metrics=service.metrics,
-                frame_ancestors=self.settings.frame_ancestors,
-                public_metrics=self.settings.public_metrics,
-            )
+            self._app = http_app(service, self.settings, assistant, self.authenticate)
             users = self.authenticate is not None
             lines = banner("mounted", self.settings, assistant, provider, users=users)
             logger.info("\n".join(line for line in lines if "address" not in line))
@@ -116,3 +106,10 @@ class AssistantApp:
                 self._app = None
                 if isinstance(service.queue, LocalQueue):
                     await service.queue.drain(self.grace)
+
+
+async def _not_started(scope: Scope, receive: Receive, send: Send) -> None:
+    """Before the host's lifespan has started the assistant, and after it stopped: 503, with
+    `retry-after` as every 503 (the security headers are added around it)."""
+    answer = JSONResponse({"error": NOT_STARTED}, 503, headers={"retry-after": "1"})
+    await answer(scope, receive, send)

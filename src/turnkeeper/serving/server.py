@@ -44,7 +44,7 @@ from ..tools.files import DEMO_ROOT
 from ..turn.resume import Resuming
 
 if TYPE_CHECKING:
-    from ..assistant import Assistant
+    from ..assistant import Assistant, Authenticate
 
 logger = logging.getLogger("turnkeeper.server")
 
@@ -114,8 +114,6 @@ async def serve(settings: Settings, assistant: Assistant, provider: Provider) ->
     """Serve `assistant`'s widget and API until SIGINT or SIGTERM."""
     try:
         import uvicorn
-
-        from ..api import create_app
     except ImportError as e:
         raise MissingExtra("turnkeeper serve", "server") from e
 
@@ -123,17 +121,7 @@ async def serve(settings: Settings, assistant: Assistant, provider: Provider) ->
         running(settings, assistant, provider) as service,
         _exposed(service.metrics, settings.metrics_port, service.store, settings.sweep_interval),
     ):
-        app = create_app(
-            service.store,
-            service.queue,
-            name=assistant.name,
-            catalogs=assistant.catalogs,
-            authenticate=assistant.authenticate,
-            cors_origins=settings.cors_origins,
-            metrics=service.metrics,
-            frame_ancestors=settings.frame_ancestors,
-            public_metrics=settings.public_metrics,
-        )
+        app = http_app(service, settings, assistant, assistant.authenticate)
         # log_config=None: uvicorn's records go through the process's handlers, so
         # they are redacted and, with --log-format json, JSON lines like the rest.
         config = uvicorn.Config(
@@ -160,6 +148,28 @@ async def running(
             _sweeping(store, settings, queue, metrics, job.resuming),
         ):
             yield Service(store, queue, metrics)
+
+
+def http_app(
+    service: Service, settings: Settings, assistant: Assistant, authenticate: Authenticate | None
+) -> Any:
+    """The widget and the API of `assistant` over a running `service`: what `serve` serves and
+    a mounted app answers with, built in this one place."""
+    try:
+        from ..api import create_app
+    except ImportError as e:
+        raise MissingExtra("the HTTP API", "server") from e
+    return create_app(
+        service.store,
+        service.queue,
+        name=assistant.name,
+        catalogs=assistant.catalogs,
+        authenticate=authenticate,
+        cors_origins=settings.cors_origins,
+        metrics=service.metrics,
+        frame_ancestors=settings.frame_ancestors,
+        public_metrics=settings.public_metrics,
+    )
 
 
 async def work(settings: Settings, assistant: Assistant, provider: Provider) -> None:

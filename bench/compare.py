@@ -1,0 +1,139 @@
+"""`python -m bench.compare --against REV`: this checkout's A and B rows against another
+revision's, interleaved in one run.
+
+A refactoring must leave the hot paths no slower, and two runs on two days on a
+shared machine cannot show that: the neighbours' load moves the absolute times
+more than the change does. So both revisions run side by side: REV is checked
+out into a temporary git worktree, and each measurement alternates a worker
+process of this checkout with one of REV's (its own `src/` and its own
+`bench/`, so each side measures its code with its own contenders), the order
+rotating from round to round. Printed: per row, each side's median and the
+median of the per-round ratios this ÷ REV, with their interquartile range.
+
+- A: one turn of N = 10 tool round trips against the instant fake model, no
+  store (`bench.workloads.a_loop:slice`), CPU µs per model call.
+- B: K = 1,000 turns at once in one fresh process, six 50 ms model calls each
+  (`bench.workloads.b_concurrency:concurrent`), wall seconds and CPU µs per call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from .method import ROOT, Process, median, ready, spread
+
+A_RUN = "bench.workloads.a_loop:slice"
+B_RUN = "bench.workloads.b_concurrency:concurrent"
+A_SPEC = {"rounds": 10, "payload": 200, "delay": 0.0}
+B_SPEC = {"rounds": 5, "payload": 200, "delay": 0.05}
+
+
+def start(root: Path, contender: str = "turnkeeper") -> Process:
+    """The worker of `contender` from the checkout at `root`: its own code and its own bench."""
+    log = tempfile.TemporaryFile("w+")  # noqa: SIM115 (closed by Process.close)
+    path = os.pathsep.join([str(root / "src"), str(root)])
+    env = {**os.environ, "PYTHONPATH": path, "PYTHONHASHSEED": "0"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench.worker", contender],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        cwd=root,
+        env=env,
+    )
+    return ready(Process(f"{contender}@{root.name}", proc, log))
+
+
+@contextmanager
+def checkout(rev: str) -> Iterator[Path]:
+    """REV in a temporary git worktree, removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="turnkeeper-bench-") as parent:
+        path = Path(parent) / "before"
+        git = ["git", "-C", str(ROOT)]
+        subprocess.run([*git, "worktree", "add", "--detach", "-q", str(path), rev], check=True)
+        try:
+            yield path
+        finally:
+            subprocess.run([*git, "worktree", "remove", "--force", str(path)], check=False)
+
+
+def interleaved(rounds: int, sides: dict[str, Callable[[], dict[str, Any]]]) -> dict[str, list]:
+    """`rounds` rounds of one measurement per side, the order rotating each round."""
+    names = list(sides)
+    answers: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            answers[name].append(sides[name]())
+        print(f"  round {r + 1}/{rounds}", file=sys.stderr, flush=True)
+    return answers
+
+
+def row(title: str, answers: dict[str, list], key: str) -> str:
+    """One table row: each side's median, and the median ratio now ÷ before with its IQR."""
+    now = [float(a[key]) for a in answers["now"]]
+    before = [float(a[key]) for a in answers["before"]]
+    ratios = [a / b for a, b in zip(now, before, strict=True)]
+    return (
+        f"| {title} | {median(before):.4g} | {median(now):.4g} "
+        f"| {median(ratios):.3f} | {spread(ratios)} |"
+    )
+
+
+def measure_a(before: Path, rounds: int, seconds: float) -> dict[str, list]:
+    processes = {"now": start(ROOT), "before": start(before)}
+    try:
+        sides = {
+            name: (lambda p=p: p.request(A_RUN, 600.0, spec=A_SPEC, seconds=seconds))
+            for name, p in processes.items()
+        }
+        return interleaved(rounds, sides)
+    finally:
+        for p in processes.values():
+            p.close()
+
+
+def fresh_b(root: Path, k: int) -> dict[str, Any]:
+    process = start(root)
+    try:
+        return process.request(B_RUN, 600.0, spec=B_SPEC, k=k)
+    finally:
+        process.close()
+
+
+def measure_b(before: Path, rounds: int, k: int) -> dict[str, list]:
+    sides = {"now": lambda: fresh_b(ROOT, k), "before": lambda: fresh_b(before, k)}
+    return interleaved(rounds, sides)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.compare", description=__doc__)
+    parser.add_argument("--against", required=True, metavar="REV", help="the revision before")
+    parser.add_argument("--rounds", type=int, default=15, help="rounds per row (default: 15)")
+    parser.add_argument("--k", type=int, default=1000, help="B's turns at once (default: 1000)")
+    args = parser.parse_args(argv)
+    with checkout(args.against) as before:
+        print(f"A: N = 10, {args.rounds} rounds of 1 s slices", file=sys.stderr)
+        a = measure_a(before, args.rounds, 1.0)
+        print(f"B: K = {args.k}, {args.rounds} rounds of fresh processes", file=sys.stderr)
+        b = measure_b(before, args.rounds, args.k)
+    print(f"this checkout against {args.against}, interleaved; ratio = now ÷ before\n")
+    print("| row | before (median) | now (median) | ratio (median) | ratio IQR |")
+    print("|---|---|---|---|---|")
+    print(row("A: CPU µs per model call", a, "cpu_us"))
+    print(row("A: wall µs per model call", a, "wall_us"))
+    print(row(f"B (K = {args.k}): wall seconds", b, "wall"))
+    print(row(f"B (K = {args.k}): CPU µs per model call", b, "cpu_us_per_call"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

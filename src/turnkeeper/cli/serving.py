@@ -1,0 +1,214 @@
+"""`serve` and `worker`: the command line's side of the processes `serving` builds."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import os
+from typing import Any
+
+from ..assistant import Assistant, demo_assistant, load
+from ..credentials import redact_logs
+from ..errors import ConfigError
+from ..observe import logs
+from ..observe.logs import FORMATS
+from ..providers import Provider
+from ..service import gc_policy
+from ..tools.files import DEMO_ROOT
+from .options import (
+    add_mcp_options,
+    add_price_option,
+    add_prompt_cache_option,
+    directory,
+    mcp_servers,
+    origin,
+    port,
+    positive_int,
+    seconds,
+    use_prices,
+)
+from .run import (
+    _missing_sdk_too,
+)
+
+APP_HELP = (
+    "your assistant: a turnkeeper.Assistant as module:attribute, imported from the current "
+    "folder (or --app-dir); without it, the demo assistant"
+)
+
+SERVED_DEMO_PAUSE = 1.0
+
+
+def _add_serving_commands(commands: Any) -> None:
+    serve = commands.add_parser("serve", help="serve the chat and its HTTP API (and run turns)")
+    _serving_options(serve)
+    serve.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1")
+    serve.add_argument("--port", type=port, default=8000, help="default 8000")
+    serve.add_argument(
+        "--no-worker",
+        action="store_true",
+        help="only queue turns, for `turnkeeper worker` processes (PostgreSQL)",
+    )
+    serve.add_argument(
+        "--cors-origin",
+        type=origin,
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let pages of this origin (https://example.com) call the API (repeatable)",
+    )
+    serve.add_argument(
+        "--frame-ancestors",
+        type=origin,
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let pages of this origin frame the chat (repeatable; default: only its own)",
+    )
+    _metrics_options(serve)
+    serve.add_argument(
+        "--public-metrics",
+        action="store_true",
+        help="answer /metrics on the public port too (no token needed)",
+    )
+    worker = commands.add_parser("worker", help="run queued turns from PostgreSQL")
+    _serving_options(worker)
+    _metrics_options(worker)
+
+
+def _metrics_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--metrics-port",
+        type=port,
+        metavar="PORT",
+        help="serve /metrics on this port, all interfaces (default: none)",
+    )
+
+
+def _serving_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("app", nargs="?", metavar="APP", help=APP_HELP)
+    parser.add_argument(
+        "--app-dir", type=directory, metavar="DIR", help="import APP from this folder"
+    )
+    parser.add_argument(
+        "--database",
+        metavar="URL",
+        help="sqlite:///path.db or postgresql://user@host:port/db "
+        "(env TURNKEEPER_DATABASE_URL; default sqlite:///turnkeeper.db)",
+    )
+    parser.add_argument(
+        "--provider", choices=["anthropic", "openai", "demo"], help="env TURNKEEPER_PROVIDER"
+    )
+    parser.add_argument("--model", help="env TURNKEEPER_MODEL")
+    add_prompt_cache_option(parser)
+    parser.add_argument(
+        "--resume-after-crash",
+        action="store_true",
+        help="a turn whose worker died resumes from its last checkpoint instead of failing",
+    )
+    parser.add_argument(
+        "--root",
+        type=directory,
+        help="the folder the demo assistant's read_file reads (default: turnkeeper's demo folder)",
+    )
+    add_mcp_options(parser)
+    parser.add_argument("--concurrency", type=positive_int, default=4, help="turns at once")
+    parser.add_argument(
+        "--lease", type=seconds, default=30.0, help="seconds a turn's lease lasts (default 30)"
+    )
+    parser.add_argument(
+        "--grace",
+        type=seconds,
+        default=10.0,
+        help="on SIGINT or SIGTERM, seconds running turns get to finish (default 10)",
+    )
+    parser.add_argument(
+        "--log-format", choices=FORMATS, default="text", help="text lines or JSON lines"
+    )
+    add_price_option(parser)
+
+
+def _assistant(args: argparse.Namespace) -> Assistant:
+    """The assistant `serve` and `worker` run: APP's, else the demo assistant (`read_file`
+    in --root); either way with the tools of the MCP servers named."""
+    assistant = _app_or_demo(args)
+    if getattr(args, "resume_after_crash", False):
+        assistant = dataclasses.replace(assistant, resume_after_crash=True)
+    return assistant
+
+
+def _app_or_demo(args: argparse.Namespace) -> Assistant:
+    servers = mcp_servers(args)
+    if args.app is None:
+        return demo_assistant(args.root if args.root is not None else DEMO_ROOT, servers)
+    if args.root is not None:
+        raise ConfigError("--root is the demo assistant's folder; an APP brings its own tools")
+    assistant = load(args.app, args.app_dir)
+    if servers:
+        assistant = dataclasses.replace(assistant, tools=[*assistant.tools, *servers])
+    return assistant
+
+
+def _provider(args: argparse.Namespace, assistant: Assistant) -> Provider:
+    """The model `serve` and `worker` use: --provider and --model over the assistant's own,
+    over the environment's rule (docs/design.md §6); --no-prompt-cache over its prompt_cache."""
+    if getattr(args, "no_prompt_cache", False):
+        assistant = dataclasses.replace(assistant, prompt_cache=False)
+    with _missing_sdk_too():
+        return assistant.choose_provider(
+            os.environ, provider=args.provider, model=args.model, demo_pause=SERVED_DEMO_PAUSE
+        )
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from ..serving.server import Settings
+    from ..store import DEFAULT_URL, parse_url
+
+    database = args.database or os.environ.get("TURNKEEPER_DATABASE_URL") or DEFAULT_URL
+    parse_url(database)
+    return Settings(
+        database=database,
+        host=getattr(args, "host", "127.0.0.1"),
+        port=getattr(args, "port", 8000),
+        worker=not getattr(args, "no_worker", False),
+        concurrency=args.concurrency,
+        lease=args.lease,
+        metrics_port=getattr(args, "metrics_port", None),
+        log_format=args.log_format,
+        grace=args.grace,
+        app=args.app,
+        root=(args.root if args.root is not None else DEMO_ROOT).resolve(),
+        mcp=[*args.mcp_stdio, *args.mcp_http],
+        cors_origins=tuple(getattr(args, "cors_origin", ())),
+        frame_ancestors=tuple(getattr(args, "frame_ancestors", ())),
+        public_metrics=getattr(args, "public_metrics", False),
+    )
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ..serving.server import serve
+
+    logs.configure(args.log_format)
+    redact_logs()
+    use_prices(args)
+    settings = _settings(args)
+    assistant = _assistant(args)
+    provider = _provider(args, assistant)
+    gc_policy.apply()
+    asyncio.run(serve(settings, assistant, provider))
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from ..serving.server import work
+
+    logs.configure(args.log_format)
+    redact_logs()
+    use_prices(args)
+    settings = _settings(args)
+    assistant = _assistant(args)
+    provider = _provider(args, assistant)
+    gc_policy.apply()
+    asyncio.run(work(settings, assistant, provider))
+    return 0

@@ -1,0 +1,103 @@
+"""`replay` and `trace show`: a recorded turn run again, or read back as rows."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import i18n
+from ..credentials import redact_url
+from ..errors import ConfigError
+from ..turn.replay import first_difference, replay
+from ..turn.trace import read_trace
+from . import timeline
+from .options import (
+    use_prices,
+)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    recorded = read_trace(args.trace)
+    replayed = asyncio.run(replay(recorded)).trace
+    difference = first_difference(recorded, replayed)
+    if difference is not None:
+        print(f"replay differs: {difference}")
+        return 1
+    print(f"replay matches: {len(recorded.calls)} model calls, outcome {recorded.outcome.value}")
+    return 0
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    use_prices(args)
+    if Path(args.trace).exists() and args.database is None:
+        trace = read_trace(args.trace)
+        rows = timeline.rows(trace.calls, trace.wire)
+        outcome: str | None = trace.outcome.value
+    else:
+        url = _stored_turn_url(args.trace, args.database)
+        rows, outcome = asyncio.run(_stored_timeline(args.trace, url))
+    if args.json:
+        print(json.dumps({"iterations": rows, "totals": timeline.totals(rows)}, ensure_ascii=False))
+    else:
+        print(timeline.render(captioned(rows, i18n.locale_from_env(os.environ)), outcome))
+    return 0
+
+
+def captioned(rows: Sequence[dict[str, Any]], locale: str) -> list[dict[str, Any]]:
+    """The rows with each activity caption key resolved in `locale`; a key the process's
+    catalogs lack (an application's own caption) stays as it is."""
+    return [
+        {**r, "activity": r["activity"] and (i18n.resolve(r["activity"], locale) or r["activity"])}
+        for r in rows
+    ]
+
+
+def _stored_turn_url(turn_id: str, database: str | None) -> str:
+    """The URL of the store that holds `turn_id`: --database, else the environment's, else
+    the default; `ConfigError` if `turn_id` is no turn id, or the SQLite file is missing
+    (opening it would create it: reading a turn never makes a database)."""
+    from ..store import DEFAULT_URL, parse_url
+
+    url = database or os.environ.get("TURNKEEPER_DATABASE_URL") or DEFAULT_URL
+    if not re.fullmatch(r"t_[0-9a-f]+", turn_id):
+        raise ConfigError(f"{turn_id!r} is neither a trace file nor a turn id")
+    parsed = parse_url(url)
+    if parsed.scheme == "sqlite" and not Path(parsed.target).is_file():
+        raise ConfigError(f"there is no SQLite database at {parsed.target}")
+    return url
+
+
+async def _readable(store: Any, url: str) -> None:
+    """`ConfigError` unless the store at `url` holds turnkeeper's tables, all migrated."""
+    pending = await store.pending()
+    if pending is None:
+        raise ConfigError(f"there is no turnkeeper store at {redact_url(url)}")
+    if pending:
+        raise ConfigError(
+            f"the store at {redact_url(url)} is older than this turnkeeper ({pending} "
+            "migrations behind); `turnkeeper serve` or `worker` on it migrates it"
+        )
+
+
+async def _stored_timeline(turn_id: str, url: str) -> tuple[list[Any], str | None]:
+    """The timeline of a turn the store at `url` holds."""
+    from ..store import open_store
+
+    store = await open_store(url, read_only=True)  # reading a turn changes no database
+    try:
+        await _readable(store, url)
+        turn = await store.turn(turn_id)
+        if turn is None:
+            raise ConfigError(f"the store at {redact_url(url)} has no turn {turn_id}")
+        records = await store.iterations(turn_id)
+        state = await store.state_after(turn_id, 0)
+    finally:
+        await store.close()
+    outcome = state.get("status") if state is not None else None
+    return timeline.stored_rows(records), outcome
