@@ -10,7 +10,7 @@ from tests import scripts
 from turnkeeper.providers import messages_api
 from turnkeeper.providers.scripted import ScriptedProvider
 from turnkeeper.state import Approval, queued
-from turnkeeper.store.records import ResumeRecord, decided
+from turnkeeper.store.records import ResumeRecord, decision_made
 from turnkeeper.tools.functions import FunctionToolset, Tool
 from turnkeeper.turn.approvals import Resume, resume_from
 from turnkeeper.turn.hooks import LocalHooks
@@ -60,8 +60,8 @@ async def test_a_turn_with_a_tool_that_needs_approval_stops_and_replays_the_same
     assert (result.state.status, result.state.done) == ("waiting", False)
     assert [a.tool_use_id for a in result.state.approvals] == ["toolu_del"]
     assert ran == ["lookup"]
-    assert hooks.parked is not None
-    assert [r.tool_use_id for r in hooks.parked.results] == ["toolu_look"]
+    assert hooks.waiting_record is not None
+    assert [r.tool_use_id for r in hooks.waiting_record.results] == ["toolu_look"]
     assert hooks.finishes == 0, "a waiting turn is not finalised"
     trace = result.trace
     assert trace.outcome == "waiting"
@@ -116,14 +116,14 @@ def test_a_decision_is_taken_once_and_the_turn_is_queued_when_all_are_in() -> No
     a, b = (Approval(tool_use_id, "t", {}, None) for tool_use_id in "ab")
     record = ResumeRecord(True, approvals=(a, b))
     state = queued("t_1", "c_1", "q").waiting(None, Usage(), (), (a, b))
-    assert decided(record, state, "c", True) is None
-    first = decided(record, state, "a", False)
+    assert decision_made(record, state, "c", True) is None
+    first = decision_made(record, state, "a", False)
     assert first is not None
     record, state = first
     assert (state.version, state.status) == (3, "waiting")
     assert [x.tool_use_id for x in state.approvals] == ["b"]
-    assert decided(record, state, "a", True) is None, "a use is decided once"
-    second = decided(record, state, "b", True)
+    assert decision_made(record, state, "a", True) is None, "a use is decided once"
+    second = decision_made(record, state, "b", True)
     assert second is not None
     assert second[1].status == "queued"
     assert "approvals" not in second[1].bare()

@@ -17,9 +17,10 @@ from turnkeeper import ScriptedProvider, run_turn
 from turnkeeper.api import create_app
 from turnkeeper.cli import main, timeline
 from turnkeeper.observe import prices
-from turnkeeper.service.job import TurnJob, failed
+from turnkeeper.service.job import TurnJob
 from turnkeeper.store import Store, held_by, new_token
 from turnkeeper.tools.functions import FunctionToolset, Tool
+from turnkeeper.turn.lifecycle import fail
 from turnkeeper.usage import Usage
 from turnkeeper.wire import Message, Reply, ToolSpec
 
@@ -76,7 +77,7 @@ async def test_a_turn_finalised_by_failed_keeps_the_cost_recorded_so_far(store: 
     fence = await store.claim(turn.turn_id, 30.0, "anthropic")
     assert fence is not None
     await store.record_usage(turn.turn_id, fence, Usage(1, 1_000, 10, cost_usd=0.00315))
-    assert await failed(store, turn.turn_id, held_by(fence), reporter=lambda r: None)
+    assert await fail(store, turn.turn_id, held_by(fence), reporter=lambda r: None)
     state = await store.state_after(turn.turn_id, 0)
     assert state is not None
     assert state["status"] == "failed"
@@ -97,7 +98,7 @@ class HangsOnSecondCall(ScriptedProvider):
 
 
 async def test_a_turn_stopped_mid_call_keeps_its_priced_call_records(store: Store) -> None:
-    """The job is cancelled during the second model call: `failed()` finalises the turn,
+    """The job is cancelled during the second model call: `fail()` finalises the turn,
     and the first call's stored record still carries its model and cost."""
     conversation_id = await store.create_conversation(new_token()[1])
     turn = await store.create_turn(conversation_id, "q")

@@ -1,4 +1,4 @@
-"""TurnJob and failed(), in process, on both stores."""
+"""TurnJob and lifecycle.fail(), in process, on both stores."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from turnkeeper.budget import Budget
 from turnkeeper.observe.report import Report
 from turnkeeper.outcomes import Outcome
 from turnkeeper.providers.scripted import ScriptedProvider
-from turnkeeper.service.job import TurnJob, failed, recovered_tail
+from turnkeeper.service.job import TurnJob
 from turnkeeper.store import Store, held_by, new_token
-from turnkeeper.store.records import Recovery
+from turnkeeper.store.records import Recovery, Taken
+from turnkeeper.turn.lifecycle import NOT_RUN, fail, tail
 
 
 async def queued(store: Store, question: str = "what's up?") -> tuple[str, str]:
@@ -87,7 +88,6 @@ async def test_a_turn_is_tried_once(store: Store) -> None:
     _, turn_id = await queued(store)
     provider = ScriptedProvider([scripts.answer("once")])
     job = TurnJob(store, provider)
-    assert job.tries == 1
     assert await job.run(turn_id) is Outcome.FINISHED
     assert await job.run(turn_id) is None
     assert len(provider.requests) == 1
@@ -131,7 +131,7 @@ async def test_a_job_that_lost_its_turn_writes_nothing(store: Store) -> None:
     await asyncio.wait_for(provider.started.wait(), 10)
     recovery = await store.take_over(turn_id, held_by(1))
     assert recovery is not None
-    assert await failed(store, turn_id, held_by(recovery.fence))
+    assert await fail(store, turn_id, held_by(recovery.fence))
     taken = await store.state_after(turn_id, 0)
     provider.gate.set()
     assert await asyncio.wait_for(running, 10) is None
@@ -155,7 +155,7 @@ def test_failed_answers_a_tool_use_left_without_results() -> None:
         checkpointed=True,
         last_message={"role": "assistant", "content": [scripts.text("let me look"), use]},
     )
-    (results,) = recovered_tail(recovery)
+    (results,) = tail(Taken(recovery, None, cancel=False), NOT_RUN)
     assert results["role"] == "user"
     (block,) = results["content"]
     assert (block["tool_use_id"], block["is_error"]) == ("toolu_1", True)

@@ -24,8 +24,8 @@ from tests.providers.wire_server import Canned, WireServer, replayed, serving
 from tests.test_server import free_port, output, until_up
 from tests.waiting import eventually
 from turnkeeper.providers.demo import DemoProvider
-from turnkeeper.service.job import failed
 from turnkeeper.store import hash_token, held_by, open_store
+from turnkeeper.turn.lifecycle import fail
 
 TEXT = "vercel__ai/openai__chat__openai-text.json"
 
@@ -232,7 +232,7 @@ async def test_a_turn_whose_cancel_was_accepted_is_finalised_as_stopped(tmp_path
     fence = await store.claim(turn.turn_id, 30, DemoProvider.wire.name)
     await store.request_cancel(turn.turn_id)
     assert fence is not None
-    assert await failed(store, turn.turn_id, held_by(fence))
+    assert await fail(store, turn.turn_id, held_by(fence))
     state = await store.state_after(turn.turn_id, 0)
     next_turn = await store.create_turn(conversation, "again")
     await store.close()

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+from .i18n import counted
+
 
 class Stop(StrEnum):
     """Why a model call stopped, mapped once by each provider adapter."""
@@ -74,6 +76,18 @@ class Ending:
     """The level it is reported at (None: not reported)."""
     why: str
     """What its report says happened."""
+
+    @property
+    def reported_at(self) -> int:
+        """The level a report of it has when it is reported anyway (a turn finalised from
+        its checkpoint, a waiting turn stopped): its own, else INFO."""
+        return logging.INFO if self.level is None else self.level
+
+    def says(self, iterations: int, detail: str = "") -> str:
+        """What its report says: what happened, after how many iterations, and `detail`."""
+        return f"{self.why} after {counted(iterations, 'iteration')}" + (
+            f": {detail}" if detail else ""
+        )
 
 
 # outcome: (the notice's key, has_error, the level it is reported at, what the report says)

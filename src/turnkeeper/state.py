@@ -210,7 +210,7 @@ class PublishedState:
         shown = self.iterated(None, text, usage, cards)
         return replace(shown, status=Status.WAITING, approvals=approvals)
 
-    def decided(self, left: tuple[Approval, ...]) -> PublishedState:
+    def after_decision(self, left: tuple[Approval, ...]) -> PublishedState:
         """One version on once a person decided one use: still `waiting` for the `left`
         ones, else `queued` again (it resumes in a new job)."""
         status = Status.WAITING if left else Status.QUEUED

@@ -13,8 +13,8 @@ from starlette.requests import Request
 from tests.api.test_routes import HeldQueue, client_for
 from tests.apps import orders
 from turnkeeper.api import create_app
-from turnkeeper.service.job import failed
 from turnkeeper.store import UNCLAIMED, Store
+from turnkeeper.turn.lifecycle import fail
 
 
 def by_header(request: Request) -> str | None:
@@ -147,7 +147,7 @@ async def test_the_turn_keeps_who_asked_and_in_which_language(
         turn = await store.turn(response.json()["turn_id"])
         assert turn is not None
         assert (turn.user, turn.locale) == ("ada", locale), body
-        await failed(store, turn.turn_id, UNCLAIMED)  # done: the conversation takes the next
+        await fail(store, turn.turn_id, UNCLAIMED)  # done: the conversation takes the next
 
 
 async def test_a_malformed_locale_is_400_and_queues_nothing(

@@ -25,11 +25,11 @@ from hypothesis.stateful import (
 )
 
 from tests.scripts import assert_valid_history
-from turnkeeper.service.job import failed
 from turnkeeper.service.sweeper import Sweeper
 from turnkeeper.state import PublishedState
 from turnkeeper.store import EXPIRED, UNCLAIMED, FenceLost, Store, held_by, new_token, open_store
 from turnkeeper.store.records import Checkpoint
+from turnkeeper.turn.lifecycle import fail as failed
 from turnkeeper.usage import Usage
 
 T = TypeVar("T")

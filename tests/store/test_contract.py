@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
 import pytest
 from tests.waiting import eventually
 
-from turnkeeper.outcomes import Outcome, Status
+from turnkeeper.outcomes import Outcome, Status, ending
 from turnkeeper.state import Bubble, PublishedState, queued
 from turnkeeper.store import (
     EXPIRED,
+    WAITING,
     Busy,
     FenceLost,
     Store,
@@ -23,7 +24,7 @@ from turnkeeper.store import (
     new_token,
     open_store,
 )
-from turnkeeper.store.records import Checkpoint, Guard, ModelCall
+from turnkeeper.store.records import Checkpoint, Guard, ModelCall, ResumeRecord, Taken
 from turnkeeper.usage import Usage
 from turnkeeper.wire import Message
 
@@ -460,3 +461,90 @@ async def test_a_transcript_page_is_read_by_the_store(store: Store) -> None:
     assert await page(before=99, limit=2) == (1, ["m2", "m3"])
     assert await page(before=0, limit=5) == (0, [])
     assert await page() == (0, ["m1", "m2", "m3"])
+
+
+# ---- ending a turn in one step, and queueing one again, under the fence ----------------
+
+
+def ended_as(status: Outcome) -> Callable[[Taken], Checkpoint]:
+    """A `Close` that ends the turn taken over with `status`, counting its calls."""
+
+    def close(taken: Taken) -> Checkpoint:
+        recovery = taken.recovery
+        final = recovery.state.ended(ending(status), text=None, usage=recovery.usage)
+        return Checkpoint(recovery.turn_id, 0, [], final, recovery.usage)
+
+    return close
+
+
+async def test_end_turn_takes_over_and_ends_in_one_step_once(store: Store) -> None:
+    _, turn_id, fence = await claimed_turn(store)
+    await store.publish(turn_id, fence, running(2))
+    await store.request_cancel(turn_id)
+    ended = await store.end_turn(turn_id, held_by(fence), ended_as(Outcome.STOPPED))
+    assert ended is not None
+    assert ended.taken.cancel, "the cancel flag is read in the same transaction"
+    assert ended.taken.recovery.fence == fence + 1
+    state = await store.state_after(turn_id, 0)
+    assert state is not None
+    assert (state["status"], state["done"], state["version"]) == ("stopped", True, 3)
+    assert not await store.cancel_requested(turn_id), "the final write clears the flag"
+    again = await store.end_turn(turn_id, held_by(fence + 1), ended_as(Outcome.FAILED))
+    assert again is None, "a turn already ended is not ended again"
+    assert await store.state_after(turn_id, 0) == state
+
+
+async def test_end_turn_of_a_turn_not_in_that_position_writes_nothing(store: Store) -> None:
+    _, turn_id, fence = await claimed_turn(store)
+    await store.publish(turn_id, fence, running(2))
+    before = await store.state_after(turn_id, 0)
+    assert await store.end_turn(turn_id, WAITING, ended_as(Outcome.STOPPED)) is None
+    assert await store.end_turn(turn_id, held_by(fence + 7), ended_as(Outcome.FAILED)) is None
+    assert await store.end_turn(turn_id, EXPIRED, ended_as(Outcome.FAILED)) is None
+    assert await store.state_after(turn_id, 0) == before
+    await store.publish(turn_id, fence, running(3))  # the holder's fence still holds
+
+
+async def test_of_ten_parties_ending_one_waiting_turn_one_ends_it(store: Store) -> None:
+    _, turn_id, fence = await claimed_turn(store)
+    waiting = running(2).waiting(None, Usage(), (), ())
+    await store.wait(turn_id, fence, ResumeRecord(asked=True))
+    await store.checkpoint(turn_id, fence, write([], waiting, n=0))
+    closes = [ended_as(Outcome.STOPPED) for _ in range(10)]
+    ends = await asyncio.gather(*(store.end_turn(turn_id, WAITING, c) for c in closes))
+    assert sum(e is not None for e in ends) == 1, "one ends it, the others learn it was decided"
+    won = next(e for e in ends if e is not None)
+    assert won.taken.record == ResumeRecord(asked=True)
+    state = await store.state_after(turn_id, 0)
+    assert state is not None
+    assert (state["status"], state["done"]) == ("stopped", True)
+
+
+class _Unwritable(ResumeRecord):
+    """A resume record the store cannot encode: the write fails after its publish."""
+
+    def to_json(self) -> dict[str, Any]:
+        raise RuntimeError("cannot encode this record")
+
+
+async def test_requeue_is_one_transaction_under_the_fence(store: Store) -> None:
+    _, turn_id, fence = await claimed_turn(store)
+    await store.publish(turn_id, fence, running(2))
+    recovery = await store.take_over(turn_id, held_by(fence))
+    assert recovery is not None
+    before = await store.state_after(turn_id, 0)
+    record = ResumeRecord(asked=True, resumes=1, crashed=True)
+    with pytest.raises(FenceLost):
+        await store.requeue(turn_id, fence, record, recovery.state.requeued())
+    assert await store.state_after(turn_id, 0) == before, "a stale fence changes nothing"
+    assert await store.resume_record(turn_id) is None
+    with pytest.raises(RuntimeError):
+        await store.requeue(turn_id, recovery.fence, _Unwritable(), recovery.state.requeued())
+    assert await store.state_after(turn_id, 0) == before, "nothing half written"
+    assert await store.resume_record(turn_id) is None
+    await store.requeue(turn_id, recovery.fence, record, recovery.state.requeued())
+    assert await store.resume_record(turn_id) == record
+    state = await store.state_after(turn_id, 0)
+    assert state is not None
+    assert (state["status"], state["version"]) == ("queued", 3)
+    assert await store.queued() == [turn_id]

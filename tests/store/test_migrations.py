@@ -14,7 +14,6 @@ import pytest
 from tests.scripts import assert_valid_history
 
 from turnkeeper import state as published
-from turnkeeper.service.job import failed
 from turnkeeper.state import PublishedState
 from turnkeeper.store import (
     UNCLAIMED,
@@ -27,6 +26,7 @@ from turnkeeper.store import (
 )
 from turnkeeper.store.records import Guard
 from turnkeeper.store.sqlite import NOW as SQLITE_NOW
+from turnkeeper.turn.lifecycle import fail
 from turnkeeper.usage import Usage
 from turnkeeper.wire import Message
 
@@ -189,7 +189,7 @@ async def test_a_turn_checkpointed_under_the_previous_schema_is_recovered_from_i
         bubbles = before.checkpointed if row == "as checkpointed" else before.started
         assert recovery.state == replace(before.checkpointed, messages=bubbles.messages)
         assert recovery.last_message == before.appended[-1]
-        assert await failed(store, before.turn_id, held_by(recovery.fence), reporter=lambda r: None)
+        assert await fail(store, before.turn_id, held_by(recovery.fence), reporter=lambda r: None)
         history = await store.history(before.conversation_id)
         assert history[:2] == before.appended, "the question is not stored a second time"
         assert_valid_history(history)

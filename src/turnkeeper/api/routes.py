@@ -26,10 +26,10 @@ from starlette.responses import JSONResponse, Response
 
 from ..errors import ConfigError
 from ..i18n import Catalogs, accepted, locale_tag
-from ..service.job import failed
+from ..outcomes import Status
 from ..service.queue import Queue
 from ..store import UNCLAIMED, Busy, Store, hash_token, new_token
-from ..turn.resume import end_waiting
+from ..turn.lifecycle import fail, stop_waiting
 from ..usage import Usage
 from .errors import ApiError
 from .owners import Owners
@@ -114,7 +114,7 @@ class Routes:
             await self.queue.enqueue(turn.turn_id)
         except Exception:
             logger.exception("turn %s could not be queued; finalising it as failed", turn.turn_id)
-            await failed(self.store, turn.turn_id, UNCLAIMED)
+            await fail(self.store, turn.turn_id, UNCLAIMED)
             raise ApiError(503, "The turn could not be queued; try again later.") from None
         return JSONResponse({"turn_id": turn.turn_id}, 202)
 
@@ -127,7 +127,9 @@ class Routes:
     async def cancel(self, request: Request) -> Response:
         turn_id = await self._turn(request, await self._user(request))
         await self.store.request_cancel(turn_id)
-        await end_waiting(self.store, turn_id)  # a turn waiting for a person stops at once
+        # A turn waiting for a person stops at once; of several Stops (or a Stop and an
+        # approval, a sweeper) one ends it, the others find it decided: 202 all the same.
+        await stop_waiting(self.store, turn_id)
         return JSONResponse({"turn_id": turn_id}, 202)
 
     async def approvals(self, request: Request) -> Response:
@@ -139,12 +141,12 @@ class Routes:
         if made is None:
             raise ApiError(409, NOT_WAITING)
         status, _ = made
-        if status == "queued":
+        if status is Status.QUEUED:
             try:
                 await self.queue.enqueue(turn_id)
             except Exception:
                 logger.exception("turn %s could not be queued again; finalising it", turn_id)
-                await failed(self.store, turn_id, UNCLAIMED)
+                await fail(self.store, turn_id, UNCLAIMED)
                 raise ApiError(503, "The turn could not be queued; try again later.") from None
         return JSONResponse({"turn_id": turn_id, "status": status}, 202)
 

@@ -134,6 +134,13 @@ class TurnCounts:
         self.metrics.turns.labels(end.outcome.value).inc()
         self.metrics.in_flight.dec()
 
+    def turn_waiting(self, usage: Usage) -> None:
+        """Not in flight any more: the job that resumes it counts it again (and its end)."""
+        if self.ended:
+            return
+        self.ended = True
+        self.metrics.in_flight.dec()
+
 
 def serve_metrics(
     metrics: Metrics, port: int, host: str = "127.0.0.1"

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..credentials import redact_text
 from ..errors import MissingExtra
-from ..outcomes import Ending
+from ..outcomes import Ending, Status
 from ..usage import Usage
 from ..wire import ToolUse
 from .watched import CallEnd, TurnInfo
@@ -125,16 +125,25 @@ class TurnSpans:
         span.end()
 
     def turn_ended(self, end: Ending, usage: Usage) -> None:
-        for span in [*self.calls.values(), *self.tools.values()]:
-            span.end()
-        self.span.set_attribute("turnkeeper.outcome", end.outcome.value)
-        self.span.set_attributes(usage_attributes(usage))
-        if usage.cost_usd is not None:
-            self.span.set_attribute("turnkeeper.cost_usd", usage.cost_usd)
         if end.has_error:
             self.span.set_status(StatusCode.ERROR, end.outcome.value)
         else:
             self.span.set_status(StatusCode.OK)
+        self._close(end.outcome.value, usage)
+
+    def turn_waiting(self, usage: Usage) -> None:
+        """The span ends with the `waiting` status (`turnkeeper.outcome`); the job that
+        resumes the turn has a span of its own."""
+        self.span.set_status(StatusCode.OK)
+        self._close(Status.WAITING.value, usage)
+
+    def _close(self, status: str, usage: Usage) -> None:
+        for span in [*self.calls.values(), *self.tools.values()]:
+            span.end()
+        self.span.set_attribute("turnkeeper.outcome", status)
+        self.span.set_attributes(usage_attributes(usage))
+        if usage.cost_usd is not None:
+            self.span.set_attribute("turnkeeper.cost_usd", usage.cost_usd)
         self.span.end()
 
 

@@ -3,7 +3,9 @@
 A turn's `TurnWatch` is told, synchronously and cheaply: `call_started` /
 `call_ended` around every model call (by the turn's `CallRoom`),
 `tool_started` / `tool_ended` around every tool call (by the toolset
-`watched_tools` wraps), and `turn_ended` once, in the loop's finalisation. A
+`watched_tools` wraps), and once, in the loop's finalisation, `turn_ended`, or
+`turn_waiting` for a turn that stops to wait for a person (it is no longer in flight;
+the job that resumes it watches it anew). A
 `Watcher` makes one `TurnWatch` per turn; `telemetry.Telemetry` (OpenTelemetry
 spans) and `metrics.Metrics` (Prometheus) are the two shipped, and `Watchers`
 fans out to several. A watcher that raises is logged and the turn goes on:
@@ -54,6 +56,11 @@ class TurnWatch(Protocol):
         """The turn ended, once, in the loop's finalisation."""
         ...
 
+    def turn_waiting(self, usage: Usage) -> None:
+        """Instead of `turn_ended`: the turn stopped to wait for a person (status `waiting`),
+        once, in the loop's finalisation. It is no longer in flight in this process."""
+        ...
+
 
 class Watcher(Protocol):
     """Watches turns (spans, metrics): makes one `TurnWatch` per turn."""
@@ -79,6 +86,9 @@ class _Unwatched:
         pass
 
     def turn_ended(self, end: Ending, usage: Usage) -> None:
+        pass
+
+    def turn_waiting(self, usage: Usage) -> None:
         pass
 
 
@@ -123,6 +133,9 @@ class _Fanout:
 
     def turn_ended(self, end: Ending, usage: Usage) -> None:
         self._each("turn_ended", end, usage)
+
+    def turn_waiting(self, usage: Usage) -> None:
+        self._each("turn_waiting", usage)
 
 
 _telemetry_missing = False

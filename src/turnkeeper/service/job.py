@@ -1,15 +1,15 @@
-"""A queued turn: `TurnJob` runs it once, and `failed()` finalises one that could not finish.
+"""A queued turn: `TurnJob` runs it once; `lifecycle.fail()` ends one that could not finish.
 
     claim (lease, fence) → load history → run_turn with store-backed hooks → finish
                                   │ timeout, crash, lost lease
-                                  └──────────────▶ failed(): recover from the checkpoint
+                                  └──────────────▶ lifecycle.fail(): recover from the checkpoint
 
-`tries = 1`: a turn that spent money and called tools is never run again. The
-job's own timeout is the turn deadline plus a margin, so the final write always
-happens; if it fires anyway, `failed()` runs. A worker that dies leaves its
-lease to expire, and the sweeper finalises the turn through the same
-`failed()`. Every write presents the fence the claim returned, so a worker
-that wakes up after being taken over writes nothing.
+A job runs a turn once: a turn that spent money and called tools is never run again
+by a queue. The job's own timeout is the turn deadline plus a margin, so the final
+write always happens; if it fires anyway, `fail()` runs. A worker that dies leaves
+its lease to expire, and the sweeper ends the turn through the same `fail()`.
+Every write presents the fence the claim returned, so a worker that wakes up after
+being taken over writes nothing.
 """
 
 from __future__ import annotations
@@ -23,18 +23,18 @@ from ..budget import Budget
 from ..credentials import redact_text
 from ..observe.report import Report, Reporter, log_report
 from ..observe.watchers import Watcher
-from ..outcomes import Ending, Outcome, ending, unfinished
-from ..providers import Provider, wire_format
+from ..outcomes import Outcome, ending
+from ..providers import Provider
 from ..state import PublishedState
-from ..store import EXPIRED, UNCLAIMED, FenceLost, Holder, Store, held_by
-from ..store.records import Checkpoint, Recovery, ResumeRecord
+from ..store import UNCLAIMED, FenceLost, Store, held_by
+from ..store.records import Checkpoint, ResumeRecord
 from ..tools import NoTools, Toolset
 from ..tools.context import ToolContext
+from ..turn import lifecycle
 from ..turn.activity import ACTIVITIES
 from ..turn.loop import run_turn
-from ..turn.resume import Resuming, end_waiting
+from ..turn.resume import Resuming
 from ..usage import Usage
-from ..wire import Message, ToolResult
 from .leases import Leases
 
 logger = logging.getLogger("turnkeeper.job")
@@ -59,14 +59,11 @@ class StoreHooks:
         self.turn_id = turn_id
         self.fence = fence
         self.reporter = reporter
-        self.said = False
-        """The end of the turn needs no report from the job: the loop reported its failure,
-        or its final write ended it `stopped` (not an error)."""
         self._cancel: bool | None = None
         """The flag the last checkpoint read, for the one stop check after it; else None."""
         self._stopping = False
         """The stop wait returned: the turn's cancel was requested."""
-        self.resumes = 0
+        self.crash_resumes = 0
         """How many times a crash has resumed the turn (kept in its resume record)."""
 
     async def should_stop(self) -> bool:
@@ -100,15 +97,14 @@ class StoreHooks:
 
     async def finish(self, final: Checkpoint) -> None:
         await self.store.finish(self.turn_id, self.fence, final)
-        self.said |= final.state.stopped
 
-    async def pause(self, checkpoint: Checkpoint, parked: ResumeRecord) -> None:
+    async def wait(self, checkpoint: Checkpoint, record: ResumeRecord) -> None:
         """The turn waits for a person: its resume record, then its `waiting` checkpoint."""
-        await self.store.park(self.turn_id, self.fence, replace(parked, resumes=self.resumes))
+        record = replace(record, resumes=self.crash_resumes)
+        await self.store.wait(self.turn_id, self.fence, record)
         await self.store.checkpoint(self.turn_id, self.fence, checkpoint)
 
     def report(self, report: Report) -> None:
-        self.said |= report.event == Outcome.FAILED.value
         self.reporter(report)
 
 
@@ -129,8 +125,6 @@ class TurnJob:
     """Spans and metrics of the turns (default: spans if a tracer provider is configured)."""
     resuming: Resuming = field(default_factory=Resuming)
     """Which tools wait for approval or may run again, and whether a crash resumes a turn."""
-    tries: int = field(default=1, init=False)
-    """A turn is tried once; never retried by a queue."""
     _leases: Leases = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -147,7 +141,7 @@ class TurnJob:
             fence = await self.store.claim(turn_id, self.lease, self.provider.wire.name)
         except Exception as e:
             logger.exception("turn %s: the claim failed; finalising it unclaimed: %s", turn_id, e)
-            await failed(self.store, turn_id, UNCLAIMED, reporter=self.reporter)
+            await lifecycle.fail(self.store, turn_id, UNCLAIMED, reporter=self.reporter)
             return Outcome.FAILED
         if fence is None:
             logger.info("turn %s is not queued any more; not running it again", turn_id)
@@ -171,23 +165,27 @@ class TurnJob:
                 raise FenceLost(f"turn {turn_id}: the lease was lost; writes refused") from None
             # The process is stopping (or the queue aborted the job): finalise now, not
             # a lease later, so the conversation takes its next question at once.
-            await self._finalise(turn_id, fence, hooks, "the process stopped it before it finished")
+            await self._finalise(turn_id, fence, "the process stopped it before it finished")
             raise
+        except _Reported as e:  # the loop said how it failed; its end may be left to write
+            logger.exception("turn %s: the job failed: %s", turn_id, e.__cause__)
+            await lifecycle.fail(self.store, turn_id, held_by(fence), reporter=_quiet)
         except Exception as e:  # TimeoutError included: the job clock fired
             logger.exception("turn %s: the job failed: %s", turn_id, e)
-            await self._finalise(turn_id, fence, hooks, e)
+            await self._finalise(turn_id, fence, e)
         return Outcome.FAILED
 
-    async def _finalise(
-        self, turn_id: str, fence: int, hooks: StoreHooks, why: Exception | str
-    ) -> None:
-        """Finalise a turn the loop did not see to its end, and say so once. The loop's own
-        final write has often gone through (the job's clock or the process cancelled the
-        turn, and the loop finalised it): then there is nothing left to take over, and the
-        job says why here, unless the loop has said it already (`hooks.said`)."""
-        reporter = _quiet if hooks.said else self.reporter
-        if await failed(self.store, turn_id, held_by(fence), reporter=reporter) is None:
-            reporter(_job_failed(turn_id, why))
+    async def _finalise(self, turn_id: str, fence: int, why: Exception | str) -> None:
+        """End a turn the job's clock or the process cut short, and say why, once: the loop
+        said nothing of it. Either `fail()` ends it here (and reports it), or the loop's
+        own final write went through (it finalised the cut-short turn): then the job says
+        why, unless the turn ended `stopped` (its reader asked for that)."""
+        ended = await lifecycle.fail(self.store, turn_id, held_by(fence), reporter=self.reporter)
+        if ended is not None:
+            return  # ended here, and said so
+        start = await self.store.start(turn_id)
+        if start is None or start.state.status is not Outcome.STOPPED:
+            self.reporter(_job_failed(turn_id, why))
 
     async def _turn(self, turn_id: str, hooks: StoreHooks) -> Outcome | None:
         start = await self.store.start(turn_id)
@@ -196,26 +194,36 @@ class TurnJob:
         history = await self.store.history(turn.conversation_id)
         # A turn queued again (after a wait or a crash) has published more than `queued`.
         record = await self.store.resume_record(turn_id) if start.state.version > 1 else None
-        hooks.resumes = 0 if record is None else record.resumes
+        hooks.crash_resumes = 0 if record is None else record.resumes
         resume = self.resuming.resume(record, history, self.provider.wire, start.state.usage)
-        result = await run_turn(
-            turn.question,
-            provider=self.provider,
-            toolset=self.toolset,
-            history=history,
-            budget=self.budget,
-            hooks=hooks,
-            activities=self.activities,
-            turn_id=turn_id,
-            conversation_id=turn.conversation_id,
-            start=start.state,
-            watcher=self.watcher,
-            context=ToolContext(turn.user, turn.locale, turn.conversation_id, turn_id),
-            resume=resume,
-        )
+        try:
+            result = await run_turn(
+                turn.question,
+                provider=self.provider,
+                toolset=self.toolset,
+                history=history,
+                budget=self.budget,
+                hooks=hooks,
+                activities=self.activities,
+                turn_id=turn_id,
+                conversation_id=turn.conversation_id,
+                start=start.state,
+                watcher=self.watcher,
+                context=ToolContext(turn.user, turn.locale, turn.conversation_id, turn_id),
+                resume=resume,
+            )
+        except FenceLost:
+            raise
+        except Exception as e:
+            raise _Reported(str(e)) from e
         if result.outcome is None and await self.store.cancel_requested(turn_id):
-            await end_waiting(self.store, turn_id, reporter=self.reporter)  # a Stop came meanwhile
+            await lifecycle.stop_waiting(self.store, turn_id, reporter=self.reporter)  # a Stop came
         return result.outcome
+
+
+class _Reported(Exception):
+    """An exception that came out of the loop: the loop reported it (`crashed()`, or
+    `lifecycle.finish` when its final write failed), so the job says nothing more."""
 
 
 def _job_failed(turn_id: str, e: Exception | str) -> Report:
@@ -231,65 +239,3 @@ def _job_failed(turn_id: str, e: Exception | str) -> Report:
 
 def _quiet(report: Report) -> None:
     """For a failure the loop already reported."""
-
-
-async def failed(
-    store: Store,
-    turn_id: str,
-    holder: Holder = EXPIRED,
-    *,
-    reporter: Reporter = log_report,
-) -> Ending | None:
-    """Finalise a turn that could not finish, from its last checkpoint: the one way in,
-    for the job (`held_by(fence)`), the sweeper (`EXPIRED`) and the API (`UNCLAIMED`).
-
-    Takes the turn over from `holder`, closes any tool use left without a
-    result, and writes the recovered state as `failed` with `done: true`
-    (`stopped` if its cancel had been accepted), the usage as last recorded,
-    and clears the turn's keys. Its `Ending`; None if the turn was not there to take.
-    """
-    stopped = await store.cancel_requested(turn_id)
-    recovery = await store.take_over(turn_id, holder)
-    if recovery is None:
-        return None
-    end = unfinished(stopped)
-    final = Checkpoint(
-        turn_id=turn_id,
-        iteration=recovery.usage.iterations,
-        appended=recovered_tail(recovery),
-        state=recovery.state.ended(end, text=None, usage=recovery.usage),
-        usage=recovery.usage,
-    )
-    await store.finish(turn_id, recovery.fence, final)
-    reporter(
-        Report(
-            turn_id=turn_id,
-            iteration=recovery.usage.iterations,
-            event=end.outcome.value,
-            message="the turn was finalised from its last checkpoint"
-            + ("" if holder is not EXPIRED else " after its worker's lease expired"),
-            level=logging.INFO if end.level is None else end.level,
-            usage=recovery.usage,
-            details={"checkpointed": recovery.checkpointed},
-            conversation_id=recovery.conversation_id,
-        )
-    )
-    return end
-
-
-def recovered_tail(recovery: Recovery) -> list[Message]:
-    """What the history needs after the last checkpoint to be valid for the next turn.
-
-    Without a checkpoint the question was never stored: it is added. A tool
-    use left without results gets `is_error` results saying it was not run.
-    """
-    if recovery.wire is None:
-        return []
-    wire = wire_format(recovery.wire)
-    if not recovery.checkpointed:
-        return [wire.user_message(recovery.question)]
-    last = recovery.last_message
-    if last is None:
-        return []
-    why = "not run: the turn failed before the tool finished"
-    return wire.tool_results([ToolResult(u.id, why, True) for u in wire.tool_uses(last)])

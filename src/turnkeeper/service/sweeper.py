@@ -1,10 +1,11 @@
 """The sweeper: finalises turns whose worker stopped renewing its lease.
 
 A worker that is killed, crashes or hangs stops renewing; once its lease has
-expired the sweeper takes the turn over (bumping its fence) and finalises it
-through `failed()`, from the last checkpoint. It never runs a turn again. It
-runs in the serving process and in every worker; two sweepers racing for one
-turn are safe, the take-over is atomic.
+expired the sweeper takes the turn over (bumping its fence) and ends it through
+`lifecycle.fail()`, from the last checkpoint, in one store transaction. It never
+runs a turn again. It runs in the serving process and in every worker; two
+sweepers racing for one turn are safe: one ends it, the other learns it was
+already ended (nothing written, nothing taken for an outage).
 
 Given the queue (`holding`), it also finalises turns left `queued` with nothing
 behind them: queued for `unheld_after` seconds and held by no queue (a claim
@@ -32,9 +33,10 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..observe.report import Reporter, log_report
 from ..outcomes import Ending
-from ..store import EXPIRED, UNCLAIMED, Store, held_by
-from ..turn.resume import NO_ANSWER_KEY, Enqueue, Resuming, end_waiting, resume_crashed
-from .job import DEFAULT_LEASE, failed
+from ..store import EXPIRED, UNCLAIMED, Store
+from ..turn.lifecycle import Enqueue, WaitEnd, fail, resume_crashed, stop_waiting
+from ..turn.resume import Resuming
+from .job import DEFAULT_LEASE
 
 if TYPE_CHECKING:  # prometheus-client comes with the server and postgres extras
     from ..observe.metrics import Metrics
@@ -57,7 +59,7 @@ class Holding(Protocol):
 
 
 class Sweeper:
-    """Finalises, through `job.failed()`, the turns whose worker's lease expired and the
+    """Ends, through `lifecycle.fail()`, the turns whose worker's lease expired and the
     queued turns no queue holds; `run()` sweeps every `interval` seconds."""
 
     def __init__(
@@ -85,8 +87,8 @@ class Sweeper:
         self.lease = lease
         self.failing = 0
         """Sweeps failed in a row."""
-        self.resumes = 0.0
-        """When (monotonic seconds) sweeping resumes after the store was reached again."""
+        self.hold_until = 0.0
+        """When (monotonic seconds) sweeping starts again after the store was reached again."""
 
     async def sweep(self) -> list[str]:
         """Finalise every turn whose lease has expired, and every queued turn no queue
@@ -106,22 +108,20 @@ class Sweeper:
         return swept
 
     async def _expired(self, turn_id: str) -> Ending | None:
-        """Resume the turn if crashed turns resume (None), else finalise it through `failed()`:
-        its `Ending` (None too if it was not there to take)."""
+        """Resume the turn if crashed turns resume (None), else end it through `fail()`: its
+        `Ending` (None too if it was not there to take). One take-over either way."""
         if not (self.resuming.resume_after_crash and self.requeue is not None):
-            return await failed(self.store, turn_id, EXPIRED, reporter=self.reporter)
-        taken = await resume_crashed(
-            self.store, turn_id, self.requeue, self.resuming, reporter=self.reporter
+            return await fail(self.store, turn_id, EXPIRED, reporter=self.reporter)
+        max_resumes = self.resuming.max_resumes
+        return await resume_crashed(
+            self.store, turn_id, self.requeue, max_resumes, reporter=self.reporter
         )
-        if taken is None:  # queued again (or someone else had it)
-            return None
-        return await failed(self.store, turn_id, held_by(taken.fence), reporter=self.reporter)
 
     async def _unanswered(self) -> list[str]:
         """End the turns that waited for a person longer than the approval timeout."""
         ended = []
         for turn_id in await self.store.waiting(self.resuming.approval_timeout):
-            if await end_waiting(self.store, turn_id, NO_ANSWER_KEY, reporter=self.reporter):
+            if await stop_waiting(self.store, turn_id, WaitEnd.NO_ANSWER, self.reporter):
                 logger.warning("turn %s: nobody answered its approval in time; stopped", turn_id)
                 ended.append(turn_id)
         return ended
@@ -137,7 +137,7 @@ class Sweeper:
         for turn_id in waiting:
             if turn_id in held:
                 continue
-            end = await failed(self.store, turn_id, UNCLAIMED, reporter=self.reporter)
+            end = await fail(self.store, turn_id, UNCLAIMED, reporter=self.reporter)
             if end is not None:
                 logger.warning(
                     "turn %s: queued with no job behind it; finalised as %s", turn_id, end.outcome
@@ -159,7 +159,7 @@ class Sweeper:
     async def tick(self) -> None:
         """One sweep; or, after failed sweeps, a look that starts a lease's hold if the
         store answers; or nothing while the hold lasts."""
-        if time.monotonic() < self.resumes:
+        if time.monotonic() < self.hold_until:
             return
         try:
             if self.failing:
@@ -169,7 +169,7 @@ class Sweeper:
                     " while live workers renew their leases",
                     self.lease,
                 )
-                self.failing, self.resumes = 0, time.monotonic() + self.lease
+                self.failing, self.hold_until = 0, time.monotonic() + self.lease
                 return
             await self.sweep()
         except Exception:

@@ -12,7 +12,7 @@ sweeper, for a process's lifetime.
 Each says what it runs in one block when it is ready (`banner`). On SIGINT or
 SIGTERM, `serve` and `worker` stop taking turns, give the running ones
 `Settings.grace` seconds to finish (`serve` keeps answering polls meanwhile),
-then finalise the rest through `failed()` before they exit; a second SIGINT to
+then finalise the rest through `lifecycle.fail()` before they exit; a second SIGINT to
 `serve` ends its grace period at once (the worker's is procrastinate's).
 """
 

@@ -12,7 +12,7 @@ each a dialect (`dialect.py`) and an executor:
 
 A turn moves `queued` → `running` → one terminal status. A worker `claim`s it
 with a lease and gets a **fence**, a counter that every later write must
-present; `take_over` (the sweeper, or `failed()`) bumps the fence, so a zombie
+present; `take_over` and `end_turn` (the sweeper, `lifecycle.fail()`) bump the fence, so a zombie
 worker's writes are refused with `FenceLost` instead of overwriting a
 finalised turn. Writes are proportional to what changed: a checkpoint appends
 the new history messages, it never rewrites the history.

@@ -12,24 +12,31 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ..errors import TurnError
+from ..outcomes import TurnStatus
 from ..state import PublishedState
 from ..usage import Usage
 from ..wire import Message
 from .records import (
     Checkpoint,
     ConversationSummary,
+    Ended,
     Guard,
     Recovery,
     ResumeRecord,
+    Taken,
     TranscriptPage,
     Turn,
     TurnStart,
 )
+
+Close = Callable[[Taken], Checkpoint]
+"""The final write of a turn taken over, computed from what was read (pure: it may run
+inside the store's transaction, on its thread)."""
 
 
 class FenceLost(TurnError):
@@ -242,11 +249,22 @@ class Store(Protocol):
         The new holder gets `lease` seconds; if it dies too, the sweeper tries again."""
         ...
 
+    async def end_turn(
+        self, turn_id: str, holder: Holder, close: Close, lease: float = 30.0
+    ) -> Ended | None:
+        """Take the turn over from `holder` and end it, in one transaction: read its row as
+        `take_over` does, its resume record and cancel flag (a `Taken`), and make the final
+        write `close` computes of them under the new fence. None, with nothing written, if
+        the turn is done or not in that position: of several parties ending one turn, one
+        ends it and the others learn it was already decided. On PostgreSQL it waits out an
+        outage as a turn's writes do."""
+        ...
+
     # ---- waiting and resuming (approvals.py) -------------------------------
 
-    async def park(self, turn_id: str, fence: int, record: ResumeRecord) -> None:
-        """Keep the resume record of a turn about to wait, and when its wait began; the
-        checkpoint that follows publishes it `waiting` (`FenceLost` if not held)."""
+    async def wait(self, turn_id: str, fence: int, record: ResumeRecord) -> None:
+        """Keep the resume record of a turn about to wait for a person, and when its wait
+        began; the checkpoint that follows publishes it `waiting` (`FenceLost` if not held)."""
         ...
 
     async def resume_record(self, turn_id: str) -> ResumeRecord | None:
@@ -255,18 +273,19 @@ class Store(Protocol):
 
     async def decide(
         self, turn_id: str, tool_use_id: str, approved: bool
-    ) -> tuple[str, int] | None:
+    ) -> tuple[TurnStatus, int] | None:
         """Record a person's decision on a use the waiting turn holds, in one transaction,
-        publishing the state one version on: `("waiting", version)` while other uses wait,
-        `("queued", version)` once all are decided (the caller enqueues it). None if the
-        turn is not waiting for that use."""
+        publishing the state one version on: `(Status.WAITING, version)` while other
+        uses wait, `(Status.QUEUED, version)` once all are decided (the caller enqueues
+        it). None if the turn is not waiting for that use."""
         ...
 
     async def requeue(
         self, turn_id: str, fence: int, record: ResumeRecord, state: PublishedState
     ) -> None:
         """Queue a turn taken over (`fence`) again, with its resume record and `state`
-        (`queued`, one version on): a crashed turn that resumes (`FenceLost` if not held)."""
+        (`queued`, one version on): a crashed turn that resumes. One transaction under the
+        fence: `FenceLost`, and nothing changed, if the turn is not held under it."""
         ...
 
     async def waiting(self, older_than: float) -> list[str]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
 from ..state import PublishedState
@@ -73,12 +74,21 @@ Routine = Callable[[], Steps[T]]
 Program = Routine[T] | Statement
 """What an executor runs: a routine, or the simplest program, one statement (its result)."""
 
-FastWrite = Callable[[str, str, int, PublishedState, "Checkpoint | None", bool], Routine[bool]]
+
+class Write(StrEnum):
+    """Which write the fast write path makes (PostgreSQL's `turnkeeper_write` `kind`)."""
+
+    PUBLISH = "publish"
+    CHECKPOINT = "checkpoint"
+    FINISH = "finish"
+
+
+FastWrite = Callable[[Write, str, int, PublishedState, "Checkpoint | None", bool], Routine[bool]]
 """A dialect's fast write path: `(kind, turn_id, fence, state, checkpoint, alone)` → the
-routine that writes it (kind `publish`, `checkpoint` or `finish`; the checkpoint is None
-for a publish; `alone`: the write is the whole transaction, so what it sent may be
-remembered for the next one). It raises `FenceLost` when the fence or the version is
-refused, and returns the turn's cancel flag as it read it with the write."""
+routine that writes it (the checkpoint is None for a publish; `alone`: the write is the
+whole transaction, so what it sent may be remembered for the next one). It raises
+`FenceLost` when the fence or the version is refused, and returns the turn's cancel flag
+as it read it with the write."""
 
 
 @dataclass(frozen=True, slots=True)

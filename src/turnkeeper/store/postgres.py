@@ -29,7 +29,7 @@ from ..errors import ConfigError, MissingExtra
 from ..state import PublishedState
 from . import base
 from .base import refused
-from .dialect import Dialect, One, Routine, Steps
+from .dialect import Dialect, One, Routine, Steps, Write
 from .records import Checkpoint
 from .sql import SqlStore
 
@@ -238,7 +238,7 @@ class FastWrites:
 
     def program(
         self,
-        kind: str,
+        kind: Write,
         turn_id: str,
         fence: int,
         state: PublishedState,
@@ -258,7 +258,7 @@ class FastWrites:
             row = yield One(WRITE, _written(kind, turn_id, fence, state, cp, since))
             if row is None or row[0] is None:
                 raise refused(turn_id, fence)
-            if kind != "finish" and alone:
+            if kind is not Write.FINISH and alone:
                 if len(self.shown) >= SHOWN_KEPT:
                     self.shown.clear()
                 self.shown[turn_id] = (fence, len(state.messages))
@@ -268,7 +268,7 @@ class FastWrites:
 
 
 def _written(
-    kind: str,
+    kind: Write,
     turn_id: str,
     fence: int,
     state: PublishedState,

@@ -151,7 +151,8 @@ class TranscriptPage:
 
 @dataclass(frozen=True, slots=True)
 class Recovery:
-    """What `take_over` hands to `failed()`: the turn's row as its last checkpoint left it."""
+    """What `take_over` hands back (and `end_turn` reads): the turn's row as its last
+    checkpoint left it."""
 
     turn_id: str
     conversation_id: str
@@ -171,6 +172,26 @@ class Recovery:
     """The last history message this turn stored, if any."""
     usage: Usage = field(default_factory=Usage)
     """Usage as last recorded (after the last model call that returned)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Taken:
+    """What `end_turn` read of a turn it took over, in the transaction that ends it: the row
+    as its last checkpoint left it, its resume record, and its cancel flag."""
+
+    recovery: Recovery
+    record: ResumeRecord | None
+    cancel: bool
+    """The turn's cancel was requested (a Stop came) before it was taken over."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """A turn `end_turn` took over and ended in one transaction: what it read, and the final
+    write it made of that."""
+
+    taken: Taken
+    final: Checkpoint
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +220,7 @@ class ResumeRecord:
     def undecided(self) -> tuple[Approval, ...]:
         return tuple(a for a in self.approvals if a.tool_use_id not in self.decisions)
 
-    def decided(self, tool_use_id: str, approved: bool) -> ResumeRecord | None:
+    def with_decision(self, tool_use_id: str, approved: bool) -> ResumeRecord | None:
         """The record once `tool_use_id` is decided; None if it does not wait for that use."""
         if all(a.tool_use_id != tool_use_id for a in self.undecided()):
             return None
@@ -242,13 +263,13 @@ class ResumeRecord:
         )
 
 
-def decided(
+def decision_made(
     record: ResumeRecord, state: PublishedState, tool_use_id: str, approved: bool
 ) -> tuple[ResumeRecord, PublishedState] | None:
     """The record and the state (one version on) once a person decided `tool_use_id`; None
     if the turn does not wait for that use. The state stays `waiting` with the uses left,
     and is `queued` once every one is decided."""
-    made = record.decided(tool_use_id, approved)
+    made = record.with_decision(tool_use_id, approved)
     if made is None:
         return None
-    return made, state.decided(made.undecided())
+    return made, state.after_decision(made.undecided())

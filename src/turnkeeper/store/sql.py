@@ -15,22 +15,35 @@ from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol
 
 from .. import state as published
+from ..outcomes import TurnStatus
 from ..state import PublishedState
 from ..usage import Usage
 from ..wire import Message
-from .base import ALL, Busy, Holder, new_id, recovered_state, refused, transcript_page, turn_start
+from .base import (
+    ALL,
+    Busy,
+    Close,
+    Holder,
+    new_id,
+    recovered_state,
+    refused,
+    transcript_page,
+    turn_start,
+)
 from .cancellations import Cancellations
-from .dialect import All, Dialect, Exec, Executor, One, Steps
+from .dialect import All, Dialect, Exec, Executor, One, Steps, Write
 from .records import (
     Checkpoint,
     ConversationSummary,
+    Ended,
     Guard,
     Recovery,
     ResumeRecord,
+    Taken,
     TranscriptPage,
     Turn,
     TurnStart,
-    decided,
+    decision_made,
 )
 from .statements import compiled
 
@@ -219,16 +232,16 @@ class SqlStore:
             raise refused(turn_id, fence)
 
     async def publish(self, turn_id: str, fence: int, state: PublishedState) -> None:
-        await self._write("publish", turn_id, fence, state, None)
+        await self._write(Write.PUBLISH, turn_id, fence, state, None)
 
     async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> bool:
-        return await self._write("checkpoint", turn_id, fence, checkpoint.state, checkpoint)
+        return await self._write(Write.CHECKPOINT, turn_id, fence, checkpoint.state, checkpoint)
 
     async def finish(self, turn_id: str, fence: int, final: Checkpoint) -> None:
-        await self._write("finish", turn_id, fence, final.state, final)
+        await self._write(Write.FINISH, turn_id, fence, final.state, final)
 
     def _write(
-        self, kind: str, turn_id: str, fence: int, state: PublishedState, cp: Checkpoint | None
+        self, kind: Write, turn_id: str, fence: int, state: PublishedState, cp: Checkpoint | None
     ) -> Awaitable[bool]:
         """The dialect's fast write path, as a turn's write (an awaitable of the cancel flag)."""
         program = self.dialect.write(kind, turn_id, fence, state, cp, True)
@@ -274,9 +287,31 @@ class SqlStore:
             usage=Usage.from_dict(d.load(usage)),
         )
 
+    async def end_turn(
+        self, turn_id: str, holder: Holder, close: Close, lease: float = 30.0
+    ) -> Ended | None:
+        return await self.executor.write(
+            lambda: self._end_turn(turn_id, holder, close, lease), turn=True
+        )
+
+    def _end_turn(
+        self, turn_id: str, holder: Holder, close: Close, lease: float
+    ) -> Steps[Ended | None]:
+        """Take over, read, compute the end, write it: one transaction."""
+        recovery = yield from self._take_over(turn_id, holder, lease)
+        if recovery is None:
+            return None
+        resume, cancel = yield One(self.sql.resume_and_cancel, (turn_id,))
+        record = None if resume is None else ResumeRecord.from_json(dict(self.dialect.load(resume)))
+        taken = Taken(recovery, record, bool(cancel))
+        final = close(taken)
+        fence = recovery.fence
+        yield from self.dialect.write(Write.FINISH, turn_id, fence, final.state, final, False)()
+        return Ended(taken, final)
+
     # ---- waiting and resuming ------------------------------------------------
 
-    async def park(self, turn_id: str, fence: int, record: ResumeRecord) -> None:
+    async def wait(self, turn_id: str, fence: int, record: ResumeRecord) -> None:
         params = (self.dialect.jsonb(record.to_json()), turn_id, fence)
         statement = One(self.sql.park, params)  # a turn's write: it waits out an outage
         if await self.executor.write(statement, one=True, turn=True) is None:
@@ -290,16 +325,16 @@ class SqlStore:
 
     async def decide(
         self, turn_id: str, tool_use_id: str, approved: bool
-    ) -> tuple[str, int] | None:
+    ) -> tuple[TurnStatus, int] | None:
         sql, d = self.sql, self.dialect
 
-        def steps() -> Steps[tuple[str, int] | None]:
+        def steps() -> Steps[tuple[TurnStatus, int] | None]:
             row = yield One(sql.waiting_turn, (turn_id,))
             if row is None or row[0] is None:
                 return None
             record = ResumeRecord.from_json(dict(d.load(row[0])))
             stored = PublishedState.from_json(dict(d.load(row[1])))
-            made = decided(record, stored, tool_use_id, approved)
+            made = decision_made(record, stored, tool_use_id, approved)
             if made is None:
                 return None
             record, state = made
@@ -314,7 +349,7 @@ class SqlStore:
         self, turn_id: str, fence: int, record: ResumeRecord, state: PublishedState
     ) -> None:
         d = self.dialect
-        publish = d.write("publish", turn_id, fence, state, None, False)
+        publish = d.write(Write.PUBLISH, turn_id, fence, state, None, False)
 
         def steps() -> Steps[None]:
             yield from publish()

@@ -29,7 +29,7 @@ from ..state import PublishedState
 from . import base
 from .base import refused
 from .data_version import SeenVersions
-from .dialect import Dialect, Exec, Many, One, Routine, Steps
+from .dialect import Dialect, Exec, Many, One, Routine, Steps, Write
 from .group_commit import GroupCommit
 from .records import Checkpoint
 from .sql import SqlStore
@@ -86,9 +86,10 @@ FENCED = (
 )
 _SET_STATE = "UPDATE turns SET state = ?, version = ?, status = ?, n_messages = ?"
 UPDATES = {
-    "publish": _SET_STATE + " WHERE turn_id = ? RETURNING cancel",
-    "checkpoint": _SET_STATE + ", usage = ?, checkpointed = 1 WHERE turn_id = ? RETURNING cancel",
-    "finish": _SET_STATE + ", usage = ?, done = 1, lease_expires = NULL, cancel = 0,"
+    Write.PUBLISH: _SET_STATE + " WHERE turn_id = ? RETURNING cancel",
+    Write.CHECKPOINT: _SET_STATE
+    + ", usage = ?, checkpointed = 1 WHERE turn_id = ? RETURNING cancel",
+    Write.FINISH: _SET_STATE + ", usage = ?, done = 1, lease_expires = NULL, cancel = 0,"
     " checkpointed = 0 WHERE turn_id = ? RETURNING cancel",
 }
 """The turn's row, by the kind of write (the final write clears the cancel flag and
@@ -104,7 +105,7 @@ class _Write:
     """A write, encoded once on the event loop: the database thread then runs one fence
     check, its inserts and one update of the turn's row."""
 
-    kind: str
+    kind: Write
     turn_id: str
     fence: int
     state: PublishedState
@@ -114,7 +115,7 @@ class _Write:
 
     @classmethod
     def of(
-        cls, kind: str, turn_id: str, fence: int, state: PublishedState, cp: Checkpoint | None
+        cls, kind: Write, turn_id: str, fence: int, state: PublishedState, cp: Checkpoint | None
     ) -> _Write:
         row: tuple[Any, ...] = (_dump(state.bare()), state.version, state.status,
                                 len(state.messages))  # fmt: skip
@@ -153,7 +154,7 @@ class _Write:
 
 
 def fast_write(
-    kind: str,
+    kind: Write,
     turn_id: str,
     fence: int,
     state: PublishedState,

@@ -111,6 +111,7 @@ class Statements:
         " usage, n_messages, checkpointed"
     )
     """`{condition}` is the holder's (`Holder.condition`)."""
+    resume_and_cancel: str = "SELECT resume, cancel FROM turns WHERE turn_id = ?"
     last_message: str = "SELECT body FROM messages WHERE turn_id = ? ORDER BY seq DESC LIMIT 1"
 
     # ---- waiting and resuming

@@ -117,7 +117,7 @@ class Resume:
         )
 
 
-def parked(
+def waiting_record(
     uses: Sequence[ToolUse],
     results: Sequence[ToolResult],
     captions: Mapping[str, str],

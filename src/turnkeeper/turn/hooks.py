@@ -15,9 +15,9 @@ fixed order:
 - at the end, exactly once whatever happened, **one** `finish`: the history
   tail, the final state (`done: true`), usage and calls; it clears the turn's
   checkpoint and cancel flag. Nobody writes after it.
-- or instead of `finish`, when a tool waits for a person's yes, **one** `pause`:
+- or instead of `finish`, when a tool waits for a person's yes, **one** `wait`:
   the checkpoint of a `waiting` state and the resume record (`ResumeRecord`,
-  approvals.py). The turn is not done; another job resumes it.
+  approvals.py). The turn is not done (nor in flight); another job resumes it.
 
 `should_stop` is asked before every model call, and `wait_stop` is awaited beside
 the turn from its first model call to its end (started again at the next call if
@@ -72,7 +72,7 @@ class Hooks(Protocol):
         the final state (`done: true`), usage and calls; nobody writes after it."""
         ...
 
-    async def pause(self, checkpoint: Checkpoint, parked: ResumeRecord) -> None:
+    async def wait(self, checkpoint: Checkpoint, record: ResumeRecord) -> None:
         """Instead of `finish`, when a tool waits for a person's yes: the turn's resume
         record, then the checkpoint of its `waiting` state. The turn is not done."""
         ...
@@ -91,7 +91,7 @@ class LocalHooks:
         """Every state the turn published, in order; the last is `done`."""
         self.checkpoints: list[Checkpoint] = []
         self.final: Checkpoint | None = None
-        self.parked: ResumeRecord | None = None
+        self.waiting_record: ResumeRecord | None = None
         """The resume record of a turn that stopped to wait for approval."""
         self.finishes = 0
         """Final writes so far: one per turn, whatever happened."""
@@ -133,8 +133,8 @@ class LocalHooks:
         self.usage = final.usage.copy()
         self.published.append(final.state)
 
-    async def pause(self, checkpoint: Checkpoint, parked: ResumeRecord) -> None:
-        self.parked = parked
+    async def wait(self, checkpoint: Checkpoint, record: ResumeRecord) -> None:
+        self.waiting_record = record
         await self.checkpoint(checkpoint)
 
     def report(self, report: Report) -> None:

@@ -5,9 +5,11 @@ One `while` loop, top to bottom. Stop reasons are control flow (docs/design.md
 the caps and the cancel flag are checked before every call (a cancel during one
 aborts it). However the turn ends, `end()` gives it its `Ending` and the loop
 leaves by `break`, so that the single finalisation in `finally` runs exactly
-once, whatever happened. The published state moves only through its own
-transitions; model calls happen in the turn's `CallRoom` (`calls.py`), which
-keeps what the trace records, and each response's tools run as a round
+once, whatever happened: the turn's one exit from running (`lifecycle.py`), its
+final write, or its `waiting` write when a tool waits for a person. The published
+state moves only through its own transitions; model calls happen in the turn's
+`CallRoom` (`calls.py`), which keeps what the trace records, and each response's
+tools run as a round
 (`tool_round.py`: run, or first wait for a person's yes; a resumed turn's last ones).
 """
 
@@ -24,7 +26,6 @@ from ..budget import Budget, Clock, monotonic
 from ..cards import Card
 from ..credentials import redact_text
 from ..errors import ProviderError
-from ..i18n import counted
 from ..observe.report import Report
 from ..observe.watchers import Watcher, watch_turn, watched_tools
 from ..outcomes import Ending, Outcome, Status, Stop, ending, unfinished
@@ -35,7 +36,7 @@ from ..tools import NoTools, Toolset
 from ..tools.context import ToolContext, running
 from ..usage import Usage
 from ..wire import Message, Reply, ToolResult, ToolSpec, ToolUse
-from . import tool_round
+from . import lifecycle, tool_round
 from .activity import ACTIVITIES, caption
 from .approvals import Resume
 from .hooks import Hooks, LocalHooks
@@ -144,7 +145,7 @@ class _Turn:
     state: PublishedState
     usage: Usage = field(default_factory=Usage)
     resume: Resume = field(default_factory=Resume)
-    paused: ResumeRecord | None = None
+    waiting: ResumeRecord | None = None
     """The resume record of a turn that stops to wait for a person."""
     ending: Ending | None = None
     pending: tuple[ToolUse, ...] = ()
@@ -282,9 +283,7 @@ class _Turn:
         reported if it is, saying `why`, with `about` (the `stop_reason`, `details`)."""
         self.ending = end = ending(outcome, key)
         if end.level is not None:
-            message = f"{end.why} after {counted(self.usage.iterations, 'iteration')}"
-            message += f": {why}" if why else ""
-            self.report(outcome.value, message, end.level, **about)
+            self.report(outcome.value, end.says(self.usage.iterations, why), end.level, **about)
 
     def crashed(self, e: BaseException) -> None:
         """An exception escaped the loop: a hook failed (reported), or it was `cut_short`."""
@@ -321,22 +320,13 @@ class _Turn:
     # ---- the one finalisation -------------------------------------------
 
     async def finalise(self) -> None:
-        """Runs once per turn on every path: answer dangling tools, then the one final write."""
+        """Runs once per turn on every path: its one exit from running (lifecycle.py), the
+        final write or, for a turn that waits for a person, its `waiting` write."""
         self.room.close()
-        if self.paused is not None and self.ending is None:
-            self.state = self.state.waiting(
-                self.unshown, self.usage, (*self.cards,), self.paused.approvals
-            )
-            await self.hooks.pause(self.written_since(), self.paused)
-            return
-        end = self.ending or await self.cut_short()
-        why = f"not run: the turn ended ({end.outcome.value})"
-        if self.pending:  # a resumed turn's known answers stand
-            known = self.resume.answered
-            self.answer([known.get(u.id) or ToolResult(u.id, why, True) for u in self.pending])
-        self.state = self.state.ended(end, text=self.unshown, usage=self.usage)
-        self.room.watch.turn_ended(end, self.usage)
-        await self.hooks.finish(self.written_since())
+        if self.waiting is not None and self.ending is None:
+            await lifecycle.wait(self, self.waiting)
+        else:
+            await lifecycle.finish(self, self.ending or await self.cut_short())
 
     def result(self, question: str) -> TurnResult:
         outcome = None if self.ending is None else self.ending.outcome

@@ -3,7 +3,7 @@
 The loop (`loop.py`) hands each response's tool uses here: `ran()` runs them
 concurrently within the round's timeout. Before they run, `waits()` decides
 whether the turn stops to wait for a person's yes (a tool with `needs_approval`:
-the others run first, and the turn parks with its resume record, approvals.py),
+the others run first, and the turn waits with its resume record, approvals.py),
 and writes a checkpoint first when a crash is to lose no response
 (`resume_after_crash`). A turn resumed in a new job first answers, with
 `answer_resumed()`, the uses its last response left: the approved ones (and,
@@ -23,7 +23,7 @@ from ..credentials import redact_text
 from ..store.records import ResumeRecord
 from ..tools import Toolset
 from ..wire import ToolResult, ToolUse
-from .approvals import Resume, parked
+from .approvals import Resume, waiting_record
 from .model_call import CallRoom
 
 
@@ -35,7 +35,7 @@ class Turn(Protocol):
     room: CallRoom
     activities: Mapping[str, str]
     resume: Resume
-    paused: ResumeRecord | None
+    waiting: ResumeRecord | None
     activity: str | None
     deadline: float
 
@@ -99,7 +99,7 @@ async def waits(turn: Turn, uses: Sequence[ToolUse], timeout: float) -> bool:
     if gated:
         results = await ran(turn, turn.resume.ungated(uses), timeout)
         worked = turn.resume.working + turn.room.now() - turn.room.started
-        turn.paused = parked(uses, results, turn.activities, worked)
+        turn.waiting = waiting_record(uses, results, turn.activities, worked)
     return gated
 
 
