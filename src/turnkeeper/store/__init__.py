@@ -1,10 +1,14 @@
 """The store: conversations, turns, published state, checkpoints, cancel flags, usage, leases.
 
-One small protocol, two implementations behind it:
+One small protocol (`base.Store`), one SQL store behind it (`sql.py`: every call
+written once, as programs of statements from `statements.py`), on two databases,
+each a dialect (`dialect.py`) and an executor:
 
-- `sqlite`: one file in WAL mode, the embedded default (`sqlite:///turnkeeper.db`).
+- `sqlite`: one file in WAL mode, the embedded default (`sqlite:///turnkeeper.db`);
+  its calls run on a thread of their own, writes batched (`group_commit.py`).
 - `postgres`: PostgreSQL through psycopg 3, shared by the API and any number of
-  workers on other machines (`postgresql://user@host:port/dbname`).
+  workers on other machines (`postgresql://user@host:port/dbname`); its calls run
+  on a pool that waits out an outage for a turn's writes (`pooled.py`, `pool.py`).
 
 A turn moves `queued` → `running` → one terminal status. A worker `claim`s it
 with a lease and gets a **fence**, a counter that every later write must

@@ -3,8 +3,9 @@
 The records a store writes and hands back (`Turn`, `Checkpoint`, `Recovery`, …)
 are `records.py`'s. The store imports those records, the state, usage and wire
 types, the errors and credentials' redaction, and nothing of the hooks, the
-trace, the loop, the job or a provider (`tests/test_imports.py` holds it so). The SQLite and
-PostgreSQL stores each import this module and nothing of each other's.
+trace, the loop, the job or a provider (`tests/test_imports.py` holds it so). Every call
+of the protocol is written once, in `sql.py`; the SQLite and PostgreSQL modules import
+it and nothing of each other's.
 """
 
 from __future__ import annotations
@@ -92,17 +93,6 @@ def held_by(fence: int) -> Holder:
 
 ALL = 2**62
 """A transcript's `limit` that no conversation reaches."""
-
-PAGED = (
-    "SELECT i, body FROM (SELECT b.body, row_number() OVER (ORDER BY t.seq, b.n) - 1 AS i,"
-    " count(*) OVER () AS total FROM turns t JOIN bubbles b ON b.turn_id = t.turn_id"
-    " WHERE t.conversation_id = {p} AND b.n < t.n_messages) m"
-    " WHERE i < COALESCE({p}, total) AND i >= {least}(COALESCE({p}, total), total) - {p}"
-    " ORDER BY i"
-)
-"""A page of a transcript in one statement on either store (`{p}` is the placeholder,
-`{least}` the function of two numbers that gives the smaller): parameters conversation,
-before, before, limit."""
 
 
 def transcript_page(rows: list[tuple[int, Any]], before: int | None) -> TranscriptPage:
@@ -319,19 +309,57 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(10)}"
 
 
-# ---- SQL both dialects share: `{p}` is the dialect's placeholder -----------------
+# ---- the schema both dialects share: DDL templates of the migrations -------------
 
-START = (
-    "SELECT turn_id, conversation_id, question, version, message_offset, done, asked_by, locale,"
-    " state, n_messages FROM turns WHERE turn_id = {p}"
-)
-"""A turn's row and its published state (its bubbles read after), for `start`."""
-OPEN_TURN = "SELECT turn_id FROM turns WHERE conversation_id = {p} AND done = {false}"
-"""The one turn `turns_one_open` allows a conversation that is not done."""
-LAST_MESSAGE = "SELECT body FROM messages WHERE turn_id = {p} ORDER BY seq DESC LIMIT 1"
-BUBBLES = "SELECT body FROM bubbles WHERE turn_id = {p} AND n < {p} ORDER BY n"
-SAVE_CALL = "INSERT INTO iterations (turn_id, n, record) VALUES ({p}, {p}, {p})"
-LOAD_CALLS = "SELECT record FROM iterations WHERE turn_id = {p} ORDER BY n"
+FIRST_SCHEMA = """
+    CREATE TABLE conversations (
+        conversation_id {text} PRIMARY KEY,
+        token_hash {text} NOT NULL,
+        created {time} NOT NULL{now_default}
+    );
+    CREATE TABLE turns (
+        seq {serial},
+        turn_id {text} NOT NULL UNIQUE,
+        conversation_id {text} NOT NULL REFERENCES conversations (conversation_id),
+        question {text} NOT NULL,
+        status {text} NOT NULL,
+        done {boolean} NOT NULL DEFAULT {false},
+        version {integer} NOT NULL,
+        state {json} NOT NULL,
+        n_messages {integer} NOT NULL,
+        message_offset {integer} NOT NULL,
+        fence {integer} NOT NULL DEFAULT 0,
+        lease_expires {seconds},
+        wire {text},
+        cancel {boolean} NOT NULL DEFAULT {false},
+        usage {json} NOT NULL DEFAULT '{{}}',
+        created {time} NOT NULL{now_default}
+    );
+    CREATE UNIQUE INDEX turns_one_open ON turns (conversation_id) WHERE {not_done};
+    CREATE INDEX turns_leases ON turns (lease_expires) WHERE status = 'running';
+    CREATE TABLE messages (
+        seq {serial},
+        conversation_id {text} NOT NULL,
+        turn_id {text} NOT NULL,
+        body {json} NOT NULL
+    );
+    CREATE INDEX messages_by_conversation ON messages (conversation_id, seq);
+    CREATE INDEX messages_by_turn ON messages (turn_id, seq);
+    CREATE TABLE bubbles (
+        turn_id {text} NOT NULL,
+        n {integer} NOT NULL,
+        body {json} NOT NULL,
+        PRIMARY KEY (turn_id, n)
+    );
+    CREATE TABLE checkpoints (
+        turn_id {text} PRIMARY KEY,
+        iteration {integer} NOT NULL,
+        state {json} NOT NULL,
+        n_messages {integer} NOT NULL
+    )
+"""
+"""Migration 1 on both: conversations, turns, history, published messages, checkpoints
+(`{serial}` is a sequence column that is the primary key)."""
 ITERATIONS_TABLE = """
     CREATE TABLE iterations (
         turn_id {text} NOT NULL,
@@ -340,18 +368,6 @@ ITERATIONS_TABLE = """
         PRIMARY KEY (turn_id, n)
     )
 """
-CONVERSATIONS = (
-    "SELECT c.conversation_id, {created}, (SELECT t.question FROM turns t"
-    " WHERE t.conversation_id = c.conversation_id ORDER BY t.seq LIMIT 1)"
-    " FROM conversations c WHERE c.owner = {p} ORDER BY c.created DESC, {inserted} DESC LIMIT {p}"
-)
-"""An owner's conversations, newest first, each with its first turn's question."""
-TAKE_OVER = (
-    "UPDATE turns SET fence = fence + 1, lease_expires = {now} + {p}"
-    " WHERE turn_id = {p} AND done = {false} AND {condition}"
-    " RETURNING fence, conversation_id, question, wire, version, message_offset, state, usage,"
-    " n_messages, checkpointed"
-)
 CHECKPOINTS_INTO_TURNS = """
     ALTER TABLE turns ADD COLUMN checkpointed {boolean} NOT NULL DEFAULT {false};
     UPDATE turns SET checkpointed = {true},

@@ -83,7 +83,8 @@ class SeenVersions:
             self._versions.clear()
         self._versions[turn_id] = version
 
-    def close(self) -> None:
+    async def close(self) -> None:
+        """Close the event loop's connection (the store's `close`)."""
         if self._db is not None:
             self._db.close()
             self._db = None

@@ -1,4 +1,4 @@
-"""Group commit for the SQLite store: the writes that queue up while one commits share the next.
+"""SQLite's executor: group commit, the writes that queue up while one commits sharing the next.
 
 One SQLite commit costs ~130 µs here (WAL, `synchronous=NORMAL`), and every
 trip to the database thread costs a wake-up of that thread and one of the
@@ -12,6 +12,9 @@ A call that raises (a refused fence, a busy conversation) must not take the
 others down: when a call raises inside a batch, the batch is rolled back and
 its calls run again, one transaction each, so each gets exactly its own
 result. A batch of reads only takes no write lock.
+
+A call is a program (`dialect.py`): on the database thread it is run to its end, each
+statement it yields executed on the connection and its result sent back.
 """
 
 from __future__ import annotations
@@ -24,16 +27,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from .dialect import All, Exec, Many, One, Program, Statement
+
 T = TypeVar("T")
 
-Work = Callable[[sqlite3.Connection], Any]
-Outcome = tuple[bool, Any]
-"""(True, the call's result) or (False, the exception it raised)."""
+CallResult = tuple[bool, Any]
+"""(True, the call's value) or (False, the exception it raised)."""
 
 
 @dataclass(slots=True)
 class _Call:
-    work: Work
+    work: Program[Any]
     write: bool
     future: asyncio.Future[Any]
 
@@ -54,32 +58,42 @@ class GroupCommit:
         self.reads = 0
         """Read calls made so far (each one trip to the database thread, batched or not)."""
 
-    def read(self, work: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
-        """`work` on the database thread; await the answer. (Plain functions returning the
-        call's future: no coroutine frames of their own on the hottest path.)"""
+    def read(self, program: Program[T], *, turn: bool = False) -> asyncio.Future[T]:
+        """The program on the database thread, outside any transaction; await its value.
+        (Plain functions returning the call's future: no coroutine frames of their own on
+        the hottest path. `turn` is PostgreSQL's: the disk has no outage to wait out.)"""
         self.reads += 1
-        return self._submit(work, write=False)
+        return self._submit(program, write=False)
 
-    def write(self, work: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
-        """`work` inside a write transaction (it must not open one itself); await the answer."""
-        return self._submit(work, write=True)
+    def write(
+        self, program: Program[T], *, one: bool = False, turn: bool = False
+    ) -> asyncio.Future[T]:
+        """The program inside a write transaction, batched; await its value. (`one` and
+        `turn` are PostgreSQL's: every write here is in the batch's transaction.)"""
+        return self._submit(program, write=True)
 
-    async def alone(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """`work` on the database thread outside any batch (it manages its own transaction)."""
+    async def alone(self, program: Program[T]) -> T:
+        """The program on the database thread in a transaction of its own, outside any batch."""
         await self._drain()
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, lambda: work(self._database()))
+
+        def run() -> T:
+            db = self._database()
+            with transaction(db):
+                value: T = run_program(db, program)
+            return value
+
+        return await asyncio.get_running_loop().run_in_executor(self._executor, run)
 
     async def close(self) -> None:
         await self._drain()
         if self._db is not None:
-            await self.alone(lambda db: db.close())
-            self._db = None
+            db, self._db = self._db, None
+            await asyncio.get_running_loop().run_in_executor(self._executor, db.close)
         self._executor.shutdown(wait=True)
 
     # ---- the event loop's side ---------------------------------------------
 
-    def _submit(self, work: Work, *, write: bool) -> asyncio.Future[Any]:
+    def _submit(self, work: Program[Any], *, write: bool) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
         call = _Call(work, write, loop.create_future())
         self._queued.append(call)
@@ -117,7 +131,7 @@ class GroupCommit:
             self._db = self._connect()
         return self._db
 
-    def _run(self, batch: list[_Call]) -> list[Outcome]:
+    def _run(self, batch: list[_Call]) -> list[CallResult]:
         db = self._database()
         if len(batch) == 1 or not any(c.write for c in batch):
             return [self._one(db, c) for c in batch]
@@ -126,7 +140,7 @@ class GroupCommit:
         except sqlite3.Error as e:  # busy past the timeout: nobody's write can run now
             return [(False, e)] * len(batch)
         try:
-            results = [(True, c.work(db)) for c in batch]
+            results = [(True, run_program(db, c.work)) for c in batch]
         except Exception:
             _roll_back(db)
             return [self._one(db, c) for c in batch]
@@ -139,17 +153,44 @@ class GroupCommit:
         self.writes += sum(c.write for c in batch)
         return results
 
-    def _one(self, db: sqlite3.Connection, call: _Call) -> Outcome:
+    def _one(self, db: sqlite3.Connection, call: _Call) -> CallResult:
         try:
             if not call.write:
-                return True, call.work(db)
+                return True, run_program(db, call.work)
             with transaction(db):
-                result = call.work(db)
+                result = run_program(db, call.work)
             self.commits += 1
             self.writes += 1
             return True, result
         except Exception as e:
             return False, e
+
+
+def run_program(db: sqlite3.Connection, program: Program[T]) -> T:
+    """The program from its start, each statement it yields run on `db`; its value."""
+    if not callable(program):
+        return _execute(db, program)  # type: ignore[no-any-return]
+    steps = program()
+    try:
+        statement = next(steps)
+        while True:
+            statement = steps.send(_execute(db, statement))
+    except StopIteration as done:
+        value: T = done.value
+        return value
+
+
+def _execute(db: sqlite3.Connection, statement: Statement) -> Any:
+    if type(statement) is One:
+        return db.execute(statement.sql, statement.params).fetchone()
+    if type(statement) is All:
+        return db.execute(statement.sql, statement.params).fetchall()
+    if type(statement) is Exec:
+        db.execute(statement.sql, statement.params)
+        return None
+    assert type(statement) is Many
+    db.executemany(statement.sql, statement.rows)
+    return None
 
 
 def _roll_back(db: sqlite3.Connection) -> None:

@@ -1,0 +1,150 @@
+"""What the one SQL store (`sql.py`) asks of a database: its dialect, and an executor.
+
+A store call is a **program**: a generator function that yields the statements it
+sends (`One`, `All`, `Exec`, `Many`), is sent each one's result, and returns the
+call's value; or a single statement, whose result is the call's value (a store's
+hottest calls, with no generator to step through). Programs are written once, in
+the dialect's terms; the decisions between statements are plain Python, so a
+program is the same on both databases. Routines are zero-argument callables so that
+an executor can run one again from the start (SQLite's group commit reruns a failed
+batch's calls one by one; PostgreSQL sends again what a connection the server ended
+never ran).
+
+The **dialect** (`Dialect`) is what differs in the SQL text and the values: the
+placeholder, the clock, booleans, how a JSON value goes in and comes out, a few
+words (`{least}`, `{lock}`, …), and the fast write path (`write`: a publish, a
+checkpoint or the final write; several statements on SQLite, one call of a
+server-side function on PostgreSQL).
+
+The **executor** (`Executor`) is how programs reach the database: SQLite's writer
+thread with group commit (`group_commit.py`), PostgreSQL's pool with its outage
+waits (`pooled.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol, TypeVar
+
+from ..state import PublishedState
+from .records import Checkpoint
+
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class One:
+    """A statement; its first row, or None."""
+
+    sql: str
+    params: Sequence[Any] = ()
+
+
+@dataclass(slots=True)
+class All:
+    """A statement; all its rows."""
+
+    sql: str
+    params: Sequence[Any] = ()
+
+
+@dataclass(slots=True)
+class Exec:
+    """A statement whose rows, if any, nobody reads; None."""
+
+    sql: str
+    params: Sequence[Any] = ()
+
+
+@dataclass(slots=True)
+class Many:
+    """One statement for each of `rows`; None."""
+
+    sql: str
+    rows: Sequence[Sequence[Any]]
+
+
+Statement = One | All | Exec | Many
+Steps = Generator[Statement, Any, T]
+"""A running program: it yields statements and is sent their results."""
+Routine = Callable[[], Steps[T]]
+"""A program of statements and decisions, from the start each time it is called."""
+Program = Routine[T] | Statement
+"""What an executor runs: a routine, or the simplest program, one statement (its result)."""
+
+
+class Write(StrEnum):
+    """Which write the fast write path makes (PostgreSQL's `turnkeeper_write` `kind`)."""
+
+    PUBLISH = "publish"
+    CHECKPOINT = "checkpoint"
+    FINISH = "finish"
+
+
+FastWrite = Callable[[Write, str, int, PublishedState, "Checkpoint | None", bool], Routine[bool]]
+"""A dialect's fast write path: `(kind, turn_id, fence, state, checkpoint, alone)` → the
+routine that writes it (the checkpoint is None for a publish; `alone`: the write is the
+whole transaction, so what it sent may be remembered for the next one). It raises
+`FenceLost` when the fence or the version is refused, and returns the turn's cancel flag
+as it read it with the write."""
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """What the SQL text and the values of one database look like."""
+
+    name: str
+    placeholder: str
+    """`?` or `%s`: templates are written with `?`."""
+    words: dict[str, str]
+    """What each `{word}` of a template stands for: `now` (seconds since the epoch, from
+    the database's clock), `stamp` (a time column's value now), `ago` (a time column's
+    value `?` seconds ago), `true`, `false`, `least`, `lock` (a row lock for the rest of
+    the transaction, or nothing), `created` and `inserted` (a conversation's creation time
+    in seconds, and its order of insertion), `cancelled` (the cancel flag's update
+    `{update}`, and the wake-up of other processes), `time` (a time column's type),
+    `has_migrations` (a row if the migrations table exists)."""
+    json: Callable[[Any], Any]
+    """A value for a `json` column (wire data, kept as sent)."""
+    jsonb: Callable[[Any], Any]
+    """A value for a `jsonb` column on PostgreSQL (usage, a resume record)."""
+    load: Callable[[Any], Any]
+    """A JSON column's value as read."""
+    write: FastWrite
+    one_statement_write: bool
+    """Whether `write`'s program is one statement (its own transaction, no BEGIN)."""
+    unique_violation: type[Exception]
+    """What the driver raises when a second open turn would break `turns_one_open`."""
+    migrations: Callable[[], Sequence[tuple[str, Any]]]
+    """The numbered migrations, in order: (name, SQL text or a function giving it)."""
+    script: Callable[[str], list[str]] = field(default=lambda sql: [sql])
+    """A migration's SQL text as the statements one `Exec` each can send."""
+
+    def sql(self, template: str) -> str:
+        """`template` in this dialect: its `{word}`s replaced, then its placeholders."""
+        text = template.format(**self.words) if "{" in template else template
+        return text if self.placeholder == "?" else text.replace("?", self.placeholder)
+
+
+class Executor(Protocol):
+    """Runs programs on one database. `turn`: a running turn's call, which on PostgreSQL
+    waits out an outage instead of failing."""
+
+    def read(self, program: Program[T], *, turn: bool = False) -> Awaitable[T]:
+        """The program's statements outside any transaction; its value."""
+        ...
+
+    def write(self, program: Program[T], *, one: bool = False, turn: bool = False) -> Awaitable[T]:
+        """The program in one transaction (`one`: it sends one statement, which is its own
+        transaction); its value once committed."""
+        ...
+
+    async def alone(self, program: Program[T]) -> T:
+        """The program in a transaction of its own, nothing batched with it (migrations)."""
+        ...
+
+    async def close(self) -> None:
+        """Wait for what is under way, then close the connections."""
+        ...

@@ -1,0 +1,377 @@
+"""The one SQL store: every store call, written once for SQLite and PostgreSQL.
+
+Each call is a program (`dialect.py`) of statements from `statements.py`, run by the
+store's executor: SQLite's writer thread with group commit, or PostgreSQL's pool.
+What differs between the databases is the dialect's (its SQL words, its JSON, its
+fast write path) and the executor's; what a call does is here, once, so the two
+stores cannot drift apart. `sqlite.py` and `postgres.py` open a store on their
+database and add what only it has (SQLite's idle-poll memory, PostgreSQL's
+cancel listener).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Sequence
+from typing import Any, Protocol
+
+from .. import state as published
+from ..outcomes import TurnStatus
+from ..state import PublishedState
+from ..usage import Usage
+from ..wire import Message
+from .base import (
+    ALL,
+    Busy,
+    Close,
+    Holder,
+    new_id,
+    recovered_state,
+    refused,
+    transcript_page,
+    turn_start,
+)
+from .cancellations import Cancellations
+from .dialect import All, Dialect, Exec, Executor, One, Steps, Write
+from .records import (
+    Checkpoint,
+    ConversationSummary,
+    Ended,
+    Guard,
+    Recovery,
+    ResumeRecord,
+    Taken,
+    TranscriptPage,
+    Turn,
+    TurnStart,
+    decision_made,
+)
+from .statements import compiled
+
+
+class Companion(Protocol):
+    """Something a store keeps beside its connections and closes with them."""
+
+    async def close(self) -> None: ...
+
+
+class SqlStore:
+    """The store over one dialect and one executor (see the module's docstring)."""
+
+    def __init__(
+        self, dialect: Dialect, executor: Executor, companions: Sequence[Companion] = ()
+    ) -> None:
+        self.dialect = dialect
+        self.executor = executor
+        self.sql = compiled(dialect)
+        self.cancellations = Cancellations()
+        self.companions = list(companions)
+
+    async def close(self) -> None:
+        for companion in self.companions:
+            await companion.close()
+        await self.executor.close()
+
+    # ---- migrations ----------------------------------------------------------
+
+    async def migrate(self) -> None:
+        dialect, sql = self.dialect, self.sql
+
+        def steps() -> Steps[None]:
+            if "migration_lock" in dialect.words:
+                yield Exec(dialect.words["migration_lock"])
+            yield Exec(sql.migrations_table)
+            done = {n for (n,) in (yield All(sql.migrations_done))}
+            for number, (name, text) in enumerate(dialect.migrations(), start=1):
+                if number not in done:
+                    for statement in dialect.script(text() if callable(text) else text):
+                        yield Exec(statement)
+                    yield Exec(sql.migrated, (number, name))
+
+        await self.executor.alone(steps)
+
+    async def pending(self) -> int | None:
+        sql = self.sql
+
+        def steps() -> Steps[int | None]:
+            if (yield One(sql.has_migrations)) is None:
+                return None
+            (done,) = yield One(sql.migrations_count)
+            return max(len(self.dialect.migrations()) - int(done), 0)
+
+        return await self.executor.read(steps)
+
+    # ---- the API's side ------------------------------------------------------
+
+    async def create_conversation(self, token_hash: str, owner: str | None = None) -> str:
+        conversation_id = new_id("c")
+        statement = Exec(self.sql.create_conversation, (conversation_id, token_hash, owner))
+        await self.executor.write(statement, one=True)
+        return conversation_id
+
+    async def guard(self, conversation_id: str) -> Guard | None:
+        row = await self._one(self.sql.guard, (conversation_id,))
+        return None if row is None else Guard(*row)
+
+    async def conversations(self, owner: str, limit: int = 50) -> list[ConversationSummary]:
+        rows = await self._all(self.sql.conversations, (owner, max(limit, 0)))
+        return [ConversationSummary(*row) for row in rows]
+
+    async def create_turn(
+        self, conversation_id: str, question: str, *, user: str | None = None, locale: str = "en"
+    ) -> Turn:
+        turn_id, sql, d = new_id("t"), self.sql, self.dialect
+
+        def steps() -> Steps[Turn]:
+            (offset,) = yield One(sql.offset, (conversation_id,))
+            first = published.queued(turn_id, conversation_id, question, int(offset))
+            usage = d.jsonb(first.usage.as_dict())
+            row = (turn_id, conversation_id, question, d.json(first.bare()), offset, usage)
+            yield Exec(sql.create_turn, (*row, user, locale))
+            yield Exec(sql.first_bubble, (turn_id, d.json(first.messages[0].to_json())))
+            return Turn(turn_id, conversation_id, question, 1, int(offset), False, user, locale)
+
+        try:
+            return await self.executor.write(steps)
+        except self.dialect.unique_violation as e:
+            raise Busy(f"conversation {conversation_id} has a turn that is not done") from e
+
+    async def turn(self, turn_id: str) -> Turn | None:
+        row = await self._one(self.sql.turn, (turn_id,))
+        if row is None:
+            return None
+        turn_id_, conversation_id, question, version, offset, done, user, locale = row
+        return Turn(turn_id_, conversation_id, question, version, offset, bool(done), user, locale)
+
+    async def open_turn(self, conversation_id: str) -> str | None:
+        row = await self._one(self.sql.open_turn, (conversation_id,))
+        return None if row is None else str(row[0])
+
+    async def start(self, turn_id: str) -> TurnStart | None:
+        def steps() -> Steps[TurnStart | None]:
+            row = yield One(self.sql.start, (turn_id,))
+            if row is None:
+                return None
+            bubbles = yield from self._bubbles(turn_id, row[9])
+            return turn_start(row, self.dialect.load(row[8]), bubbles)
+
+        return await self.executor.read(steps)
+
+    async def state_after(self, turn_id: str, after: int) -> dict[str, Any] | None:
+        return (await self._versioned_state(turn_id, after))[1]
+
+    async def _versioned_state(
+        self, turn_id: str, after: int
+    ) -> tuple[int | None, dict[str, Any] | None]:
+        """The turn's version (None: no such turn), and its published state if that
+        version is above `after`."""
+
+        def steps() -> Steps[tuple[int | None, dict[str, Any] | None]]:
+            row = yield One(self.sql.state_after, (after, turn_id))
+            if row is None:
+                return None, None
+            if row[1] is None:
+                return row[0], None
+            bubbles = yield from self._bubbles(turn_id, row[2])
+            return row[0], {**self.dialect.load(row[1]), "messages": bubbles}
+
+        return await self.executor.read(steps)
+
+    async def transcript(
+        self, conversation_id: str, *, before: int | None = None, limit: int = ALL
+    ) -> TranscriptPage:
+        rows = await self._all(self.sql.paged, (conversation_id, before, before, limit))
+        load = self.dialect.load
+        return transcript_page([(i, load(b)) for i, b in rows], before)
+
+    async def usages(self, conversation_id: str) -> list[Usage]:
+        rows = await self._all(self.sql.usages, (conversation_id,))
+        return [Usage.from_dict(self.dialect.load(u)) for (u,) in rows]
+
+    async def request_cancel(self, turn_id: str) -> None:
+        statement = Exec(self.sql.request_cancel, (turn_id,))
+        await self.executor.write(statement, one=True)
+        self.cancellations.wake(turn_id)
+
+    async def counts(self) -> dict[str, int]:
+        rows = await self._all(self.sql.counts, ())
+        return {str(s): int(n) for s, n in rows}
+
+    # ---- the worker's side ---------------------------------------------------
+
+    async def history(self, conversation_id: str) -> list[Message]:
+        rows = await self._all(self.sql.history, (conversation_id,))
+        load = self.dialect.load
+        return [load(b) for (b,) in rows]
+
+    async def queued(self, older_than: float = 0.0) -> list[str]:
+        rows = await self._all(self.sql.queued, (older_than,))
+        return [str(t) for (t,) in rows]
+
+    async def claim(self, turn_id: str, lease: float, wire: str) -> int | None:
+        statement = One(self.sql.claim, (lease, wire, turn_id))
+        row: Any = await self.executor.write(statement, one=True)
+        return None if row is None else int(row[0])
+
+    async def renew(self, turn_id: str, fence: int, lease: float) -> bool:
+        statement = One(self.sql.renew, (lease, turn_id, fence))
+        return await self.executor.write(statement, one=True) is not None
+
+    async def cancel_requested(self, turn_id: str) -> bool:
+        # asked by the running turn before each call: it waits out an outage as its writes do
+        statement = One(self.sql.cancel_requested, (turn_id,))
+        row: Any = await self.executor.read(statement, turn=True)
+        return row is not None and bool(row[0])
+
+    async def wait_cancel(self, turn_id: str) -> None:
+        await self.cancellations.wait(turn_id, lambda: self.cancel_requested(turn_id))
+
+    async def record_usage(self, turn_id: str, fence: int, usage: Usage) -> None:
+        params = (self.dialect.jsonb(usage.as_dict()), turn_id, fence)
+        statement = One(self.sql.record_usage, params)
+        if await self.executor.write(statement, one=True, turn=True) is None:
+            raise refused(turn_id, fence)
+
+    async def publish(self, turn_id: str, fence: int, state: PublishedState) -> None:
+        await self._write(Write.PUBLISH, turn_id, fence, state, None)
+
+    async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> bool:
+        return await self._write(Write.CHECKPOINT, turn_id, fence, checkpoint.state, checkpoint)
+
+    async def finish(self, turn_id: str, fence: int, final: Checkpoint) -> None:
+        await self._write(Write.FINISH, turn_id, fence, final.state, final)
+
+    def _write(
+        self, kind: Write, turn_id: str, fence: int, state: PublishedState, cp: Checkpoint | None
+    ) -> Awaitable[bool]:
+        """The dialect's fast write path, as a turn's write (an awaitable of the cancel flag)."""
+        program = self.dialect.write(kind, turn_id, fence, state, cp, True)
+        one = self.dialect.one_statement_write
+        return self.executor.write(program, one=one, turn=True)
+
+    async def iterations(self, turn_id: str) -> list[dict[str, Any]]:
+        rows = await self._all(self.sql.iterations, (turn_id,))
+        load = self.dialect.load
+        return [dict(load(r)) for (r,) in rows]
+
+    # ---- the sweeper's side --------------------------------------------------
+
+    async def expired(self) -> list[str]:
+        rows = await self._all(self.sql.expired, ())
+        return [str(t) for (t,) in rows]
+
+    async def take_over(self, turn_id: str, holder: Holder, lease: float = 30.0) -> Recovery | None:
+        return await self.executor.write(lambda: self._take_over(turn_id, holder, lease))
+
+    def _take_over(self, turn_id: str, holder: Holder, lease: float) -> Steps[Recovery | None]:
+        d = self.dialect
+        condition = d.sql(holder.condition(d.words["now"], "?"))
+        row = yield One(self.sql.take_over.format(condition=condition), (lease, turn_id,
+                        *holder.params()))  # fmt: skip
+        if row is None:
+            return None
+        new_fence, conversation_id, question, wire, version, offset, state, usage, count, mark = row
+        last = yield One(self.sql.last_message, (turn_id,))
+        bubbles = yield from self._bubbles(turn_id, count)
+        recovered = recovered_state(d.load(state), bubbles, version)
+        return Recovery(
+            turn_id=turn_id,
+            conversation_id=conversation_id,
+            fence=new_fence,
+            question=question,
+            wire=wire,
+            version=recovered.version,
+            message_offset=offset,
+            state=recovered,
+            checkpointed=bool(mark),
+            last_message=d.load(last[0]) if last else None,
+            usage=Usage.from_dict(d.load(usage)),
+        )
+
+    async def end_turn(
+        self, turn_id: str, holder: Holder, close: Close, lease: float = 30.0
+    ) -> Ended | None:
+        return await self.executor.write(
+            lambda: self._end_turn(turn_id, holder, close, lease), turn=True
+        )
+
+    def _end_turn(
+        self, turn_id: str, holder: Holder, close: Close, lease: float
+    ) -> Steps[Ended | None]:
+        """Take over, read, compute the end, write it: one transaction."""
+        recovery = yield from self._take_over(turn_id, holder, lease)
+        if recovery is None:
+            return None
+        resume, cancel = yield One(self.sql.resume_and_cancel, (turn_id,))
+        record = None if resume is None else ResumeRecord.from_json(dict(self.dialect.load(resume)))
+        taken = Taken(recovery, record, bool(cancel))
+        final = close(taken)
+        fence = recovery.fence
+        yield from self.dialect.write(Write.FINISH, turn_id, fence, final.state, final, False)()
+        return Ended(taken, final)
+
+    # ---- waiting and resuming ------------------------------------------------
+
+    async def wait(self, turn_id: str, fence: int, record: ResumeRecord) -> None:
+        params = (self.dialect.jsonb(record.to_json()), turn_id, fence)
+        statement = One(self.sql.park, params)  # a turn's write: it waits out an outage
+        if await self.executor.write(statement, one=True, turn=True) is None:
+            raise refused(turn_id, fence)
+
+    async def resume_record(self, turn_id: str) -> ResumeRecord | None:
+        row = await self._one(self.sql.resume_record, (turn_id,))
+        if row is None or row[0] is None:
+            return None
+        return ResumeRecord.from_json(dict(self.dialect.load(row[0])))
+
+    async def decide(
+        self, turn_id: str, tool_use_id: str, approved: bool
+    ) -> tuple[TurnStatus, int] | None:
+        sql, d = self.sql, self.dialect
+
+        def steps() -> Steps[tuple[TurnStatus, int] | None]:
+            row = yield One(sql.waiting_turn, (turn_id,))
+            if row is None or row[0] is None:
+                return None
+            record = ResumeRecord.from_json(dict(d.load(row[0])))
+            stored = PublishedState.from_json(dict(d.load(row[1])))
+            made = decision_made(record, stored, tool_use_id, approved)
+            if made is None:
+                return None
+            record, state = made
+            resume, bare = d.jsonb(record.to_json()), d.json(state.bare())
+            status = state.status
+            yield Exec(sql.decided, (resume, bare, state.version, status, status, turn_id))
+            return state.status, state.version
+
+        return await self.executor.write(steps)
+
+    async def requeue(
+        self, turn_id: str, fence: int, record: ResumeRecord, state: PublishedState
+    ) -> None:
+        d = self.dialect
+        publish = d.write(Write.PUBLISH, turn_id, fence, state, None, False)
+
+        def steps() -> Steps[None]:
+            yield from publish()
+            row = yield One(self.sql.requeued, (d.jsonb(record.to_json()), turn_id, fence))
+            if row is None:
+                raise refused(turn_id, fence)
+
+        await self.executor.write(steps, turn=True)
+
+    async def waiting(self, older_than: float) -> list[str]:
+        rows = await self._all(self.sql.waiting, (older_than,))
+        return [str(t) for (t,) in rows]
+
+    # ---- the statements' shapes ----------------------------------------------
+
+    def _one(self, sql: str, params: Sequence[Any]) -> Awaitable[Any]:
+        return self.executor.read(One(sql, params))
+
+    def _all(self, sql: str, params: Sequence[Any]) -> Awaitable[Any]:
+        return self.executor.read(All(sql, params))
+
+    def _bubbles(self, turn_id: str, count: int) -> Steps[list[dict[str, Any]]]:
+        rows = yield All(self.sql.bubbles, (turn_id, count))
+        load = self.dialect.load
+        return [load(b) for (b,) in rows]

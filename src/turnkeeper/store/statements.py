@@ -1,0 +1,146 @@
+"""Every statement of the one SQL store, written once, in templates both dialects read.
+
+A template is written with `?` placeholders and the dialect's `{word}`s (see
+`Dialect.words`); `compiled(dialect)` gives them in that dialect's text, once per
+dialect. Booleans are compared with `= {false}` / `= {true}`: SQLite keeps them as
+integers, and its partial indexes (`WHERE done = 0`) are matched by that form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from .dialect import Dialect
+
+
+@dataclass(frozen=True, slots=True)
+class Statements:
+    """The store's statements; the defaults are the templates."""
+
+    # ---- migrations
+    migrations_table: str = (
+        "CREATE TABLE IF NOT EXISTS turnkeeper_migrations"
+        " (number integer PRIMARY KEY, name text NOT NULL, applied {time} NOT NULL)"
+    )
+    migrations_done: str = "SELECT number FROM turnkeeper_migrations"
+    migrated: str = (
+        "INSERT INTO turnkeeper_migrations (number, name, applied) VALUES (?, ?, {stamp})"
+    )
+    has_migrations: str = "{has_migrations}"
+    migrations_count: str = "SELECT count(*) FROM turnkeeper_migrations"
+
+    # ---- the API's side
+    create_conversation: str = (
+        "INSERT INTO conversations (conversation_id, token_hash, owner, created)"
+        " VALUES (?, ?, ?, {stamp})"
+    )
+    guard: str = "SELECT token_hash, owner FROM conversations WHERE conversation_id = ?"
+    conversations: str = (
+        "SELECT c.conversation_id, {created}, (SELECT t.question FROM turns t"
+        " WHERE t.conversation_id = c.conversation_id ORDER BY t.seq LIMIT 1)"
+        " FROM conversations c WHERE c.owner = ? ORDER BY c.created DESC, {inserted} DESC LIMIT ?"
+    )
+    offset: str = "SELECT COALESCE(SUM(n_messages), 0) FROM turns WHERE conversation_id = ?"
+    create_turn: str = (
+        "INSERT INTO turns (turn_id, conversation_id, question, status, version, state,"
+        " n_messages, message_offset, usage, asked_by, locale, created)"
+        " VALUES (?, ?, ?, 'queued', 1, ?, 1, ?, ?, ?, ?, {stamp})"
+    )
+    first_bubble: str = "INSERT INTO bubbles (turn_id, n, body) VALUES (?, 0, ?)"
+    turn: str = (
+        "SELECT turn_id, conversation_id, question, version, message_offset, done, asked_by,"
+        " locale FROM turns WHERE turn_id = ?"
+    )
+    open_turn: str = "SELECT turn_id FROM turns WHERE conversation_id = ? AND done = {false}"
+    start: str = (
+        "SELECT turn_id, conversation_id, question, version, message_offset, done, asked_by,"
+        " locale, state, n_messages FROM turns WHERE turn_id = ?"
+    )
+    state_after: str = (
+        "SELECT version, CASE WHEN version > ? THEN state END, n_messages FROM turns"
+        " WHERE turn_id = ?"
+    )
+    """The turn's version, and its state only if that is above the one asked after."""
+    bubbles: str = "SELECT body FROM bubbles WHERE turn_id = ? AND n < ? ORDER BY n"
+    paged: str = (
+        "SELECT i, body FROM (SELECT b.body, row_number() OVER (ORDER BY t.seq, b.n) - 1 AS i,"
+        " count(*) OVER () AS total FROM turns t JOIN bubbles b ON b.turn_id = t.turn_id"
+        " WHERE t.conversation_id = ? AND b.n < t.n_messages) m"
+        " WHERE i < COALESCE(?, total) AND i >= {least}(COALESCE(?, total), total) - ?"
+        " ORDER BY i"
+    )
+    """A page of a transcript in one statement: parameters conversation, before, before,
+    limit."""
+    usages: str = "SELECT usage FROM turns WHERE conversation_id = ? ORDER BY seq"
+    request_cancel: str = (
+        "{notify_from}UPDATE turns SET cancel = {true} WHERE turn_id = ? AND done = {false}{notify}"
+    )
+    """The flag set; on PostgreSQL, in the same statement, every process told (NOTIFY)."""
+    counts: str = "SELECT status, COUNT(*) FROM turns GROUP BY status"
+
+    # ---- the worker's side
+    history: str = "SELECT body FROM messages WHERE conversation_id = ? ORDER BY seq"
+    queued: str = (
+        "SELECT turn_id FROM turns WHERE status = 'queued'"
+        " AND COALESCE(requeued, created) <= {ago} ORDER BY seq"
+    )
+    claim: str = (
+        "UPDATE turns SET status = 'running', fence = fence + 1, lease_expires = {now} + ?,"
+        " wire = ? WHERE turn_id = ? AND status = 'queued' AND done = {false} RETURNING fence"
+    )
+    renew: str = (
+        "UPDATE turns SET lease_expires = {now} + ?"
+        " WHERE turn_id = ? AND fence = ? AND done = {false} RETURNING fence"
+    )
+    cancel_requested: str = "SELECT cancel FROM turns WHERE turn_id = ?"
+    record_usage: str = (
+        "UPDATE turns SET usage = ? WHERE turn_id = ? AND fence = ? AND done = {false}"
+        " RETURNING fence"
+    )
+    iterations: str = "SELECT record FROM iterations WHERE turn_id = ? ORDER BY n"
+
+    # ---- the sweeper's side
+    expired: str = (
+        "SELECT turn_id FROM turns WHERE status = 'running' AND done = {false}"
+        " AND lease_expires < {now} ORDER BY lease_expires"
+    )
+    take_over: str = (
+        "UPDATE turns SET fence = fence + 1, lease_expires = {now} + ?"
+        " WHERE turn_id = ? AND done = {false} AND {{condition}}"
+        " RETURNING fence, conversation_id, question, wire, version, message_offset, state,"
+        " usage, n_messages, checkpointed"
+    )
+    """`{condition}` is the holder's (`Holder.condition`)."""
+    resume_and_cancel: str = "SELECT resume, cancel FROM turns WHERE turn_id = ?"
+    last_message: str = "SELECT body FROM messages WHERE turn_id = ? ORDER BY seq DESC LIMIT 1"
+
+    # ---- waiting and resuming
+    park: str = (
+        "UPDATE turns SET resume = ?, waiting_since = {stamp}"
+        " WHERE turn_id = ? AND fence = ? AND done = {false} RETURNING fence"
+    )
+    resume_record: str = "SELECT resume FROM turns WHERE turn_id = ?"
+    waiting_turn: str = (
+        "SELECT resume, state FROM turns WHERE turn_id = ? AND status = 'waiting'"
+        " AND done = {false}{lock}"
+    )
+    decided: str = (
+        "UPDATE turns SET resume = ?, state = ?, version = ?, status = ?,"
+        " requeued = CASE WHEN ? = 'queued' THEN {stamp} ELSE requeued END WHERE turn_id = ?"
+    )
+    requeued: str = (
+        "UPDATE turns SET resume = ?, requeued = {stamp}, lease_expires = NULL"
+        " WHERE turn_id = ? AND fence = ? AND done = {false} RETURNING fence"
+    )
+    waiting: str = (
+        "SELECT turn_id FROM turns WHERE status = 'waiting' AND done = {false}"
+        " AND waiting_since <= {ago} ORDER BY waiting_since"
+    )
+
+
+def compiled(dialect: Dialect) -> Statements:
+    """The statements in `dialect`'s text."""
+    templates = Statements()
+    return Statements(
+        **{f.name: dialect.sql(getattr(templates, f.name)) for f in fields(Statements)}
+    )
