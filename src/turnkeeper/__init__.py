@@ -34,6 +34,7 @@ _PUBLIC = {
     "ToolUse": ".wire",
     "TurnError": ".errors",
     "TurnResult": ".turn.loop",
+    "TurnSetting": ".turn.setting",
     "TurnkeeperError": ".errors",
     "Usage": ".usage",
     "decide": ".turn.loop",
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
     from .tools.functions import Tool, ToolRefused, tool
     from .turn.hooks import Hooks, LocalHooks
     from .turn.loop import TurnResult, decide, run_turn
+    from .turn.setting import TurnSetting
     from .usage import Usage
     from .wire import Reply, ToolResult, ToolSpec, ToolUse
 
@@ -118,6 +120,7 @@ __all__ = [
     "ToolUse",
     "TurnError",
     "TurnResult",
+    "TurnSetting",
     "TurnkeeperError",
     "Usage",
     "decide",
