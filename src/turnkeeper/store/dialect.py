@@ -51,7 +51,7 @@ class All:
 
 @dataclass(slots=True)
 class Exec:
-    """A statement whose rows, if any, nobody reads; None."""
+    """A statement whose rows, if any, nobody reads; how many rows it changed."""
 
     sql: str
     params: Sequence[Any] = ()

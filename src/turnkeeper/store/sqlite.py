@@ -86,13 +86,13 @@ FENCED = (
 )
 _SET_STATE = "UPDATE turns SET state = ?, version = ?, status = ?, n_messages = ?"
 UPDATES = {
-    "publish": _SET_STATE + " WHERE turn_id = ? RETURNING cancel",
+    "publish": _SET_STATE + " WHERE turn_id = ?",
     "checkpoint": _SET_STATE + ", usage = ?, checkpointed = 1 WHERE turn_id = ? RETURNING cancel",
     "finish": _SET_STATE + ", usage = ?, done = 1, lease_expires = NULL, cancel = 0,"
-    " checkpointed = 0 WHERE turn_id = ? RETURNING cancel",
+    " checkpointed = 0 WHERE turn_id = ?",
 }
-"""The turn's row, by the kind of write (the final write clears the cancel flag and
-reads it back cleared)."""
+"""The turn's row, by the kind of write (a checkpoint reads back the cancel flag; the
+final write clears it)."""
 APPEND = "INSERT INTO messages (conversation_id, turn_id, body) VALUES (?, ?, ?)"
 SAVE_CALL = "INSERT INTO iterations (turn_id, n, record) VALUES (?, ?, ?)"
 DROP_BUBBLES = "DELETE FROM bubbles WHERE turn_id = ? AND n >= ?"
@@ -148,6 +148,9 @@ class _Write:
             yield Many(ADD_BUBBLES, shown)
         if self.calls:
             yield Many(SAVE_CALL, self.calls)
+        if self.kind != "checkpoint":
+            yield Exec(UPDATES[self.kind], self.row)
+            return False
         (cancel,) = yield One(UPDATES[self.kind], self.row)
         return bool(cancel)
 
