@@ -52,7 +52,7 @@ class All:
 
 @dataclass(slots=True)
 class Exec:
-    """A statement whose rows, if any, nobody reads; None."""
+    """A statement whose rows, if any, nobody reads; how many rows it changed."""
 
     sql: str
     params: Sequence[Any] = ()
@@ -105,7 +105,8 @@ class Dialect:
     the transaction, or nothing), `created` and `inserted` (a conversation's creation time
     in seconds, and its order of insertion), `cancelled` (the cancel flag's update
     `{update}`, and the wake-up of other processes), `time` (a time column's type),
-    `has_migrations` (a row if the migrations table exists)."""
+    `has_migrations` (a row if the migrations table exists), and, where migrators must
+    take turns, `migration_lock` (a lock held to the end of the migrations' transaction)."""
     json: Callable[[Any], Any]
     """A value for a `json` column (wire data, kept as sent)."""
     jsonb: Callable[[Any], Any]

@@ -186,8 +186,7 @@ def _execute(db: sqlite3.Connection, statement: Statement) -> Any:
     if type(statement) is All:
         return db.execute(statement.sql, statement.params).fetchall()
     if type(statement) is Exec:
-        db.execute(statement.sql, statement.params)
-        return None
+        return db.execute(statement.sql, statement.params).rowcount
     assert type(statement) is Many
     db.executemany(statement.sql, statement.rows)
     return None

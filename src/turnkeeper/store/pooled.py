@@ -130,4 +130,4 @@ async def _execute(db: Connection, statement: Statement) -> Any:
     if isinstance(statement, All):
         return await cursor.fetchall()
     assert isinstance(statement, Exec)
-    return None
+    return cursor.rowcount

@@ -213,8 +213,9 @@ class SqlStore:
         return None if row is None else int(row[0])
 
     async def renew(self, turn_id: str, fence: int, lease: float) -> bool:
-        statement = One(self.sql.renew, (lease, turn_id, fence))
-        return await self.executor.write(statement, one=True) is not None
+        statement = Exec(self.sql.renew, (lease, turn_id, fence))
+        changed: int = await self.executor.write(statement, one=True)
+        return changed == 1
 
     async def cancel_requested(self, turn_id: str) -> bool:
         # asked by the running turn before each call: it waits out an outage as its writes do
@@ -227,8 +228,8 @@ class SqlStore:
 
     async def record_usage(self, turn_id: str, fence: int, usage: Usage) -> None:
         params = (self.dialect.jsonb(usage.as_dict()), turn_id, fence)
-        statement = One(self.sql.record_usage, params)
-        if await self.executor.write(statement, one=True, turn=True) is None:
+        statement = Exec(self.sql.record_usage, params)
+        if await self.executor.write(statement, one=True, turn=True) != 1:
             raise refused(turn_id, fence)
 
     async def publish(self, turn_id: str, fence: int, state: PublishedState) -> None:
@@ -313,8 +314,8 @@ class SqlStore:
 
     async def wait(self, turn_id: str, fence: int, record: ResumeRecord) -> None:
         params = (self.dialect.jsonb(record.to_json()), turn_id, fence)
-        statement = One(self.sql.park, params)  # a turn's write: it waits out an outage
-        if await self.executor.write(statement, one=True, turn=True) is None:
+        statement = Exec(self.sql.park, params)  # a turn's write: it waits out an outage
+        if await self.executor.write(statement, one=True, turn=True) != 1:
             raise refused(turn_id, fence)
 
     async def resume_record(self, turn_id: str) -> ResumeRecord | None:
@@ -353,8 +354,8 @@ class SqlStore:
 
         def steps() -> Steps[None]:
             yield from publish()
-            row = yield One(self.sql.requeued, (d.jsonb(record.to_json()), turn_id, fence))
-            if row is None:
+            changed = yield Exec(self.sql.requeued, (d.jsonb(record.to_json()), turn_id, fence))
+            if changed != 1:
                 raise refused(turn_id, fence)
 
         await self.executor.write(steps, turn=True)

@@ -86,14 +86,14 @@ FENCED = (
 )
 _SET_STATE = "UPDATE turns SET state = ?, version = ?, status = ?, n_messages = ?"
 UPDATES = {
-    Write.PUBLISH: _SET_STATE + " WHERE turn_id = ? RETURNING cancel",
+    Write.PUBLISH: _SET_STATE + " WHERE turn_id = ?",
     Write.CHECKPOINT: _SET_STATE
     + ", usage = ?, checkpointed = 1 WHERE turn_id = ? RETURNING cancel",
     Write.FINISH: _SET_STATE + ", usage = ?, done = 1, lease_expires = NULL, cancel = 0,"
-    " checkpointed = 0 WHERE turn_id = ? RETURNING cancel",
+    " checkpointed = 0 WHERE turn_id = ?",
 }
-"""The turn's row, by the kind of write (the final write clears the cancel flag and
-reads it back cleared)."""
+"""The turn's row, by the kind of write (a checkpoint reads back the cancel flag; the
+final write clears it)."""
 APPEND = "INSERT INTO messages (conversation_id, turn_id, body) VALUES (?, ?, ?)"
 SAVE_CALL = "INSERT INTO iterations (turn_id, n, record) VALUES (?, ?, ?)"
 DROP_BUBBLES = "DELETE FROM bubbles WHERE turn_id = ? AND n >= ?"
@@ -149,6 +149,9 @@ class _Write:
             yield Many(ADD_BUBBLES, shown)
         if self.calls:
             yield Many(SAVE_CALL, self.calls)
+        if self.kind is not Write.CHECKPOINT:
+            yield Exec(UPDATES[self.kind], self.row)
+            return False
         (cancel,) = yield One(UPDATES[self.kind], self.row)
         return bool(cancel)
 

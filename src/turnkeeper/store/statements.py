@@ -90,12 +90,11 @@ class Statements:
     )
     renew: str = (
         "UPDATE turns SET lease_expires = {now} + ?"
-        " WHERE turn_id = ? AND fence = ? AND done = {false} RETURNING fence"
+        " WHERE turn_id = ? AND fence = ? AND done = {false}"
     )
     cancel_requested: str = "SELECT cancel FROM turns WHERE turn_id = ?"
     record_usage: str = (
         "UPDATE turns SET usage = ? WHERE turn_id = ? AND fence = ? AND done = {false}"
-        " RETURNING fence"
     )
     iterations: str = "SELECT record FROM iterations WHERE turn_id = ? ORDER BY n"
 
@@ -117,7 +116,7 @@ class Statements:
     # ---- waiting and resuming
     park: str = (
         "UPDATE turns SET resume = ?, waiting_since = {stamp}"
-        " WHERE turn_id = ? AND fence = ? AND done = {false} RETURNING fence"
+        " WHERE turn_id = ? AND fence = ? AND done = {false}"
     )
     resume_record: str = "SELECT resume FROM turns WHERE turn_id = ?"
     waiting_turn: str = (
@@ -130,7 +129,7 @@ class Statements:
     )
     requeued: str = (
         "UPDATE turns SET resume = ?, requeued = {stamp}, lease_expires = NULL"
-        " WHERE turn_id = ? AND fence = ? AND done = {false} RETURNING fence"
+        " WHERE turn_id = ? AND fence = ? AND done = {false}"
     )
     waiting: str = (
         "SELECT turn_id FROM turns WHERE status = 'waiting' AND done = {false}"
