@@ -5,6 +5,7 @@ an application's captions."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 from pathlib import Path
@@ -16,6 +17,12 @@ from turnkeeper import Assistant, ConfigError
 from turnkeeper.i18n import SHIPPED, _shipped, keys, markdown
 
 ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("keys_script", ROOT / "scripts" / "keys.py")
+assert _spec is not None
+assert _spec.loader is not None
+keys_script = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(keys_script)
+BEGIN, END, with_keys = keys_script.BEGIN, keys_script.END, keys_script.with_keys
 
 
 def lookup(query: str) -> str:
@@ -26,11 +33,16 @@ def my_notes(topic: str) -> str:
     return topic
 
 
-def test_docs_keys_md_is_what_the_catalog_generates() -> None:
-    committed = (ROOT / "docs" / "keys.md").read_text("utf-8")
-    assert committed == markdown(), "run: python -m turnkeeper.i18n --markdown > docs/keys.md"
+def test_the_designs_key_table_is_what_the_catalog_generates() -> None:
+    design = (ROOT / "docs" / "design.md").read_text("utf-8")
+    section = design[design.index("## 7. Message keys") : design.index("## 8.")]
+    block = section.partition(BEGIN)[2].partition(END)[0]
+    assert block == markdown(), "run: python scripts/keys.py"
     for key, text in keys().items():
-        assert f"| `{key}` | {text} |" in committed
+        assert f"| `{key}` | {text} |" in block
+    assert with_keys(design) == design
+    stale = design.replace("| `ui.deny` | Deny |", "| `ui.deny` | No |")
+    assert with_keys(stale) == design, "the script rewrites a stale block"
 
 
 def test_every_shipped_catalog_has_every_english_key() -> None:
@@ -40,7 +52,7 @@ def test_every_shipped_catalog_has_every_english_key() -> None:
 
 def test_the_readme_points_to_the_keys_instead_of_listing_a_few() -> None:
     readme = (ROOT / "README.md").read_text("utf-8")
-    assert "docs/keys.md" in readme
+    assert "docs/design.md §7](docs/design.md#7-message-keys) lists" in readme
 
 
 def test_an_unknown_key_is_a_config_error_naming_it() -> None:

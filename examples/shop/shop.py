@@ -116,7 +116,7 @@ assistant = Assistant(
             "fr": "A vérifié une commande",
         },
     },
-    messages={  # turnkeeper ships English and Spanish; every key (docs/keys.md) in French:
+    messages={  # turnkeeper ships English and Spanish; every key (docs/design.md §7) in French:
         "fr": {
             "ui.placeholder": "Posez une question…",
             "ui.send": "Envoyer",

@@ -72,7 +72,7 @@ class Assistant:
     ran (or an existing `activity.*` key to reuse)."""
     messages: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """`{locale: {key: text}}`: catalog entries in any BCP 47 locale, of the keys
-    docs/keys.md lists and the `activity.<tool>` keys of `captions`; any other key is a
+    docs/design.md §7 lists and the `activity.<tool>` keys of `captions`; any other key is a
     `ConfigError`, a key a locale lacks is shown in English (and logged once)."""
     provider: str | Provider | None = None
     """`anthropic`, `openai` or `demo`; None chooses from the environment (docs/design.md §6);
@@ -363,7 +363,7 @@ def _check_keys(messages: Mapping[str, Mapping[str, str]], activities: Mapping[s
     unknown = sorted({key for entries in messages.values() for key in entries} - known)
     if unknown:
         raise ConfigError(
-            f"messages has unknown keys: {', '.join(unknown)} (docs/keys.md lists the keys; "
+            f"messages has unknown keys: {', '.join(unknown)} (docs/design.md §7 lists the keys; "
             "a caption's activity.<tool> key comes with its captions entry)"
         )
 
