@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..budget import Budget
@@ -27,9 +27,10 @@ from ..outcomes import Ending, Outcome, ending, unfinished
 from ..providers import Provider, wire_format
 from ..state import PublishedState
 from ..store import EXPIRED, UNCLAIMED, FenceLost, Holder, Store, held_by
-from ..store.records import Checkpoint, Recovery, ResumeRecord
+from ..store.records import Checkpoint, EventType, NewEvent, Recovery, ResumeRecord
 from ..tools import NoTools, Toolset
 from ..tools.context import ToolContext
+from ..turn import events
 from ..turn.activity import ACTIVITIES
 from ..turn.loop import run_turn
 from ..turn.resume import Resuming, end_waiting
@@ -91,6 +92,9 @@ class StoreHooks:
 
     async def started(self, state: PublishedState) -> None:
         await self.store.publish(self.turn_id, self.fence, state)
+
+    async def events(self, batch: Sequence[NewEvent]) -> None:
+        await self.store.append_events(self.turn_id, self.fence, batch)
 
     async def record_usage(self, usage: Usage) -> None:
         await self.store.record_usage(self.turn_id, self.fence, usage)
@@ -253,12 +257,14 @@ async def failed(
     if recovery is None:
         return None
     end = unfinished(stopped)
+    state = recovery.state.ended(end, text=None, usage=recovery.usage)
     final = Checkpoint(
         turn_id=turn_id,
         iteration=recovery.usage.iterations,
         appended=recovered_tail(recovery),
-        state=recovery.state.ended(end, text=None, usage=recovery.usage),
+        state=state,
         usage=recovery.usage,
+        events=[*await unsettled(store, recovery, end.key), events.ended(state)],
     )
     await store.finish(turn_id, recovery.fence, final)
     reporter(
@@ -293,3 +299,22 @@ def recovered_tail(recovery: Recovery) -> list[Message]:
         return []
     why = "not run: the turn failed before the tool finished"
     return wire.tool_results([ToolResult(u.id, why, True) for u in wire.tool_uses(last)])
+
+
+async def unsettled(store: Store, recovery: Recovery, key: str | None) -> list[NewEvent]:
+    """A `text.retracted` for text a turn streamed and never showed before it was taken
+    over: a bubble its last deltas went into that its state does not hold."""
+    last: dict[str, str] = {}
+    after = 0
+    while page := await store.events_after(recovery.turn_id, after):
+        for event in page:
+            message = event.body.get("message")
+            if event.type is EventType.TEXT_DELTA and isinstance(message, str):
+                last[message] = "delta"
+            elif event.type is EventType.TEXT_RETRACTED and isinstance(message, str):
+                last.pop(message, None)
+        after = page[-1].seq
+    shown = {m.id for m in recovery.state.messages}
+    return [
+        (EventType.TEXT_RETRACTED, {"message": m, "key": key or ""}) for m in last if m not in shown
+    ]

@@ -30,14 +30,15 @@ from ..observe.watchers import Watcher, watch_turn, watched_tools
 from ..outcomes import Ending, Outcome, Status, Stop, ending, unfinished
 from ..providers import Provider
 from ..state import PublishedState, queued
-from ..store.records import Checkpoint, ResumeRecord
+from ..store.records import Checkpoint, EventType, NewEvent, ResumeRecord
 from ..tools import NoTools, Toolset
 from ..tools.context import ToolContext, running
 from ..usage import Usage
 from ..wire import Message, Reply, ToolResult, ToolSpec, ToolUse
-from . import tool_round
+from . import events, tool_round
 from .activity import ACTIVITIES, caption
 from .approvals import Resume
+from .events import Emitter
 from .hooks import Hooks, LocalHooks
 from .model_call import CallRoom
 from .trace import Trace
@@ -116,7 +117,8 @@ async def run_turn(
         provider=provider,
         toolset=watched_tools(toolset or NoTools(), watch),
         budget=budget or Budget(),
-        hooks=hooks or LocalHooks(),
+        hooks=(hooks := hooks or LocalHooks()),
+        events=Emitter(hooks),
         room=CallRoom(provider, clock, watch, earlier=usage.iterations, resumed=go_on.why),
         activities=activities,
         history=list(history),
@@ -138,6 +140,8 @@ class _Turn:
     toolset: Toolset
     budget: Budget
     hooks: Hooks
+    events: Emitter
+    """The turn's events on their way to the hooks (events.py)."""
     room: CallRoom
     activities: Mapping[str, str]
     history: list[Message]
@@ -170,6 +174,7 @@ class _Turn:
             if not self.resume.asked:
                 self.history.append(self.provider.user_message(question))
             self.state = self.state.running()
+            self.events.emit(EventType.TURN_STARTED, {})
             await self.hooks.started(self.state)
             async with backstop:
                 tools = await self.toolset.list_tools()
@@ -217,8 +222,11 @@ class _Turn:
 
     async def call(self, tools: Sequence[ToolSpec], timeout: float) -> Reply | None:
         """One model call, raced against a stop; None, the turn ended, on failure or stop."""
+        self.events.begin(events.next_bubble(self.state))
         try:
-            called = await self.room.call(self.history, tools, timeout, self.hooks.wait_stop)
+            called = await self.room.call(
+                self.history, tools, timeout, self.hooks.wait_stop, self.events.text
+            )
         except ProviderError as error:
             self.end(Outcome.FAILED, str(error), key=error.key, details=error.describe())
             return None
@@ -234,7 +242,13 @@ class _Turn:
         if reply.keep:
             self.history.append(reply.message)
         self.pending = reply.tool_uses
-        self.activity = caption(reply.steps, self.activity, self.activities)
+        was, self.activity = self.activity, caption(reply.steps, self.activity, self.activities)
+        if self.activity is not None and self.activity != was:
+            self.events.emit(EventType.ACTIVITY, {"key": self.activity})
+        if outcome in (None, Outcome.FINISHED) and reply.text.strip():
+            self.events.complete(reply.text)
+        else:
+            self.events.retract(ending(outcome).key or "" if outcome else "")
         self.room.decided("continue" if outcome is None else outcome.value, self.activity)
 
     # ---- tools ----------------------------------------------------------
@@ -251,12 +265,17 @@ class _Turn:
             self.unshown = reply.text
 
     async def iteration_done(self) -> None:
-        self.state = self.state.iterated(self.activity, self.unshown, self.usage, (*self.cards,))
+        self.publish(self.state.iterated(self.activity, self.unshown, self.usage, (*self.cards,)))
         self.unshown, self.cards = None, []
-        await self.hooks.checkpoint(self.written_since())
+        await self.hooks.checkpoint(self.written_since(await self.events.settle()))
 
-    def written_since(self) -> Checkpoint:
-        """What changed since the last write, with the current state."""
+    def publish(self, state: PublishedState, *emitted: NewEvent) -> None:
+        """Move to `state`, with the events of the cards it shows, then `emitted`."""
+        before, self.state = self.state, state
+        self.events.pending.extend([*events.cards(before, state), *emitted])
+
+    def written_since(self, emitted: Sequence[NewEvent]) -> Checkpoint:
+        """What changed since the last write, with the current state and its events."""
         messages, calls = self.written
         self.written = (len(self.history), len(self.room.calls))
         return Checkpoint(
@@ -266,6 +285,7 @@ class _Turn:
             state=self.state,
             usage=self.usage.copy(),
             calls=self.room.calls[calls:],
+            events=emitted,
         )
 
     # ---- how the turn ends ---------------------------------------------
@@ -324,19 +344,21 @@ class _Turn:
         """Runs once per turn on every path: answer dangling tools, then the one final write."""
         self.room.close()
         if self.paused is not None and self.ending is None:
-            self.state = self.state.waiting(
-                self.unshown, self.usage, (*self.cards,), self.paused.approvals
-            )
-            await self.hooks.pause(self.written_since(), self.paused)
+            approvals = self.paused.approvals
+            waiting = self.state.waiting(self.unshown, self.usage, (*self.cards,), approvals)
+            self.publish(waiting, *events.waiting(approvals))
+            await self.hooks.pause(self.written_since(await self.events.settle()), self.paused)
             return
         end = self.ending or await self.cut_short()
+        self.events.retract(end.key or "")
         why = f"not run: the turn ended ({end.outcome.value})"
         if self.pending:  # a resumed turn's known answers stand
             known = self.resume.answered
             self.answer([known.get(u.id) or ToolResult(u.id, why, True) for u in self.pending])
-        self.state = self.state.ended(end, text=self.unshown, usage=self.usage)
+        ended = self.state.ended(end, text=self.unshown, usage=self.usage)
+        self.publish(ended, events.ended(ended))
         self.room.watch.turn_ended(end, self.usage)
-        await self.hooks.finish(self.written_since())
+        await self.hooks.finish(self.written_since(await self.events.settle()))
 
     def result(self, question: str) -> TurnResult:
         outcome = None if self.ending is None else self.ending.outcome

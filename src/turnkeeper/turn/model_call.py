@@ -18,6 +18,7 @@ passing inside a call that ignored its timeout (`overran`).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
@@ -82,6 +83,10 @@ class CallRoom:
         self._watch_asked = False
         self._closed = False
         self.started = self.now()
+        self.streams = _takes_on_text(provider)
+        """The provider hands each piece of answer text to an `on_text` callback."""
+        self.streamed = 0
+        """Model calls of this job whose text the provider streamed."""
         described = provider.describe()
         self.requested: str | None = described.get("model")
         """The model requested, as the provider describes itself."""
@@ -121,9 +126,11 @@ class CallRoom:
         tools: Sequence[ToolSpec],
         timeout: float,
         stop: Callable[[], Awaitable[None]],
+        on_text: Callable[[str], None] | None = None,
     ) -> Priced | None:
         """One model call, recorded, raced against `stop`: None if `stop` returned first and
-        the call was aborted; any failure comes out as a `ProviderError`."""
+        the call was aborted; any failure comes out as a `ProviderError`. `on_text` gets
+        each piece of answer text as it arrives, if the provider streams."""
         started = self.now()
         call = ModelCall(self.earlier + len(self.calls) + 1, started - self.started, timeout)
         if not self.calls:  # the first call of a resumed turn's job says why it resumed
@@ -132,7 +139,7 @@ class CallRoom:
         self.watch.call_started(call.iteration)
         try:
             reply = await self._unless_stopped(
-                self.provider.complete(history, tools, timeout), stop
+                self._complete(history, tools, timeout, on_text), stop
             )
         except BaseException as e:  # a cancel too (the deadline's backstop, the task's): timed
             call.duration = self.now() - started
@@ -154,6 +161,19 @@ class CallRoom:
             )
             return None
         return Priced(reply, self._answered(call, reply))
+
+    def _complete(
+        self,
+        history: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        timeout: float,
+        on_text: Callable[[str], None] | None,
+    ) -> Coroutine[Any, Any, Reply]:
+        if on_text is None or not self.streams:
+            return self.provider.complete(history, tools, timeout)
+        self.calls[-1].streamed = True
+        complete: Any = self.provider.complete  # the streaming seam (providers/__init__.py)
+        return complete(history, tools, timeout, on_text=on_text)  # type: ignore[no-any-return]
 
     def _answered(self, call: ModelCall, reply: Reply) -> Usage:
         """Record the reply on `call`, priced, and tell the watchers; its priced usage."""
@@ -287,6 +307,17 @@ class CallRoom:
         self._closed = True
         if self._stop is not None:
             self._stop.cancel()
+
+
+def _takes_on_text(provider: Provider) -> bool:
+    """Whether the provider's `complete` takes an `on_text` callback."""
+    try:
+        parameters = inspect.signature(provider.complete).parameters
+    except (TypeError, ValueError):
+        return False
+    return "on_text" in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )
 
 
 def provider_error(e: Exception, timeout: float) -> ProviderError:

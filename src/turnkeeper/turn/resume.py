@@ -28,6 +28,7 @@ from ..usage import Usage
 from ..wire import Message, WireFormat
 from . import approvals
 from .approvals import Resume, resume_from
+from .events import ended
 
 logger = logging.getLogger("turnkeeper.resume")
 
@@ -89,7 +90,9 @@ async def end_waiting(
     await store.finish(
         turn_id,
         recovery.fence,
-        Checkpoint(turn_id, recovery.usage.iterations, tail, state, recovery.usage),
+        Checkpoint(
+            turn_id, recovery.usage.iterations, tail, state, recovery.usage, events=[ended(state)]
+        ),
     )
     message = "nobody answered its approval in time" if key == NO_ANSWER_KEY else "stopped"
     reporter(_report(recovery, Outcome.STOPPED.value, f"the waiting turn ended: {message}"))

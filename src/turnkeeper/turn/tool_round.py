@@ -23,7 +23,9 @@ from ..credentials import redact_text
 from ..store.records import ResumeRecord
 from ..tools import Toolset
 from ..wire import ToolResult, ToolUse
+from . import events
 from .approvals import Resume, parked
+from .events import Emitter
 from .model_call import CallRoom
 
 
@@ -33,6 +35,7 @@ class Turn(Protocol):
     toolset: Toolset
     budget: Budget
     room: CallRoom
+    events: Emitter
     activities: Mapping[str, str]
     resume: Resume
     paused: ResumeRecord | None
@@ -50,6 +53,8 @@ async def ran(turn: Turn, uses: Sequence[ToolUse], timeout: float) -> list[ToolR
     """Run the tool uses concurrently within `timeout`; their results, in order. A tool
     still running when the timeout fires is answered with an error result; the others
     keep theirs."""
+    turn.events.pending.extend(events.tools_started(uses))
+    await turn.events.write_now()  # a reader sees the tools run while they run
     started = turn.room.now()
     results: list[ToolResult | None] = [None] * len(uses)
 
@@ -67,10 +72,12 @@ async def ran(turn: Turn, uses: Sequence[ToolUse], timeout: float) -> list[ToolR
         if not scope.expired():
             raise
     turn.room.tools_took(turn.room.now() - started)
-    return [
+    answered = [
         r or ToolResult(u.id, f"{u.name} did not finish within {timeout:.1f} s", True)
         for u, r in zip(uses, results, strict=True)
     ]
+    turn.events.pending.extend(events.tools_ended(answered))
+    return answered
 
 
 async def run_tool(turn: Turn, use: ToolUse, timeout: float) -> ToolResult:
