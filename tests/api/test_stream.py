@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -57,7 +58,7 @@ class Served:
 
     async def ask(self, text: str = "where is order 7?") -> tuple[str, dict[str, str]]:
         async with httpx.AsyncClient(base_url=self.base) as client:
-            return await start_turn(client, text)  # type: ignore[no-any-return]
+            return await start_turn(client, text)
 
     async def decide(self, turn_id: str, auth: dict[str, str], use: str) -> None:
         async with httpx.AsyncClient(base_url=self.base) as client:
@@ -162,9 +163,11 @@ async def test_a_turn_that_is_over_replays_and_ends_after_turn_ended(served: Ser
     turn_id, auth, whole = await finished(served)
     last_run = str(whole.ids[whole.types.index("turn.waiting")])
     replay = await read_stream(served.base, turn_id, auth, headers={"last-event-id": last_run})
-    assert replay.ended and replay.types[-1] == "turn.ended"
+    assert replay.ended
+    assert replay.types[-1] == "turn.ended"
     past_the_end = await read_stream(served.base, turn_id, auth, params={"after": "999"})
-    assert past_the_end.ended and past_the_end.events == []
+    assert past_the_end.ended
+    assert past_the_end.events == []
 
 
 @pytest.mark.parametrize(
@@ -198,6 +201,7 @@ async def test_without_a_signed_in_user_the_stream_is_401(store: Store) -> None:
     assert sse.status == 401
 
 
+@asynccontextmanager
 async def held_stream(store: Store) -> AsyncIterator[tuple[str, Any, str, dict[str, str]]]:
     queue = HeldQueue()
     app = create_app(store, queue)
@@ -209,14 +213,14 @@ async def held_stream(store: Store) -> AsyncIterator[tuple[str, Any, str, dict[s
 
 
 async def test_an_idle_stream_sends_a_keep_alive_comment(store: Store) -> None:
-    async for base, _, turn_id, auth in held_stream(store):
+    async with held_stream(store) as (base, _, turn_id, auth):
         sse = await read_stream(base, turn_id, auth, comments=2, bound=10)
         assert sse.events == [], "a queued turn has written nothing yet"
         assert len(sse.comments) == 2
 
 
 async def test_shutdown_ends_each_open_stream_cleanly(store: Store) -> None:
-    async for base, app, turn_id, auth in held_stream(store):
+    async with held_stream(store) as (base, app, turn_id, auth):
         reading = asyncio.create_task(read_stream(base, turn_id, auth, bound=10))
 
         async def open_() -> bool:
