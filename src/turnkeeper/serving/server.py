@@ -145,7 +145,7 @@ async def running(
         job = _job(store, assistant, provider, tools, settings, metrics)
         async with (
             _queue(settings, job) as queue,
-            _sweeping(store, settings, queue, metrics, job.resuming),
+            _sweeping(store, settings, queue, metrics, job.resuming, assistant.event_retention),
         ):
             yield Service(store, queue, metrics)
 
@@ -189,6 +189,7 @@ async def work(settings: Settings, assistant: Assistant, provider: Provider) -> 
             metrics=metrics,
             lease=settings.lease,
             resuming=job.resuming,
+            event_retention=float(assistant.event_retention),
         )
         announce(banner("worker", settings, assistant, provider), settings.log_format)
         await run_worker(
@@ -414,7 +415,12 @@ async def _queue(settings: Settings, job: TurnJob) -> AsyncIterator[Queue]:
 
 @contextlib.asynccontextmanager
 async def _sweeping(
-    store: Store, settings: Settings, queue: Queue, metrics: Metrics, resuming: Resuming
+    store: Store,
+    settings: Settings,
+    queue: Queue,
+    metrics: Metrics,
+    resuming: Resuming,
+    event_retention: float,
 ) -> AsyncIterator[None]:
     holding = queue if isinstance(queue, Holding) else None
     sweeper = Sweeper(
@@ -425,6 +431,7 @@ async def _sweeping(
         lease=settings.lease,
         resuming=resuming,
         requeue=queue,
+        event_retention=float(event_retention),
     )
     task = asyncio.create_task(sweeper.run())
     try:
