@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from tests import scripts
@@ -291,3 +292,59 @@ async def test_a_slow_write_of_deltas_keeps_the_order() -> None:
     assert_numbered(hooks.log)
     assert types(hooks.log)[-1] == "turn.ended"
     assert joined(hooks.log, result.state.messages[-1].id) == "a b c d e f g h"
+
+
+async def test_metrics_carry_time_to_first_delta_and_deltas_per_turn() -> None:
+    from tests.test_metrics import samples
+    from turnkeeper.observe.metrics import Metrics
+
+    metrics = Metrics()
+    provider = StreamingScript([scripts.answer("one two three")], pieces=3, gap=0.1)
+    await run_turn("q", provider=provider, hooks=LocalHooks(), watcher=metrics)
+    got = samples(metrics)
+    assert got[("turnkeeper_time_to_first_delta_seconds_count", ())] == 1
+    assert got[("turnkeeper_time_to_first_delta_seconds_sum", ())] < 0.1, (
+        "the first piece came at once"
+    )
+    assert got[("turnkeeper_deltas_per_turn_count", ())] == 1
+    assert got[("turnkeeper_deltas_per_turn_sum", ())] == 3
+
+
+async def test_spans_carry_time_to_first_delta_and_deltas() -> None:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from tests.test_telemetry import telemetry
+
+    exporter = InMemorySpanExporter()
+    provider = StreamingScript([scripts.answer("one two three")], pieces=3, gap=0.1)
+    await run_turn("q", provider=provider, hooks=LocalHooks(), watcher=telemetry(exporter))
+    spans = {s.name.split(" ")[0]: s for s in exporter.get_finished_spans()}
+    call = spans["chat"].attributes or {}
+    assert call["turnkeeper.deltas"] == 3
+    assert 0 <= float(call["turnkeeper.time_to_first_delta"]) < 0.1  # type: ignore[arg-type]
+    assert (spans["invoke_agent"].attributes or {})["turnkeeper.deltas"] == 3
+
+
+async def test_trace_show_marks_streamed_calls() -> None:
+    provider = StreamingScript([scripts.answer("streamed")])
+    result = await run_turn("q", provider=provider, hooks=LocalHooks())
+    assert result.trace.calls[0].summary()["streamed"] is True
+    from turnkeeper.providers.scripted import ScriptedProvider
+
+    plain = await run_turn("q", provider=ScriptedProvider([scripts.answer("x")]))
+    assert "streamed" not in plain.trace.calls[0].summary()
+
+
+async def test_trace_show_prints_which_calls_streamed(tmp_path: Path) -> None:
+    from turnkeeper.cli import timeline
+    from turnkeeper.turn.trace import read_trace, write_trace
+
+    provider = StreamingScript([scripts.answer("streamed")])
+    result = await run_turn("q", provider=provider, hooks=LocalHooks())
+    write_trace(result.trace, tmp_path / "t.json")
+    calls = read_trace(tmp_path / "t.json").calls
+    assert calls[0].streamed is True, "the trace file keeps it"
+    shown = timeline.render(timeline.rows(calls), "finished")
+    assert "end_turn, streamed" in shown
+    stored = timeline.render(timeline.stored_rows([calls[0].summary()]), "finished")
+    assert "end_turn, streamed" in stored

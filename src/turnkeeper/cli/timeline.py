@@ -60,6 +60,7 @@ def row(call: ModelCall, wire: str = "anthropic") -> Row:
         model=model,
         cost=cost,
         resumed=call.resumed,
+        streamed=call.streamed,
     )
 
 
@@ -81,6 +82,7 @@ def stored_row(summary: Mapping[str, Any]) -> Row:
         model=summary.get("model"),
         cost=float(cost) if isinstance(cost, int | float) else None,
         resumed=resumed if isinstance(resumed := summary.get("resumed"), str) else None,
+        streamed=summary.get("streamed") is True,
     )
 
 
@@ -100,12 +102,15 @@ def _row(
     model: str | None,
     cost: float | None,
     resumed: str | None = None,
+    streamed: bool = False,
 ) -> Row:
     """A row; a turn that waited for a person after the call says `waiting`, and the first
     call of a job that resumed it says why (`resumed`)."""
     waits: Row = {"waiting": True} if decision == "waiting" else {}
     if resumed is not None:
         waits["resumed"] = resumed
+    if streamed:
+        waits["streamed"] = True
     return {
         "iteration": iteration,
         "stop_reason": stop_reason,
@@ -212,7 +217,7 @@ def _ending(r: Row) -> str:
         return "stopped"
     if not _answered(r):
         return "cut short"
-    return str(r["stop_reason"])
+    return f"{r['stop_reason']}, streamed" if r.get("streamed") else str(r["stop_reason"])
 
 
 def _answered(r: Row) -> bool:

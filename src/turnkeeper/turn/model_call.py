@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -85,8 +86,8 @@ class CallRoom:
         self.started = self.now()
         self.streams = _takes_on_text(provider)
         """The provider hands each piece of answer text to an `on_text` callback."""
-        self.streamed = 0
-        """Model calls of this job whose text the provider streamed."""
+        self._pieces: _Pieces | None = None
+        """The text the call in flight streamed."""
         described = provider.describe()
         self.requested: str | None = described.get("model")
         """The model requested, as the provider describes itself."""
@@ -144,21 +145,17 @@ class CallRoom:
         except BaseException as e:  # a cancel too (the deadline's backstop, the task's): timed
             call.duration = self.now() - started
             if not isinstance(e, Exception):
-                end = CallEnd(call.iteration, call.duration, self.requested, error="CancelledError")
+                end = self._end(call, self.requested, error="CancelledError")
                 self.watch.call_ended(end)  # its span ends, cut short
                 raise
             error = provider_error(e, timeout)
             call.error = error.describe()
-            self.watch.call_ended(
-                CallEnd(call.iteration, call.duration, self.requested, error=str(error))
-            )
+            self.watch.call_ended(self._end(call, self.requested, error=str(error)))
             raise error from e
         call.duration = self.now() - started
         if reply is None:
             call.stopped, call.decision = True, "stopped"
-            self.watch.call_ended(
-                CallEnd(call.iteration, call.duration, self.requested, stopped=True)
-            )
+            self.watch.call_ended(self._end(call, self.requested, stopped=True))
             return None
         return Priced(reply, self._answered(call, reply))
 
@@ -169,11 +166,23 @@ class CallRoom:
         timeout: float,
         on_text: Callable[[str], None] | None,
     ) -> Coroutine[Any, Any, Reply]:
+        self._pieces = None
         if on_text is None or not self.streams:
             return self.provider.complete(history, tools, timeout)
         self.calls[-1].streamed = True
+        self._pieces = pieces = _Pieces(on_text)
         complete: Any = self.provider.complete  # the streaming seam (providers/__init__.py)
-        return complete(history, tools, timeout, on_text=on_text)  # type: ignore[no-any-return]
+        return complete(history, tools, timeout, on_text=pieces)  # type: ignore[no-any-return]
+
+    def _end(self, call: ModelCall, model: str | None, **fields: Any) -> CallEnd:
+        """What the watchers are told of a call that ended, with what it streamed."""
+        pieces = self._pieces
+        if pieces is None:
+            return CallEnd(call.iteration, call.duration, model, **fields)
+        return CallEnd(
+            call.iteration, call.duration, model, **fields,
+            pieces=pieces.count, first_text=pieces.first,
+        )  # fmt: skip
 
     def _answered(self, call: ModelCall, reply: Reply) -> Usage:
         """Record the reply on `call`, priced, and tell the watchers; its priced usage."""
@@ -186,16 +195,11 @@ class CallRoom:
         call.tools = [u.name for u in reply.tool_uses]
         if self.watch is not UNWATCHED:  # a record per call only for someone who reads it
             self.watch.call_ended(
-                CallEnd(
-                    call.iteration,
-                    call.duration,
-                    call.model,
-                    usage,
-                    reply.raw_stop,
-                    tools=call.tools,
-                    text=reply.text,
+                self._end(
+                    call, call.model, usage=usage, finish_reason=reply.raw_stop,
+                    tools=call.tools, text=reply.text,
                 )
-            )
+            )  # fmt: skip
         return usage
 
     def decided(self, decision: str, caption: str | None) -> None:
@@ -307,6 +311,23 @@ class CallRoom:
         self._closed = True
         if self._stop is not None:
             self._stop.cancel()
+
+
+class _Pieces:
+    """A call's `on_text`, counting the pieces and timing the first (in real time: the
+    turn's clock is kept for the trace, and a replay gives its readings back)."""
+
+    def __init__(self, on_text: Callable[[str], None]) -> None:
+        self.on_text = on_text
+        self.count = 0
+        self.first: float | None = None
+        self.started = time.monotonic()
+
+    def __call__(self, piece: str) -> None:
+        if self.first is None:
+            self.first = time.monotonic() - self.started
+        self.count += 1
+        self.on_text(piece)
 
 
 def _takes_on_text(provider: Provider) -> bool:

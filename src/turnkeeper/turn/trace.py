@@ -112,6 +112,8 @@ def call_json(call: ModelCall) -> Json:
             record[name] = value
     if call.usage is not None and call.usage.cost_usd is not None:
         record["cost_usd"] = call.usage.cost_usd
+    if call.streamed:
+        record["streamed"] = True
     return record
 
 
@@ -186,7 +188,7 @@ def _call(record: Json, wire: str, n: int) -> ModelCall:
         response, record.get("error"), record.get("stop_reason"), record.get("tools"),
         record.get("decision"), record.get("caption", record.get("activity")),
         record.get("tools_duration"), usage, record.get("model"), record.get("stopped") is True,
-        record.get("resumed"),
+        record.get("resumed"), record.get("streamed") is True,
     )  # fmt: skip
 
 
