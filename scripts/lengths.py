@@ -38,6 +38,7 @@ if __name__ == "__main__":
     long = too_long()
     print(
         "\n".join(long)
-        or f"no function over {MOST_LINES} lines, no module over {MODULE_LINES}, {LOOP} within {LOOP_LINES}"
+        or f"no function over {MOST_LINES} lines, no module over {MODULE_LINES}, "
+        f"{LOOP} within {LOOP_LINES}"
     )
     sys.exit(1 if long else 0)

@@ -14,6 +14,7 @@ from turnkeeper.tools.functions import FunctionToolset, tool
 from turnkeeper.turn.activity import ACTIVITIES, caption, captions
 from turnkeeper.turn.hooks import LocalHooks
 from turnkeeper.turn.loop import run_turn
+from turnkeeper.turn.setting import TurnSetting
 
 
 @pytest.fixture(autouse=True)
@@ -80,6 +81,6 @@ async def test_a_turn_publishes_the_caption_of_your_own_tool() -> None:
         provider=ScriptedProvider([asks(tool_use("get_weather", {"city": "Oslo"})), answer("sun")]),
         toolset=FunctionToolset([get_weather]),
         hooks=hooks,
-        activities=table,
+        setting=TurnSetting(activities=table),
     )
     assert [s.activity for s in hooks.published] == [None, "activity.get_weather", None]

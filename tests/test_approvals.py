@@ -16,6 +16,7 @@ from turnkeeper.turn.approvals import Resume, resume_from
 from turnkeeper.turn.hooks import LocalHooks
 from turnkeeper.turn.loop import run_turn
 from turnkeeper.turn.replay import first_difference, replay
+from turnkeeper.turn.setting import TurnSetting
 from turnkeeper.turn.trace import read_trace, write_trace
 from turnkeeper.usage import Usage
 from turnkeeper.wire import ToolSpec
@@ -54,7 +55,7 @@ async def test_a_turn_with_a_tool_that_needs_approval_stops_and_replays_the_same
         provider=ScriptedProvider([ASKS]),
         toolset=toolset(ran),
         hooks=hooks,
-        resume=Resume(GATE),
+        setting=TurnSetting(resume=Resume(GATE)),
     )
     assert result.outcome is None
     assert (result.state.status, result.state.done) == ("waiting", False)
@@ -95,7 +96,11 @@ async def test_a_resumed_turn_answers_its_last_response_then_goes_on_and_replays
     assert resume.why == "after approval: delete_file approved"
     model = ScriptedProvider([scripts.answer("Gone.")])
     result = await run_turn(
-        "delete a.txt", provider=model, toolset=toolset(ran), history=history, resume=resume
+        "delete a.txt",
+        provider=model,
+        toolset=toolset(ran),
+        history=history,
+        setting=TurnSetting(resume=resume),
     )
     assert result.state.status == "finished"
     assert ran == ["delete_file"], "only the approved use runs; the other kept its result"

@@ -13,7 +13,7 @@ import pytest
 import turnkeeper
 from tests.apps import orders
 from tests.scripts import answer, asks, tool_use
-from turnkeeper import Assistant, Budget, ConfigError, ToolContext, tool
+from turnkeeper import Assistant, Budget, ConfigError, ToolContext, TurnSetting, tool
 from turnkeeper.assistant import load
 from turnkeeper.i18n import Catalogs, accepted, locale_from_env, locale_tag
 from turnkeeper.providers.scripted import ScriptedProvider
@@ -193,12 +193,12 @@ async def test_sync_and_async_tools_get_the_turns_context() -> None:
             answer("done"),
         ]
     )
-    context = ToolContext("ada", "fr", "c_1", "t_1")
+    setting = TurnSetting(turn_id="t_1", conversation_id="c_1", user="ada", locale="fr")
     result = await run_turn(
         "my orders?",
         provider=provider,
         toolset=orders.assistant.toolset(),
-        context=context,
+        setting=setting,
     )
     results = [b["content"] for b in result.history[2]["content"]]
     assert json.loads(results[0]) == {
@@ -214,7 +214,10 @@ async def test_sync_and_async_tools_get_the_turns_context() -> None:
 async def test_without_a_context_a_turn_gives_its_own_ids_and_no_user() -> None:
     provider = ScriptedProvider([asks(tool_use("my_orders", {})), answer("done")])
     result = await run_turn(
-        "q", provider=provider, toolset=orders.assistant.toolset(), turn_id="t_9"
+        "q",
+        provider=provider,
+        toolset=orders.assistant.toolset(),
+        setting=TurnSetting(turn_id="t_9"),
     )
     given = json.loads(result.history[2]["content"][0]["content"])
     assert (given["user"], given["locale"], given["turn_id"]) == (None, "en", "t_9")

@@ -87,7 +87,7 @@ def test_tracing_without_the_otel_extra_names_the_install_command(tmp_path: Path
     says how to install it, as every missing extra does."""
     script = HIDE.replace(
         "from turnkeeper.cli import main\nsys.exit(main(sys.argv[2:]))",
-        "import turnkeeper.telemetry",
+        "import turnkeeper.observe.telemetry",
     )
     done = subprocess.run(
         [sys.executable, "-c", script, "opentelemetry"], capture_output=True, text=True, timeout=60

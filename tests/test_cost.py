@@ -125,7 +125,7 @@ async def test_a_turn_stopped_mid_call_keeps_its_priced_call_records(store: Stor
     assert unanswered["stop_reason"] is None, "the call in flight is kept, unanswered"
     assert "cost_usd" not in unanswered
     totals = timeline.totals(timeline.stored_rows([record, unanswered]))
-    assert totals["cost_usd"] == pytest.approx(0.0135), "an unanswered call costs nothing known"
+    assert totals.cost_usd == pytest.approx(0.0135), "an unanswered call costs nothing known"
 
 
 @pytest.fixture

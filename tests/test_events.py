@@ -19,6 +19,7 @@ from turnkeeper.tools.functions import FunctionToolset, Tool
 from turnkeeper.turn.approvals import Resume
 from turnkeeper.turn.hooks import LocalHooks
 from turnkeeper.turn.loop import TurnResult, run_turn
+from turnkeeper.turn.setting import TurnSetting
 from turnkeeper.wire import ToolSpec
 
 
@@ -116,7 +117,7 @@ async def test_a_tool_and_its_card_are_events_in_order() -> None:
         provider=provider,
         toolset=card_tool(),
         hooks=hooks,
-        activities={"lookup": "activity.lookup"},
+        setting=TurnSetting(activities={"lookup": "activity.lookup"}),
     )
     log = hooks.log
     assert squeezed(log) == [
@@ -165,7 +166,7 @@ async def test_a_turn_that_waits_for_approval_ends_its_run_with_turn_waiting() -
         provider=StreamingScript([asked]),
         toolset=toolset,
         hooks=hooks,
-        resume=Resume(frozenset({"delete_file"})),
+        setting=TurnSetting(resume=Resume(frozenset({"delete_file"}))),
     )
     assert result.outcome is None
     assert types(hooks.log) == ["turn.started", "approval.requested", "turn.waiting"]

@@ -33,6 +33,7 @@ from turnkeeper.state import PublishedState
 from turnkeeper.store.records import Checkpoint
 from turnkeeper.tools.functions import FunctionToolset, Tool
 from turnkeeper.turn.loop import TurnResult
+from turnkeeper.turn.setting import TurnSetting
 from turnkeeper.usage import Usage
 from turnkeeper.wire import Message, Reply, ToolResult, ToolSpec, ToolUse
 
@@ -79,7 +80,7 @@ async def turn(
         budget=budget,
         hooks=hooks,
         history=history,
-        clock=clock or Clock(),
+        setting=TurnSetting(clock=clock or Clock()),
     )
     return result, hooks, provider
 
@@ -295,7 +296,7 @@ async def test_the_deadline_ends_the_turn_before_a_call_it_cannot_finish() -> No
         toolset=FunctionToolset([echo_tool([])]),
         budget=Budget(deadline=100, call_timeout=60, margin=1, min_call=5),
         hooks=hooks,
-        clock=clock,
+        setting=TurnSetting(clock=clock),
     )
 
     assert result.outcome is Outcome.TIME_LIMIT
@@ -315,7 +316,7 @@ async def test_a_call_is_refused_when_less_than_the_minimum_call_time_remains() 
         toolset=FunctionToolset([echo_tool([])]),
         budget=Budget(deadline=20, margin=1, min_call=5),
         hooks=quiet_hooks(),
-        clock=clock,
+        setting=TurnSetting(clock=clock),
     )
     # left before each call: 20 → 19 s, 13 → 12 s, 6 → 5 s, then -1: refused
     assert provider.timeouts == [19, 12, 5]
@@ -331,7 +332,7 @@ async def test_tools_are_not_run_once_the_deadline_has_passed() -> None:
         provider=provider,
         toolset=FunctionToolset([echo_tool(calls)]),
         hooks=quiet_hooks(),
-        clock=clock,
+        setting=TurnSetting(clock=clock),
     )
     assert result.outcome is Outcome.TIME_LIMIT
     assert calls == []
@@ -421,7 +422,9 @@ async def test_provider_errors_fail_the_turn_with_their_key_reported_once(
     error: Exception, key: str
 ) -> None:
     hooks = quiet_hooks()
-    result = await run_turn(QUESTION, provider=Raising(error), hooks=hooks, clock=Clock())
+    result = await run_turn(
+        QUESTION, provider=Raising(error), hooks=hooks, setting=TurnSetting(clock=Clock())
+    )
     assert result.outcome is Outcome.FAILED
     assert keys(result.state) == [key]
     assert result.state.to_json()["has_error"] is True
@@ -612,7 +615,9 @@ async def test_the_default_reporter_logs_through_the_turnkeeper_logger(
 ) -> None:
     with caplog.at_level(logging.INFO, logger="turnkeeper"):
         await run_turn(
-            QUESTION, provider=ScriptedProvider([body([], "max_tokens")]), turn_id="t_42"
+            QUESTION,
+            provider=ScriptedProvider([body([], "max_tokens")]),
+            setting=TurnSetting(turn_id="t_42"),
         )
     [record] = caplog.records
     assert record.levelno == logging.WARNING
@@ -642,7 +647,7 @@ async def test_tool_uses_run_through_the_toolset_with_the_remaining_time() -> No
         toolset=Timed(),
         budget=Budget(deadline=50, tool_timeout=60, margin=1),
         hooks=quiet_hooks(),
-        clock=clock,
+        setting=TurnSetting(clock=clock),
     )
     assert seen == [19]
 

@@ -13,7 +13,7 @@ from sentry_sdk.envelope import Envelope
 from sentry_sdk.transport import Transport
 
 from tests.scripts import answer, asks, body, tool_use, usage
-from turnkeeper import ScriptedProvider, run_turn
+from turnkeeper import ScriptedProvider, TurnSetting, run_turn
 from turnkeeper.budget import Budget
 from turnkeeper.credentials import keep_secret, redact_logs
 from turnkeeper.observe.logs import JsonFormatter
@@ -27,8 +27,7 @@ async def reported(
         await run_turn(
             "q",
             provider=ScriptedProvider(responses),
-            turn_id="t_rep",
-            conversation_id="c_rep",
+            setting=TurnSetting(turn_id="t_rep", conversation_id="c_rep"),
             **kwargs,
         )
     return [r for r in caplog.records if r.name == "turnkeeper.report"]

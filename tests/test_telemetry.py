@@ -18,7 +18,7 @@ from opentelemetry.trace import StatusCode
 
 from tests.models import GatedModel
 from tests.scripts import answer, asks, body, tool_use, usage
-from turnkeeper import LocalHooks, Outcome, ScriptedProvider, run_turn
+from turnkeeper import LocalHooks, Outcome, ScriptedProvider, TurnSetting, run_turn
 from turnkeeper.credentials import keep_secret
 from turnkeeper.observe.telemetry import Telemetry
 from turnkeeper.observe.watched import CallEnd, TurnInfo
@@ -56,8 +56,7 @@ async def traced(
         toolset=lookup(),
         hooks=LocalHooks(reporter=lambda r: None),
         watcher=telemetry(exporter, content=content),
-        turn_id="t_otel",
-        conversation_id="c_otel",
+        setting=TurnSetting(turn_id="t_otel", conversation_id="c_otel"),
     )
     return {span.name: span for span in exporter.get_finished_spans()}
 
@@ -170,20 +169,20 @@ async def test_without_the_otel_extra_turns_run_unwatched_and_look_for_it_once(
 
     class Counting(importlib.abc.MetaPathFinder):
         def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-            if name == "turnkeeper.telemetry":
+            if name == "turnkeeper.observe.telemetry":
                 looked.append(name)
 
     for name in [m for m in sys.modules if m == "opentelemetry" or m.startswith("opentelemetry.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "opentelemetry", None)  # import opentelemetry fails
-    monkeypatch.delitem(sys.modules, "turnkeeper.telemetry")
+    monkeypatch.delitem(sys.modules, "turnkeeper.observe.telemetry")
     monkeypatch.setattr(instruments, "_telemetry_missing", False)
     monkeypatch.setattr(sys, "meta_path", [Counting(), *sys.meta_path])
     for _ in range(3):
         result = await run_turn("hi", provider=ScriptedProvider([answer("hello")]))
         assert result.outcome is Outcome.FINISHED
     assert instruments.default_watchers().watchers == []
-    assert looked == ["turnkeeper.telemetry"]
+    assert looked == ["turnkeeper.observe.telemetry"]
 
 
 GLOBAL_PROVIDER = """

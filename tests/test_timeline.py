@@ -7,6 +7,7 @@ import json
 import sqlite3
 import time
 from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from tests.databases import fresh_schema
 from tests.models import GatedModel
 from tests.scripts import answer, asks, tool_use, usage
 from tests.test_loop import Clock, quiet_hooks
-from turnkeeper import Budget, LocalHooks, Outcome, ScriptedProvider, run_turn
+from turnkeeper import Budget, LocalHooks, Outcome, ScriptedProvider, TurnSetting, run_turn
 from turnkeeper.cli import main
 from turnkeeper.service.job import TurnJob
 from turnkeeper.store import new_token, open_store
@@ -134,10 +135,10 @@ def test_a_summarised_record_gives_the_same_row() -> None:
         "cost_usd": 0.0063,
     }
     [row] = timeline.stored_rows([summary])
-    assert row["activity"] == "activity.read_file"
-    assert (row["input_tokens"], row["cost_usd"], row["seconds"]) == (1_600, 0.0063, 0.25)
-    assert timeline.totals([row, {**row, "cost_usd": None}])["cost_usd"] is None
-    assert row["tool_seconds"] == 0.0, "a record from before tool times were kept"
+    assert row.activity == "activity.read_file"
+    assert (row.input_tokens, row.cost_usd, row.seconds) == (1_600, 0.0063, 0.25)
+    assert timeline.totals([row, replace(row, cost_usd=None)]).cost_usd is None
+    assert row.tool_seconds == 0.0, "a record from before tool times were kept"
 
 
 def test_the_totals_hold_the_model_calls_time_and_the_tools_time() -> None:
@@ -148,7 +149,7 @@ def test_the_totals_hold_the_model_calls_time_and_the_tools_time() -> None:
     recorded = ModelCall(1, 0.0, 60.0, 1.5, response={}, tools_duration=0.75)
     stored = {"iteration": 2, "seconds": 2.0, "tools_seconds": 0.25, "input_tokens": 0}
     totals = timeline.totals([*timeline.rows([recorded]), *timeline.stored_rows([stored])])
-    assert (totals["seconds"], totals["tool_seconds"]) == (3.5, 1.0)
+    assert (totals.seconds, totals.tool_seconds) == (3.5, 1.0)
 
 
 def cached_script() -> list[dict[str, object]]:
@@ -219,7 +220,9 @@ async def stopped_trace(path: Path) -> None:
     clock = Clock()
     hooks = LocalHooks(reporter=lambda r: None)
     model = GatedModel([answer("never shown")])
-    running = asyncio.create_task(run_turn("q", provider=model, hooks=hooks, clock=clock))
+    running = asyncio.create_task(
+        run_turn("q", provider=model, hooks=hooks, setting=TurnSetting(clock=clock))
+    )
     await model.started.wait()
     clock.t += 0.3
     hooks.stop()
@@ -304,7 +307,11 @@ def test_a_call_the_deadline_cut_off_shows_its_error_and_the_seconds_it_ran(
         clock = Clock()
         budget = Budget(deadline=HELD, margin=0, min_call=0)
         result = await run_turn(
-            "q", provider=Overrunning(clock), budget=budget, hooks=quiet_hooks(), clock=clock
+            "q",
+            provider=Overrunning(clock),
+            budget=budget,
+            hooks=quiet_hooks(),
+            setting=TurnSetting(clock=clock),
         )
         assert result.outcome is Outcome.TIME_LIMIT
         write_trace(result.trace, path)

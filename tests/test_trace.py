@@ -10,7 +10,7 @@ import pytest
 
 from tests.scripts import asks, tool_use
 from tests.test_loop import QUESTION, Clock, SlowScripted, echo_tool, quiet_hooks
-from turnkeeper import Budget, ConfigError, Outcome, run_turn
+from turnkeeper import Budget, ConfigError, Outcome, TurnSetting, run_turn
 from turnkeeper.tools.functions import FunctionToolset
 from turnkeeper.turn.replay import first_difference, replay
 from turnkeeper.turn.trace import read_trace, write_trace
@@ -27,7 +27,7 @@ async def test_a_time_limit_after_some_calls_replays_from_the_recorded_clock(
         toolset=FunctionToolset([echo_tool([])]),
         budget=Budget(deadline=100, call_timeout=60, margin=1, min_call=5),
         hooks=quiet_hooks(),
-        clock=clock,
+        setting=TurnSetting(clock=clock),
     )
     assert result.outcome is Outcome.TIME_LIMIT
     path = tmp_path / "trace.json"

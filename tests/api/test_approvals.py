@@ -298,9 +298,9 @@ async def test_the_stored_timeline_shows_the_wait_the_decision_and_the_resume(
     assert (await served.decide(turn_id, auth, "toolu_delete", True)).status_code == 202
     await served.until(turn_id, auth, "finished")
     rows = timeline.stored_rows(await served.store.iterations(turn_id))
-    assert [r["iteration"] for r in rows] == [1, 2]
-    assert rows[0]["waiting"] is True
-    assert rows[1]["resumed"] == "after approval: delete_file approved"
+    assert [r.iteration for r in rows] == [1, 2]
+    assert rows[0].waiting is True
+    assert rows[1].resumed == "after approval: delete_file approved"
     shown = timeline.render(rows, "finished")
     assert "waited for a person's decision" in shown
     assert "resumed after approval: delete_file approved" in shown

@@ -419,8 +419,10 @@ async def test_one_write_per_iteration_publishes_its_state_and_keeps_its_model_c
     store: Store,
 ) -> None:
     _, turn_id, fence = await claimed_turn(store, "q")
-    first = ModelCall(1, 0.0, 10.0, duration=0.25, stop_reason="tool_use", tools=["read_file"])
-    first.usage, first.decision, first.caption = Usage(1, 12, 5), "continue", "activity.read_file"
+    first = ModelCall(
+        1, 0.0, 10.0, duration=0.25, stop_reason="tool_use", tools=["read_file"],
+        usage=Usage(1, 12, 5), decision="continue", caption="activity.read_file",
+    )  # fmt: skip
     question = {"id": "m1", "role": "user", "text": "q"}
     step = write([{"role": "user", "content": "q"}], running(2, question), Usage(1, 12, 5))
     await store.checkpoint(turn_id, fence, replace(step, calls=[first]))

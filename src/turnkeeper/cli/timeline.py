@@ -20,17 +20,103 @@ it is paid in full.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..observe import prices
 from ..store.records import ModelCall
 from ..usage import Usage, count
-
-Row = dict[str, Any]
-"""One row of `trace show --json`: the call's tokens, seconds, tools, caption and cost."""
+from ..wire import Json
 
 KINDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 """A row's token counts: `input_tokens` is every input token sent (`Usage.prompt_tokens`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One row of the timeline: a model call's ending, tokens, seconds, tools, caption and
+    cost; `to_json()` is its object in `trace show --json`."""
+
+    iteration: int | None
+    stop_reason: str | None
+    error: str | None
+    """The error's message, if the call failed."""
+    error_type: str | None
+    stopped: bool
+    """A stop aborted the call."""
+    decision: str | None
+    input_tokens: int
+    cache_creation_input_tokens: int
+    cache_read_input_tokens: int
+    output_tokens: int
+    seconds: float
+    tool_seconds: float
+    tools: tuple[str, ...]
+    activity: str | None
+    """The caption key of the tool the call asked for (or a caption resolved)."""
+    model: str | None
+    cost_usd: float | None
+    waiting: bool = False
+    """The turn waited for a person after the call."""
+    resumed: str | None = None
+    """Why the turn resumed just before the call, on a job's first call."""
+    streamed: bool = False
+    """The provider streamed the call's answer text as it arrived."""
+
+    def to_json(self) -> Json:
+        """The row's object, its fields in the order `trace show --json` has always printed."""
+        data: Json = {
+            "iteration": self.iteration,
+            "stop_reason": self.stop_reason,
+            "error": self.error,
+            "error_type": self.error_type,
+            "stopped": self.stopped,
+            "decision": self.decision,
+            **{kind: getattr(self, kind) for kind in KINDS[:3]},
+            "output_tokens": self.output_tokens,
+            "seconds": self.seconds,
+            "tool_seconds": self.tool_seconds,
+            "tools": list(self.tools),
+            "activity": self.activity,
+            "model": self.model,
+            "cost_usd": self.cost_usd,
+        }
+        if self.waiting:
+            data["waiting"] = True
+        if self.resumed is not None:
+            data["resumed"] = self.resumed
+        if self.streamed:
+            data["streamed"] = True
+        return data
+
+    def count(self, kind: str) -> int:
+        """The row's tokens of `kind` (one of `KINDS`)."""
+        value: int = getattr(self, kind)
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """The rows summed: calls, tokens, seconds (the calls' and the tools'), and the cost."""
+
+    iterations: int
+    input_tokens: int
+    cache_creation_input_tokens: int
+    cache_read_input_tokens: int
+    output_tokens: int
+    seconds: float
+    tool_seconds: float
+    cost_usd: float | None
+
+    def to_json(self) -> Json:
+        """The totals' object in `trace show --json`."""
+        return {
+            "iterations": self.iterations,
+            **{kind: getattr(self, kind) for kind in KINDS},
+            "seconds": self.seconds,
+            "tool_seconds": self.tool_seconds,
+            "cost_usd": self.cost_usd,
+        }
 
 
 def row(call: ModelCall, wire: str = "anthropic") -> Row:
@@ -90,8 +176,8 @@ def _row(
     *,
     iteration: int | None,
     stop_reason: str | None,
-    error: Any,
-    error_type: Any,
+    error: str | None,
+    error_type: str | None,
     stopped: bool,
     decision: str | None,
     usage: Usage,
@@ -106,29 +192,27 @@ def _row(
 ) -> Row:
     """A row; a turn that waited for a person after the call says `waiting`, and the first
     call of a job that resumed it says why (`resumed`)."""
-    waits: Row = {"waiting": True} if decision == "waiting" else {}
-    if resumed is not None:
-        waits["resumed"] = resumed
-    if streamed:
-        waits["streamed"] = True
-    return {
-        "iteration": iteration,
-        "stop_reason": stop_reason,
-        "error": error,
-        "error_type": error_type,
-        "stopped": stopped,
-        "decision": decision,
-        "input_tokens": usage.prompt_tokens,
-        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-        "cache_read_input_tokens": usage.cache_read_input_tokens,
-        "output_tokens": usage.output_tokens,
-        "seconds": round(float(seconds), 3),
-        "tool_seconds": round(float(tool_seconds or 0.0), 3),
-        "tools": list(tools),
-        "activity": caption,
-        "model": model,
-        "cost_usd": cost,
-    } | waits
+    return Row(
+        iteration=iteration,
+        stop_reason=stop_reason,
+        error=error,
+        error_type=error_type,
+        stopped=stopped,
+        decision=decision,
+        input_tokens=usage.prompt_tokens,
+        cache_creation_input_tokens=usage.cache_creation_input_tokens,
+        cache_read_input_tokens=usage.cache_read_input_tokens,
+        output_tokens=usage.output_tokens,
+        seconds=round(float(seconds), 3),
+        tool_seconds=round(float(tool_seconds or 0.0), 3),
+        tools=tuple(tools),
+        activity=caption,
+        model=model,
+        cost_usd=cost,
+        waiting=decision == "waiting",
+        resumed=resumed,
+        streamed=streamed,
+    )
 
 
 def rows(calls: Sequence[ModelCall], wire: str = "anthropic") -> list[Row]:
@@ -145,34 +229,41 @@ def _captioned_once(timeline: list[Row]) -> list[Row]:
     """Each caption on the call that asked for its tool only (the loop carries a caption
     on to the calls after it, for the waiting reader)."""
     carried: str | None = None
+    own: list[Row] = []
     for r in timeline:
-        r["activity"], carried = _own_caption(r, carried), r["activity"]
-    return timeline
+        own.append(replace(r, activity=_own_caption(r, carried)))
+        carried = r.activity
+    return own
 
 
 def _own_caption(r: Row, carried: str | None) -> str | None:
     """The row's caption if its call asked for a tool, or used one that changed the caption
     (a server tool's), not if it only carries on the one before it."""
-    return r["activity"] if r["tools"] or r["activity"] != carried else None
+    return r.activity if r.tools or r.activity != carried else None
 
 
-def totals(timeline: Sequence[Row]) -> Row:
+def totals(timeline: Sequence[Row]) -> Totals:
     """The rows summed: calls, tokens, seconds (the calls' and the tools'), and the cost,
     unknown if any billed call's is."""
     # A call that failed, or never answered (cut off in flight), has no tokens to price.
-    billed = (
-        r for r in timeline if r["error"] is None and (r["input_tokens"] or r["output_tokens"])
-    )
+    billed = (r for r in timeline if r.error is None and (r.input_tokens or r.output_tokens))
     # The total is known when every call with tokens is priced; unknown when no call has
     # any (as the published usage's cost), unless the turn made no call at all.
-    costs = [r["cost_usd"] for r in billed] or ([None] if timeline else [])
-    return {
-        "iterations": len(timeline),
-        **{kind: sum(r[kind] for r in timeline) for kind in KINDS},
-        "seconds": round(sum(r["seconds"] for r in timeline), 3),
-        "tool_seconds": round(sum(r["tool_seconds"] for r in timeline), 3),
-        "cost_usd": None if None in costs else round(sum(costs), 10),
-    }
+    costs = [r.cost_usd for r in billed] or ([None] if timeline else [])
+    known = [c for c in costs if c is not None]
+    tokens = {kind: sum(r.count(kind) for r in timeline) for kind in KINDS}
+    return Totals(
+        iterations=len(timeline),
+        **tokens,
+        seconds=round(sum(r.seconds for r in timeline), 3),
+        tool_seconds=round(sum(r.tool_seconds for r in timeline), 3),
+        cost_usd=None if len(known) < len(costs) else round(sum(known), 10),
+    )
+
+
+def to_json(timeline: Sequence[Row]) -> Json:
+    """What `trace show --json` prints: the rows and their totals."""
+    return {"iterations": [r.to_json() for r in timeline], "totals": totals(timeline).to_json()}
 
 
 def render(timeline: Sequence[Row], outcome: str | None) -> str:
@@ -186,23 +277,23 @@ def render(timeline: Sequence[Row], outcome: str | None) -> str:
     for r in timeline:
         stop = _ending(r)
         answered = _answered(r)
-        growth = "" if previous is None or not answered else f"{r['input_tokens'] - previous:+d}"
-        previous = r["input_tokens"] if answered else previous
-        if r.get("resumed"):
-            lines.append(f"{'':>3}  resumed {r['resumed']}")
+        growth = "" if previous is None or not answered else f"{r.input_tokens - previous:+d}"
+        previous = r.input_tokens if answered else previous
+        if r.resumed:
+            lines.append(f"{'':>3}  resumed {r.resumed}")
         lines.append(
-            f"{r['iteration']!s:>3}  {str(stop)[:28]:<28} {r['input_tokens']:>7} {growth:>7} "
-            f"{_tokens_of(r)} {r['seconds']:>8.3f} {r['tool_seconds']:>8.3f} "
-            f"{_dollars(r['cost_usd']):>9}  "
-            f"{r['activity'] or '':<22} {', '.join(r['tools'])}"
+            f"{r.iteration!s:>3}  {str(stop)[:28]:<28} {r.input_tokens:>7} {growth:>7} "
+            f"{_tokens_of(r)} {r.seconds:>8.3f} {r.tool_seconds:>8.3f} "
+            f"{_dollars(r.cost_usd):>9}  "
+            f"{r.activity or '':<22} {', '.join(r.tools)}"
         )
-        if r.get("waiting"):
+        if r.waiting:
             lines.append(f"{'':>3}  waited for a person's decision")
     t = totals(timeline)
     lines.append(
-        f"{'all':>3}  {'outcome: ' + str(outcome):<28} {t['input_tokens']:>7} {'':>7} "
-        f"{_tokens_of(t)} {t['seconds']:>8.3f} {t['tool_seconds']:>8.3f} "
-        f"{_dollars(t['cost_usd']):>9}"
+        f"{'all':>3}  {'outcome: ' + str(outcome):<28} {t.input_tokens:>7} {'':>7} "
+        f"{_tokens_of(t)} {t.seconds:>8.3f} {t.tool_seconds:>8.3f} "
+        f"{_dollars(t.cost_usd):>9}"
     )
     return "\n".join(lines)
 
@@ -211,27 +302,24 @@ def _ending(r: Row) -> str:
     """What a call's stop-reason column says: its error's type (its message in a record from
     before the type was kept) if it failed, `stopped` if a stop aborted it, `cut short` if
     it never answered otherwise (its task was cancelled), else its stop reason."""
-    if r["error"] is not None:
-        return f"error: {r['error_type'] or r['error']}"
-    if r["stopped"]:
+    if r.error is not None:
+        return f"error: {r.error_type or r.error}"
+    if r.stopped:
         return "stopped"
     if not _answered(r):
         return "cut short"
-    return f"{r['stop_reason']}, streamed" if r.get("streamed") else str(r["stop_reason"])
+    return f"{r.stop_reason}, streamed" if r.streamed else str(r.stop_reason)
 
 
 def _answered(r: Row) -> bool:
     """The call answered: it has tokens counted, and its input a growth to show."""
-    cut_short = r["stop_reason"] is None and r["decision"] is None
-    return r["error"] is None and not r["stopped"] and not cut_short
+    cut_short = r.stop_reason is None and r.decision is None
+    return r.error is None and not r.stopped and not cut_short
 
 
-def _tokens_of(r: Row) -> str:
+def _tokens_of(r: Row | Totals) -> str:
     """A row's cache write, cache read and output columns."""
-    return (
-        f"{r['cache_creation_input_tokens']:>7} {r['cache_read_input_tokens']:>7} "
-        f"{r['output_tokens']:>6}"
-    )
+    return f"{r.cache_creation_input_tokens:>7} {r.cache_read_input_tokens:>7} {r.output_tokens:>6}"
 
 
 def _dollars(cost: float | None) -> str:

@@ -8,6 +8,7 @@ import json
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,17 +44,17 @@ def cmd_trace(args: argparse.Namespace) -> int:
         url = _stored_turn_url(args.trace, args.database)
         rows, outcome = asyncio.run(_stored_timeline(args.trace, url))
     if args.json:
-        print(json.dumps({"iterations": rows, "totals": timeline.totals(rows)}, ensure_ascii=False))
+        print(json.dumps(timeline.to_json(rows), ensure_ascii=False))
     else:
         print(timeline.render(captioned(rows, i18n.locale_from_env(os.environ)), outcome))
     return 0
 
 
-def captioned(rows: Sequence[dict[str, Any]], locale: str) -> list[dict[str, Any]]:
+def captioned(rows: Sequence[timeline.Row], locale: str) -> list[timeline.Row]:
     """The rows with each activity caption key resolved in `locale`; a key the process's
     catalogs lack (an application's own caption) stays as it is."""
     return [
-        {**r, "activity": r["activity"] and (i18n.resolve(r["activity"], locale) or r["activity"])}
+        replace(r, activity=r.activity and (i18n.resolve(r.activity, locale) or r.activity))
         for r in rows
     ]
 
@@ -85,7 +86,7 @@ async def _readable(store: Any, url: str) -> None:
         )
 
 
-async def _stored_timeline(turn_id: str, url: str) -> tuple[list[Any], str | None]:
+async def _stored_timeline(turn_id: str, url: str) -> tuple[list[timeline.Row], str | None]:
     """The timeline of a turn the store at `url` holds."""
     from ..store import open_store
 

@@ -29,11 +29,11 @@ from ..state import PublishedState
 from ..store import EXPIRED, UNCLAIMED, FenceLost, Holder, Store, held_by
 from ..store.records import Checkpoint, EventType, NewEvent, Recovery, ResumeRecord
 from ..tools import NoTools, Toolset
-from ..tools.context import ToolContext
 from ..turn import events
 from ..turn.activity import ACTIVITIES
 from ..turn.loop import run_turn
 from ..turn.resume import Resuming, end_waiting
+from ..turn.setting import TurnSetting
 from ..usage import Usage
 from ..wire import Message, ToolResult
 from .leases import Leases
@@ -209,13 +209,16 @@ class TurnJob:
             history=history,
             budget=self.budget,
             hooks=hooks,
-            activities=self.activities,
-            turn_id=turn_id,
-            conversation_id=turn.conversation_id,
-            start=start.state,
             watcher=self.watcher,
-            context=ToolContext(turn.user, turn.locale, turn.conversation_id, turn_id),
-            resume=resume,
+            setting=TurnSetting(
+                turn_id=turn_id,
+                conversation_id=turn.conversation_id,
+                start=start.state,
+                user=turn.user,
+                locale=turn.locale,
+                resume=resume,
+                activities=self.activities,
+            ),
         )
         if result.outcome is None and await self.store.cancel_requested(turn_id):
             await end_waiting(self.store, turn_id, reporter=self.reporter)  # a Stop came meanwhile

@@ -68,9 +68,10 @@ class TurnEvent:
         return {"seq": self.seq, "type": self.type.value, "body": self.body}
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ModelCall:
-    """One model call as recorded: what the trace replays and the store keeps per iteration."""
+    """One model call as recorded: what the trace replays and the store keeps per iteration.
+    Built once its call is over, from everything known of it (`turn/call_log.py`)."""
 
     iteration: int
     started: float

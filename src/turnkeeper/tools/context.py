@@ -3,8 +3,8 @@
 A queued job has no request: no session, no locale, no signed-in user unless
 they were passed along (docs/design.md §11). So the API
 captures them when it queues the turn, the store keeps them in the turn's row,
-and the job hands them to `run_turn`, which makes them the `current()` context
-while the turn runs. A tool whose first parameter is annotated `ToolContext`
+and the job hands them to `run_turn` in its `TurnSetting`, which makes them the
+`current()` context while the turn runs. A tool whose first parameter is annotated `ToolContext`
 receives it, the same in the serving process and in a worker on another machine:
 
     @tool

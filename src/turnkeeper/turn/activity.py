@@ -5,7 +5,7 @@ just happened ("Read a file"), never what is happening. A name missing from the
 table maps to None: a renamed tool shows nothing rather than an internal name.
 
 Your own tools and MCP tools get captions with `captions()`, whose table goes
-to `run_turn(..., activities=...)`:
+to `run_turn(..., setting=TurnSetting(activities=...))`:
 
     activities = captions({
         "get_weather": {"en": "Checked the weather", "es": "Consultó el tiempo"},

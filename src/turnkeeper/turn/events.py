@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from ..outcomes import Outcome, ending
 from ..state import Approval, PublishedState
 from ..store.records import EventType, NewEvent
 from ..wire import ToolResult, ToolUse
@@ -104,6 +105,22 @@ class Emitter:
         elif not text.startswith(streamed):
             logger.warning("the streamed text is not the start of the reply's text")
         self.message = None
+
+    def replied(
+        self, text: str, outcome: Outcome | None, was: str | None, activity: str | None
+    ) -> None:
+        """A reply came, with `outcome` (None: the turn goes on): its text streamed stands
+        if it is shown, else it is retracted; a caption that changed is an event."""
+        if activity is not None and activity != was:
+            self.emit(EventType.ACTIVITY, {"key": activity})
+        if outcome in (None, Outcome.FINISHED) and text.strip():
+            self.complete(text)
+        else:
+            self.retract((ending(outcome).key or "") if outcome is not None else "")
+
+    def moved(self, before: PublishedState, after: PublishedState, *emitted: NewEvent) -> None:
+        """The state moved from `before` to `after`: the cards it shows, then `emitted`."""
+        self.pending.extend([*cards(before, after), *emitted])
 
     def retract(self, key: str) -> None:
         """The call's text never stands: withdraw what it streamed, if anything."""

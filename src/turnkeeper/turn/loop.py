@@ -6,9 +6,11 @@ the caps and the cancel flag are checked before every call (a cancel during one
 aborts it). However the turn ends, `end()` gives it its `Ending` and the loop
 leaves by `break`, so that the single finalisation in `finally` runs exactly
 once, whatever happened. The published state moves only through its own
-transitions; model calls happen in the turn's `CallRoom` (`calls.py`), which
-keeps what the trace records, and each response's tools run as a round
-(`tool_round.py`: run, or first wait for a person's yes; a resumed turn's last ones).
+transitions; model calls happen in the turn's `CallRoom` (`model_call.py`), which
+tells the turn's `CallLog` what the trace records, and each response's tools run
+as a round (`tool_round.py`: run, or first wait for a person's yes; a resumed
+turn's last ones), whose `Round` the loop applies. What happens is told as it
+happens to the turn's event log (`events.py`), each write carrying its events.
 """
 
 from __future__ import annotations
@@ -18,50 +20,35 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
-from typing import Any, assert_never
+from typing import Any
 
-from ..budget import Budget, Clock, monotonic
+from ..budget import Budget
 from ..cards import Card
 from ..credentials import redact_text
 from ..errors import ProviderError
 from ..i18n import counted
 from ..observe.report import Report
 from ..observe.watchers import Watcher, watch_turn, watched_tools
-from ..outcomes import Ending, Outcome, Status, Stop, ending, unfinished
+from ..outcomes import Ending, Outcome, Status, decide, ending, unfinished
 from ..providers import Provider
-from ..state import PublishedState, queued
+from ..state import PublishedState
 from ..store.records import Checkpoint, EventType, NewEvent, ResumeRecord
 from ..tools import NoTools, Toolset
-from ..tools.context import ToolContext, running
+from ..tools.context import running
 from ..usage import Usage
 from ..wire import Message, Reply, ToolResult, ToolSpec, ToolUse
 from . import events, tool_round
-from .activity import ACTIVITIES, caption
+from .activity import caption
 from .approvals import Resume
+from .call_log import CallLog
+from .clock import TurnClock
 from .events import Emitter
 from .hooks import Hooks, LocalHooks
 from .model_call import CallRoom
+from .setting import TurnSetting
+from .stop_race import StopRace
+from .tool_round import Round, ToolRunner
 from .trace import Trace
-
-
-def decide(reply: Reply) -> Outcome | None:
-    """What a response means for the turn: the outcome it ends with, or None when the turn
-    goes on (tools to run, or a paused turn to re-send)."""
-    match reply.stop:
-        case Stop.TOOL_USE | Stop.PAUSE_TURN | Stop.COMPACTION:
-            return None
-        case Stop.END_TURN:
-            return Outcome.FINISHED
-        case Stop.MAX_TOKENS:
-            return Outcome.TRUNCATED
-        case Stop.REFUSAL:
-            return Outcome.REFUSED
-        case Stop.CONTEXT_EXCEEDED:
-            return Outcome.CONTEXT_EXCEEDED
-        case Stop.OTHER:
-            return Outcome.FAILED
-        case _ as unreachable:
-            assert_never(unreachable)
 
 
 @dataclass
@@ -92,42 +79,38 @@ async def run_turn(
     history: Sequence[Message] = (),
     budget: Budget | None = None,
     hooks: Hooks | None = None,
-    clock: Clock = monotonic,
-    activities: Mapping[str, str] = ACTIVITIES,
-    turn_id: str = "t_local",
-    conversation_id: str = "c_local",
-    start: PublishedState | None = None,
     watcher: Watcher | None = None,
-    context: ToolContext | None = None,
-    resume: Resume | None = None,
+    setting: TurnSetting | None = None,
 ) -> TurnResult:
     """Run one turn of `question` after `history`; never raises for what the model or tools do.
 
-    `start` is the turn's state as last published (the store's `queued` state,
-    with the user's bubble); without one, the turn has published nothing yet. `watcher`
-    sees its calls and tools (default: OpenTelemetry spans, if a tracer provider is set).
-    `context` is what the tools that ask for a `ToolContext` get (default: no user, `en`).
-    `resume`: which tools wait for approval, and where a resumed turn goes on (approvals.py).
+    `setting` is what the job knows of the turn (`TurnSetting`: its ids, the state last
+    published, who asked, where a resumed turn goes on, its captions and clock; default: a
+    local turn). `watcher` sees its calls and tools (default: OpenTelemetry spans, if a
+    tracer provider is set).
     """
-    first = start or queued(turn_id, conversation_id, question, version=0)
+    given = setting or TurnSetting()
+    first, go_on, hooks = given.first(question), given.resume, hooks or LocalHooks()
     watch = watch_turn(watcher, provider, first, question)
-    go_on = resume or Resume()
-    usage = go_on.usage_so_far()
+    usage, clock = go_on.usage_so_far(), TurnClock(given.clock)
+    log = CallLog(earlier=usage.iterations, resumed=go_on.why)
     turn = _Turn(
         provider=provider,
         toolset=watched_tools(toolset or NoTools(), watch),
         budget=budget or Budget(),
-        hooks=(hooks := hooks or LocalHooks()),
+        hooks=hooks,
         events=Emitter(hooks),
-        room=CallRoom(provider, clock, watch, earlier=usage.iterations, resumed=go_on.why),
-        activities=activities,
+        clock=clock,
+        log=log,
+        room=CallRoom(provider, clock, StopRace(hooks.wait_stop), log, watch),
+        activities=given.activities,
         history=list(history),
         state=first,
         usage=usage,
         resume=go_on,
         pending=go_on.uses,
     )
-    with running(context or ToolContext(None, "en", conversation_id, turn_id)):
+    with running(given.context):
         await turn.run(question)
     return turn.result(question)
 
@@ -142,6 +125,8 @@ class _Turn:
     hooks: Hooks
     events: Emitter
     """The turn's events on their way to the hooks (events.py)."""
+    clock: TurnClock
+    log: CallLog
     room: CallRoom
     activities: Mapping[str, str]
     history: list[Message]
@@ -162,7 +147,8 @@ class _Turn:
         self.prior = len(self.history)
         self.written = (self.prior, 0)
         """History messages and model calls already handed to the hooks."""
-        self.deadline = self.room.started + self.budget.deadline - self.resume.working
+        self.deadline = self.clock.started + self.budget.deadline - self.resume.working
+        self.tools = ToolRunner(self.toolset, self.clock, self.report, self.events)
 
     # ---- the loop -------------------------------------------------------
 
@@ -179,11 +165,11 @@ class _Turn:
             async with backstop:
                 tools = await self.toolset.list_tools()
                 while True:
-                    if self.room.stop_checked(await self.hooks.should_stop()):
+                    if self.room.race.checked(await self.hooks.should_stop()):
                         self.end(Outcome.STOPPED)
                         break
-                    await tool_round.answer_resumed(self)
-                    timeout = self.budget.timeout_for_call(self.deadline - self.room.now())
+                    await self.answer_resumed()
+                    timeout = self.budget.timeout_for_call(self.deadline - self.clock.now())
                     if timeout is None:
                         self.end(Outcome.TIME_LIMIT, "too little time left to start a model call")
                         break
@@ -200,14 +186,13 @@ class _Turn:
                         self.end(Outcome.ITERATION_LIMIT, "the model wanted another step")
                         break
                     if reply.tool_uses:
-                        left = self.deadline - self.room.now()
+                        left = self.deadline - self.clock.now()
                         tools_timeout = self.budget.timeout_for_tools(left)
                         if tools_timeout is None:
                             self.end(Outcome.TIME_LIMIT, "no time left to run the tools")
                             break
-                        if await tool_round.waits(self, reply.tool_uses, tools_timeout):
+                        if self.applied(await self.run_tools(reply.tool_uses, tools_timeout)):
                             break
-                        self.answer(await tool_round.ran(self, reply.tool_uses, tools_timeout))
                     await self.iteration_done()
         except BaseException as e:
             if isinstance(e, TimeoutError) and backstop.expired():  # the room says what overran
@@ -224,9 +209,7 @@ class _Turn:
         """One model call, raced against a stop; None, the turn ended, on failure or stop."""
         self.events.begin(events.next_bubble(self.state))
         try:
-            called = await self.room.call(
-                self.history, tools, timeout, self.hooks.wait_stop, self.events.text
-            )
+            called = await self.room.call(self.history, tools, timeout, self.events.text)
         except ProviderError as error:
             self.end(Outcome.FAILED, str(error), key=error.key, details=error.describe())
             return None
@@ -243,15 +226,38 @@ class _Turn:
             self.history.append(reply.message)
         self.pending = reply.tool_uses
         was, self.activity = self.activity, caption(reply.steps, self.activity, self.activities)
-        if self.activity is not None and self.activity != was:
-            self.events.emit(EventType.ACTIVITY, {"key": self.activity})
-        if outcome in (None, Outcome.FINISHED) and reply.text.strip():
-            self.events.complete(reply.text)
-        else:
-            self.events.retract(ending(outcome).key or "" if outcome else "")
-        self.room.decided("continue" if outcome is None else outcome.value, self.activity)
+        self.events.replied(reply.text, outcome, was, self.activity)
+        self.log.decided("continue" if outcome is None else outcome.value, self.activity)
 
     # ---- tools ----------------------------------------------------------
+
+    async def run_tools(self, uses: Sequence[ToolUse], timeout: float) -> Round:
+        """The round of a response's tool uses; first, if some wait for a person's yes, the
+        call's decision says so, and the checkpoint, if a crash is to lose no response."""
+        if self.resume.gated(uses):
+            self.log.decided("waiting", self.activity)
+        if self.resume.checkpoint_tools:
+            await self.iteration_done()
+        return await tool_round.round_of(self.tools, self.resume, uses, timeout, self.activities)
+
+    async def answer_resumed(self) -> None:
+        """A resumed turn first answers the uses its last response left, unless a stop came;
+        then the next call."""
+        if not self.resume.uses or self.log.made:  # answered before this job's first call
+            return
+        left = self.budget.timeout_for_tools(self.deadline - self.clock.now())
+        self.applied(await tool_round.resumed(self.tools, self.resume, left))
+        await self.iteration_done()
+
+    def applied(self, done: Round) -> bool:
+        """Apply a round of tools; True: the turn stops working to wait for a person."""
+        if done.seconds is not None:
+            self.log.tools_took(done.seconds)
+        if done.waits is not None:
+            self.paused = done.waits
+            return True
+        self.answer(done.results)
+        return False
 
     def answer(self, results: Sequence[ToolResult]) -> None:
         self.history.extend(self.provider.tool_results(results))
@@ -271,20 +277,20 @@ class _Turn:
 
     def publish(self, state: PublishedState, *emitted: NewEvent) -> None:
         """Move to `state`, with the events of the cards it shows, then `emitted`."""
-        before, self.state = self.state, state
-        self.events.pending.extend([*events.cards(before, state), *emitted])
+        self.events.moved(self.state, state, *emitted)
+        self.state = state
 
     def written_since(self, emitted: Sequence[NewEvent]) -> Checkpoint:
         """What changed since the last write, with the current state and its events."""
         messages, calls = self.written
-        self.written = (len(self.history), len(self.room.calls))
+        self.written = (len(self.history), self.log.made)
         return Checkpoint(
             turn_id=self.state.turn_id,
             iteration=self.usage.iterations,
             appended=self.history[messages:],
             state=self.state,
             usage=self.usage.copy(),
-            calls=self.room.calls[calls:],
+            calls=self.log.since(calls),
             events=emitted,
         )
 
@@ -333,7 +339,7 @@ class _Turn:
                 level=level,
                 usage=self.usage.copy(),
                 conversation_id=self.state.conversation_id,
-                elapsed=self.room.elapsed,
+                elapsed=self.clock.elapsed,
                 **about,
             )
         )
@@ -344,9 +350,9 @@ class _Turn:
         """Runs once per turn on every path: answer dangling tools, then the one final write."""
         self.room.close()
         if self.paused is not None and self.ending is None:
-            approvals = self.paused.approvals
-            waiting = self.state.waiting(self.unshown, self.usage, (*self.cards,), approvals)
-            self.publish(waiting, *events.waiting(approvals))
+            asked = self.paused.approvals
+            waiting = self.state.waiting(self.unshown, self.usage, (*self.cards,), asked)
+            self.publish(waiting, *events.waiting(asked))
             await self.hooks.pause(self.written_since(await self.events.settle()), self.paused)
             return
         end = self.ending or await self.cut_short()
@@ -372,18 +378,18 @@ class _Turn:
 
     def traced(self, question: str, outcome: Outcome | Status) -> Trace:
         return Trace(
-            self.provider.wire.name,
-            question,
-            self.prior,
-            self.history,
-            outcome,
-            self.budget,
-            self.room.calls,
-            self.room.clock(),
-            self.provider.describe(),
-            self.state.turn_id,
-            self.usage,
-            self.state,
-            self.room.stopped_at_check,
-            self.resume.traced(),
+            wire=self.provider.wire.name,
+            question=question,
+            prior=self.prior,
+            history=self.history,
+            outcome=outcome,
+            budget=self.budget,
+            calls=self.log.records,
+            clock=self.clock.offsets(),
+            request=self.provider.describe(),
+            turn_id=self.state.turn_id,
+            usage=self.usage,
+            state=self.state,
+            stopped_at_check=self.room.race.stopped_at_check,
+            resume=self.resume.traced(),
         )

@@ -17,8 +17,10 @@ from ..observe.report import Report
 from ..providers import wire_format
 from ..store.records import ModelCall
 from ..wire import Message, Reply, ToolResult, ToolSpec, ToolUse, WireFormat
+from .approvals import Resume
 from .hooks import LocalHooks
 from .loop import TurnResult, run_turn
+from .setting import TurnSetting
 from .trace import Trace
 
 
@@ -113,9 +115,11 @@ async def replay(trace: Trace) -> TurnResult:
         history=trace.history[: trace.prior],
         budget=trace.budget,
         hooks=hooks,
-        clock=ReplayClock(trace.clock),
-        turn_id=trace.turn_id or "t_replay",
-        resume=trace.resume,
+        setting=TurnSetting(
+            turn_id=trace.turn_id or "t_replay",
+            resume=trace.resume or Resume(),
+            clock=ReplayClock(trace.clock),
+        ),
     )
 
 

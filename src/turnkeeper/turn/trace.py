@@ -3,7 +3,7 @@
 This module owns the trace file's format (`turnkeeper.trace/1`), in one place:
 a `Trace` is the typed value, `to_json()` and `read_trace()` its two edges. A
 trace holds the turn's question and history, every model call as its
-`CallRoom` recorded it (`records.ModelCall`: the raw response or the error, or
+`CallLog` recorded it (`records.ModelCall`: the raw response or the error, or
 that a stop aborted it; its duration, the per-call timeout used, the decision),
 every clock reading the turn made, the stop check that saw a cancel, and the
 outcome; `replay.py` feeds them back through `run_turn`, so every decision and
@@ -41,7 +41,7 @@ USAGE_OF = {"anthropic": messages_api.parse_usage, "openai": chat_api.parse_usag
 """How each wire format's response `usage` reads, as its adapter reads it."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class Trace:
     """A turn as its trace file holds it: `to_json()` writes it, `read_trace()` reads it."""
 
@@ -164,12 +164,21 @@ def _trace(data: Json) -> Trace:
     resume = _read(Resume.from_json, data.get("resume"))
     _check(resume is not None or data.get("resume") is None, "resume must be a resume object")
     return Trace(
-        data["wire"], data["question"], prior, data["history"], STATUSES[data["outcome"]],
-        _budget(data["budget"]), calls, [float(t) for t in clock], data.get("request", {}),
-        data.get("turn_id"), _read(Usage.from_dict, data.get("usage")),
-        _read(PublishedState.from_json, data.get("state")), stopped_at,
-        resume,
-    )  # fmt: skip
+        wire=data["wire"],
+        question=data["question"],
+        prior=prior,
+        history=data["history"],
+        outcome=STATUSES[data["outcome"]],
+        budget=_budget(data["budget"]),
+        calls=calls,
+        clock=[float(t) for t in clock],
+        request=data.get("request", {}),
+        turn_id=data.get("turn_id"),
+        usage=_read(Usage.from_dict, data.get("usage")),
+        state=_read(PublishedState.from_json, data.get("state")),
+        stopped_at_check=stopped_at,
+        resume=resume,
+    )
 
 
 def _call(record: Json, wire: str, n: int) -> ModelCall:
@@ -184,12 +193,23 @@ def _call(record: Json, wire: str, n: int) -> ModelCall:
         usage = USAGE_OF.get(wire, messages_api.parse_usage)(response.get("usage"))
         usage.cost_usd = record.get("cost_usd")
     return ModelCall(
-        record["iteration"], record["started"], record["timeout"], record["duration"],
-        response, record.get("error"), record.get("stop_reason"), record.get("tools"),
-        record.get("decision"), record.get("caption", record.get("activity")),
-        record.get("tools_duration"), usage, record.get("model"), record.get("stopped") is True,
-        record.get("resumed"), record.get("streamed") is True,
-    )  # fmt: skip
+        iteration=record["iteration"],
+        started=record["started"],
+        timeout=record["timeout"],
+        duration=record["duration"],
+        response=response,
+        error=record.get("error"),
+        stop_reason=record.get("stop_reason"),
+        tools=record.get("tools"),
+        decision=record.get("decision"),
+        caption=record.get("caption", record.get("activity")),
+        tools_duration=record.get("tools_duration"),
+        usage=usage,
+        model=record.get("model"),
+        stopped=record.get("stopped") is True,
+        resumed=record.get("resumed"),
+        streamed=record.get("streamed") is True,
+    )
 
 
 def _check_call(record: Json) -> None:
