@@ -93,8 +93,7 @@ def create_app(
     )
     # A trailing slash is not redirected: the redirect would be built from the Host header.
     app.router.redirect_slashes = False
-    app.state.metrics = metrics
-    app.state.streams = routes.streams
+    app.state.metrics, app.state.streams = metrics, routes.streams
     return app
 
 

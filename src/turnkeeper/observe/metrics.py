@@ -10,6 +10,7 @@ sweeper counts the turns it finalises. `serve` exposes it at `/metrics`,
 from __future__ import annotations
 
 import threading
+from typing import Any
 from wsgiref.simple_server import WSGIServer
 
 from ..errors import MissingExtra
@@ -75,18 +76,7 @@ class Metrics:
         self.in_flight = prometheus.Gauge(
             "turnkeeper_turns_in_flight", "Turns running in this process now.", registry=r
         )
-        self.first_text = prometheus.Histogram(
-            "turnkeeper_time_to_first_delta_seconds",
-            "From a streamed model call's start to its first piece of answer text.",
-            buckets=FIRST_TEXT_BUCKETS,
-            registry=r,
-        )
-        self.deltas = prometheus.Histogram(
-            "turnkeeper_deltas_per_turn",
-            "Pieces of answer text the model streamed in one turn's run.",
-            buckets=DELTA_BUCKETS,
-            registry=r,
-        )
+        self.first_text, self.deltas = _streaming(r)
         self.swept = prometheus.Counter(
             "turnkeeper_sweeper_finalised",
             "Turns the sweeper finalised after their worker's lease expired.",
@@ -152,6 +142,23 @@ class TurnCounts:
         self.metrics.turns.labels(end.outcome.value).inc()
         self.metrics.deltas.observe(self.pieces)
         self.metrics.in_flight.dec()
+
+
+def _streaming(r: Any) -> tuple[Any, Any]:
+    """The instruments of streamed text: time to the first piece, pieces per turn."""
+    first_text = prometheus.Histogram(
+        "turnkeeper_time_to_first_delta_seconds",
+        "From a streamed model call's start to its first piece of answer text.",
+        buckets=FIRST_TEXT_BUCKETS,
+        registry=r,
+    )
+    deltas = prometheus.Histogram(
+        "turnkeeper_deltas_per_turn",
+        "Pieces of answer text the model streamed in one turn's run.",
+        buckets=DELTA_BUCKETS,
+        registry=r,
+    )
+    return first_text, deltas
 
 
 def serve_metrics(
