@@ -242,7 +242,7 @@ async def test_a_reader_that_stops_reading_is_cut_off_and_resumes_by_cursor(stor
     async with live(app) as base:
         async with httpx.AsyncClient(base_url=base) as client:
             turn_id, auth = await start_turn(client)
-        fence = await store.claim(turn_id, 30.0, "anthropic-messages")
+        fence = await store.claim(turn_id, 30.0, "anthropic")
         assert fence is not None
         for _ in range(20):
             batch = [(EventType.TEXT_DELTA, {"delta": big, "message": "m2"})] * 100
@@ -275,3 +275,18 @@ async def test_a_reader_that_stops_reading_is_cut_off_and_resumes_by_cursor(stor
             base, turn_id, auth, headers={"last-event-id": str(ids[-1])}, events=5
         )
         assert rest.ids == list(range(ids[-1] + 1, ids[-1] + 6))
+
+
+async def test_a_stop_while_waiting_ends_the_log_with_turn_ended(served: Served) -> None:
+    turn_id, auth = await served.ask()
+    first = await read_stream(served.base, turn_id, auth)
+    assert first.types[-1] == "turn.waiting"
+    async with httpx.AsyncClient(base_url=served.base) as client:
+        stopped = await client.post(f"/api/turns/{turn_id}/cancel", headers=auth)
+    assert stopped.status_code == 202
+    rest = await read_stream(
+        served.base, turn_id, auth, headers={"last-event-id": str(first.ids[-1])}
+    )
+    assert rest.types == ["turn.ended"]
+    assert rest.events[0]["data"]["outcome"] == "stopped"
+    assert rest.ids == [first.ids[-1] + 1]

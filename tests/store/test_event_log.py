@@ -22,7 +22,7 @@ DELTA = EventType.TEXT_DELTA
 async def claimed(store: Store) -> tuple[str, int]:
     conversation_id = await store.create_conversation("hash")
     turn = await store.create_turn(conversation_id, "hi")
-    fence = await store.claim(turn.turn_id, 30.0, "anthropic-messages")
+    fence = await store.claim(turn.turn_id, 30.0, "anthropic")
     assert fence is not None
     return turn.turn_id, fence
 
@@ -87,3 +87,21 @@ async def test_events_are_kept_for_their_retention_then_swept(store: Store) -> N
 
     await eventually(swept, "the ended turn's events deleted", bound=10)
     assert len(await store.events_after(running, 0)) == 1, "a turn not ended keeps its events"
+
+
+async def test_a_turn_finalised_by_failed_retracts_unshown_text_and_ends(store: Store) -> None:
+    from turnkeeper.service.job import failed
+    from turnkeeper.store import held_by
+
+    turn_id, fence = await claimed(store)
+    start = await store.start(turn_id)
+    assert start is not None
+    await store.publish(turn_id, fence, start.state.running())
+    delta = [(EventType.TURN_STARTED, {}), (DELTA, {"delta": "half an ans", "message": "m2"})]
+    await store.append_events(turn_id, fence, delta)
+    end = await failed(store, turn_id, held_by(fence), reporter=lambda report: None)
+    assert end is not None
+    log = await store.events_after(turn_id, 0)
+    assert [e.type for e in log] == ["turn.started", "text.delta", "text.retracted", "turn.ended"]
+    assert log[2].body == {"message": "m2", "key": end.key}
+    assert log[3].body["outcome"] == "failed"
