@@ -105,3 +105,34 @@ async def test_a_turn_finalised_by_failed_retracts_unshown_text_and_ends(store: 
     assert [e.type for e in log] == ["turn.started", "text.delta", "text.retracted", "turn.ended"]
     assert log[2].body == {"message": "m2", "key": end.key}
     assert log[3].body["outcome"] == "failed"
+
+
+async def test_a_crashed_turn_queued_again_retracts_what_its_run_streamed(store: Store) -> None:
+    from turnkeeper.turn.resume import Resuming, resume_crashed
+
+    conversation_id = await store.create_conversation("hash")
+    turn = await store.create_turn(conversation_id, "hi")
+    fence = await store.claim(turn.turn_id, 0.01, "anthropic")
+    assert fence is not None
+    start = await store.start(turn.turn_id)
+    assert start is not None
+    await store.publish(turn.turn_id, fence, start.state.running())
+    await store.append_events(turn.turn_id, fence, [(DELTA, {"delta": "half", "message": "m2"})])
+    queued_again: list[str] = []
+
+    class Queue:
+        async def enqueue(self, turn_id: str) -> None:
+            queued_again.append(turn_id)
+
+    async def expired() -> bool:
+        return turn.turn_id in await store.expired()
+
+    await eventually(expired, "the lease expiring")
+    taken = await resume_crashed(
+        store, turn.turn_id, Queue(), Resuming(resume_after_crash=True), reporter=lambda r: None
+    )
+    assert taken is None
+    assert queued_again == [turn.turn_id]
+    log = await store.events_after(turn.turn_id, 0)
+    assert [e.type for e in log] == ["text.delta", "text.retracted"]
+    assert log[1].body["message"] == "m2"

@@ -27,7 +27,7 @@ from ..outcomes import Ending, Outcome, ending, unfinished
 from ..providers import Provider, wire_format
 from ..state import PublishedState
 from ..store import EXPIRED, UNCLAIMED, FenceLost, Holder, Store, held_by
-from ..store.records import Checkpoint, EventType, NewEvent, Recovery, ResumeRecord
+from ..store.records import Checkpoint, NewEvent, Recovery, ResumeRecord
 from ..tools import NoTools, Toolset
 from ..turn import events
 from ..turn.activity import ACTIVITIES
@@ -267,7 +267,7 @@ async def failed(
         appended=recovered_tail(recovery),
         state=state,
         usage=recovery.usage,
-        events=[*await unsettled(store, recovery, end.key), events.ended(state)],
+        events=[*await events.unsettled(store, recovery, end.key), events.ended(state)],
     )
     await store.finish(turn_id, recovery.fence, final)
     reporter(
@@ -302,22 +302,3 @@ def recovered_tail(recovery: Recovery) -> list[Message]:
         return []
     why = "not run: the turn failed before the tool finished"
     return wire.tool_results([ToolResult(u.id, why, True) for u in wire.tool_uses(last)])
-
-
-async def unsettled(store: Store, recovery: Recovery, key: str | None) -> list[NewEvent]:
-    """A `text.retracted` for text a turn streamed and never showed before it was taken
-    over: a bubble its last deltas went into that its state does not hold."""
-    last: dict[str, str] = {}
-    after = 0
-    while page := await store.events_after(recovery.turn_id, after):
-        for event in page:
-            message = event.body.get("message")
-            if event.type is EventType.TEXT_DELTA and isinstance(message, str):
-                last[message] = "delta"
-            elif event.type is EventType.TEXT_RETRACTED and isinstance(message, str):
-                last.pop(message, None)
-        after = page[-1].seq
-    shown = {m.id for m in recovery.state.messages}
-    return [
-        (EventType.TEXT_RETRACTED, {"message": m, "key": key or ""}) for m in last if m not in shown
-    ]

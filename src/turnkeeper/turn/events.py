@@ -29,7 +29,8 @@ from typing import Any, Protocol
 
 from ..outcomes import Outcome, ending
 from ..state import Approval, PublishedState
-from ..store.records import EventType, NewEvent
+from ..store import Store
+from ..store.records import EventType, NewEvent, Recovery
 from ..wire import ToolResult, ToolUse
 
 logger = logging.getLogger("turnkeeper.loop")
@@ -246,3 +247,22 @@ def ended(state: PublishedState) -> NewEvent:
         "usage": state.usage.as_dict(),
     }
     return (EventType.TURN_ENDED, body)
+
+
+async def unsettled(store: Store, recovery: Recovery, key: str | None) -> list[NewEvent]:
+    """A `text.retracted` for text a turn streamed and never showed before it was taken
+    over: a bubble its last deltas went into that its state does not hold."""
+    last: dict[str, str] = {}
+    after = 0
+    while page := await store.events_after(recovery.turn_id, after):
+        for event in page:
+            message = event.body.get("message")
+            if event.type is EventType.TEXT_DELTA and isinstance(message, str):
+                last[message] = "delta"
+            elif event.type is EventType.TEXT_RETRACTED and isinstance(message, str):
+                last.pop(message, None)
+        after = page[-1].seq
+    shown = {m.id for m in recovery.state.messages}
+    return [
+        (EventType.TEXT_RETRACTED, {"message": m, "key": key or ""}) for m in last if m not in shown
+    ]
