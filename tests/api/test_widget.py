@@ -56,11 +56,19 @@ async def test_the_catalogs_are_the_servers_own(store: Store) -> None:
 UI_KEY = re.compile(r'"(ui\.[a-z_]+)"')
 
 
+def widget_code() -> str:
+    """The widget's JavaScript: widget.js and the ES modules it imports (web/widget/)."""
+    web = resources.files("turnkeeper").joinpath("web")
+    modules = sorted(web.joinpath("widget").iterdir(), key=lambda entry: entry.name)
+    files = [web.joinpath("widget.js"), *(m for m in modules if m.name.endswith(".js"))]
+    return "\n".join(f.read_text("utf-8") for f in files)
+
+
 def test_every_label_the_widget_uses_is_in_every_catalog() -> None:
     """Every `ui.*` key the widget names is in every shipped catalog, and every `ui.*` key
     of a catalog is shown by the widget or by the CLI (`ui.you`, `ui.bot` in transcripts)."""
     package = resources.files("turnkeeper")
-    script = package.joinpath("web", "widget.js").read_text("utf-8")
+    script = widget_code()
     python = "".join(p.read_text("utf-8") for p in Path(str(package)).rglob("*.py"))
     in_widget, in_python = set(UI_KEY.findall(script)), set(UI_KEY.findall(python))
     assert {"ui.send", "ui.you", "ui.sign_in", "ui.connection_trouble"} <= in_widget
@@ -76,7 +84,7 @@ def test_every_label_the_widget_uses_is_in_every_catalog() -> None:
 
 
 def test_the_widget_labels_bubbles_with_the_assistants_name_never_bot() -> None:
-    script = resources.files("turnkeeper").joinpath("web", "widget.js").read_text("utf-8")
+    script = widget_code()
     assert '"ui.bot"' not in script
     assert '"ui.title"' not in script
 
@@ -160,7 +168,7 @@ def test_markdown_it_is_vendored_with_its_license_and_loaded_by_the_widget_itsel
     library = web.joinpath(*VENDOR.split("/")).read_text("utf-8")
     license_ = web.joinpath("vendor", "markdown-it.LICENSE").read_text("utf-8")
     readme = web.joinpath("vendor", "README.md").read_text("utf-8")
-    script = web.joinpath("widget.js").read_text("utf-8")
+    script = widget_code()
     assert library.splitlines()[0].startswith("/*! markdown-it 15.0.3 | MIT License")
     assert "export { vr as default }" in library
     assert "Vitaly Puzrin, Alex Kocharin" in license_
@@ -172,3 +180,25 @@ def test_markdown_it_is_vendored_with_its_license_and_loaded_by_the_widget_itsel
 def test_the_vendor_folder_is_package_data() -> None:
     pyproject = Path(__file__).resolve().parents[2].joinpath("pyproject.toml").read_text("utf-8")
     assert '"web/vendor/*"' in pyproject
+    assert '"web/widget/*"' in pyproject
+
+
+async def test_every_module_of_the_widget_is_served_as_javascript_to_any_origin(
+    store: Store,
+) -> None:
+    """A browser runs a module only if it is served as JavaScript (`nosniff`), and fetches
+    it with CORS: widget.js's imports load on a page of another origin too."""
+    folder = resources.files("turnkeeper").joinpath("web", "widget")
+    modules = sorted(entry.name for entry in folder.iterdir() if entry.name.endswith(".js"))
+    assert {"element.js", "client.js", "transcript.js"} <= set(modules)
+    async with client_for(create_app(store, HeldQueue())) as client:
+        entry = await client.get("/widget.js")
+        served = {name: await client.get(f"/widget/{name}") for name in modules}
+        unknown = await client.get("/widget/nothing.js")
+    assert '"widget/element.js"' in entry.text
+    for name, response in served.items():
+        assert response.status_code == 200, name
+        assert response.headers["content-type"].startswith("text/javascript"), name
+        assert response.headers["access-control-allow-origin"] == "*", name
+        assert response.text == folder.joinpath(name).read_text("utf-8"), name
+    assert unknown.status_code == 404

@@ -82,6 +82,19 @@ def test_the_lang_attribute_wins_over_the_browsers_languages(
         expect(chat.locator(".bubble.bot .who")).to_have_text(["Assistant"])
 
 
+def test_the_widget_loads_as_a_module_too(browser: Browser, served: Served) -> None:
+    """`<script type="module" src=".../widget.js">` works as the classic tag does."""
+    with served.answering([scripts.answer("from a module")]):
+        page = served.page(browser)
+        page.set_content(
+            f'<script type="module" src="{served.base}/widget.js"></script>'
+            f'<turnkeeper-chat api="{served.base}"></turnkeeper-chat>'
+        )
+        chat = Chat(page)
+        chat.ask("hello")
+        expect(chat.answers).to_have_text(["from a module"])
+
+
 def test_a_reload_restores_the_transcript(browser: Browser, served: Served) -> None:
     script = [scripts.answer("first answer"), scripts.answer("second answer")]
     with served.answering(script):

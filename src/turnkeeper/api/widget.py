@@ -1,4 +1,5 @@
-"""The chat widget's files: `/` (the full-page chat), `/widget.js`, `/widget.css`,
+"""The chat widget's files: `/` (the full-page chat), `/widget.js` and the modules it
+imports, `/widget/*.js`, `/widget.css`,
 `/vendor/markdown-it.esm.min.mjs` (web/vendor/README.md), `/assistant.json` (the
 assistant's name, its locales, whether readers sign in) and `/locales/{lang}.json`, the
 same catalogs the CLI resolves keys from with the assistant's own entries over them, so
@@ -6,7 +7,9 @@ the widget and the server never disagree on a sentence.
 
 They need no token and are plain files: no build step, nothing fetched from elsewhere.
 Each file carries an ETag, so a browser revalidating it (`no-cache`) gets a `304`, not
-the file again.
+the file again. The JavaScript may be loaded by a page of any origin
+(`Access-Control-Allow-Origin: *`: a module is fetched with CORS, and the code is the
+same for everyone); what it may call is what `cors_origins` allows.
 Mounted under a prefix (`Assistant.asgi()`), the page names it in a `<base>`, so the
 widget finds its files and the API under the same prefix.
 """
@@ -25,15 +28,21 @@ from starlette.routing import Route
 from ..i18n import Catalogs
 from .errors import ApiError
 
+JAVASCRIPT = "text/javascript; charset=utf-8"
+MODULES = sorted(
+    entry.name
+    for entry in resources.files("turnkeeper").joinpath("web", "widget").iterdir()
+    if entry.name.endswith(".js")
+)
+"""The widget's ES modules (web/widget/), which widget.js imports."""
 FILES = {
-    "/widget.js": ("widget.js", "text/javascript; charset=utf-8"),
+    "/widget.js": ("widget.js", JAVASCRIPT),
+    **{f"/widget/{name}": (f"widget/{name}", JAVASCRIPT) for name in MODULES},
     "/widget.css": ("widget.css", "text/css; charset=utf-8"),
-    "/vendor/markdown-it.esm.min.mjs": (
-        "vendor/markdown-it.esm.min.mjs",
-        "text/javascript; charset=utf-8",
-    ),
+    "/vendor/markdown-it.esm.min.mjs": ("vendor/markdown-it.esm.min.mjs", JAVASCRIPT),
 }
 NO_CACHE = {"cache-control": "no-cache"}
+ANY_ORIGIN = {"access-control-allow-origin": "*"}
 
 
 def _read(name: str) -> bytes:
@@ -43,7 +52,7 @@ def _read(name: str) -> bytes:
 def _file(path: str, name: str, media_type: str) -> Route:
     body = _read(name)
     etag = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
-    headers = {**NO_CACHE, "etag": etag}
+    headers = {**NO_CACHE, "etag": etag, **(ANY_ORIGIN if media_type == JAVASCRIPT else {})}
 
     async def endpoint(request: Request) -> Response:
         if etag in request.headers.get("if-none-match", ""):
@@ -68,9 +77,9 @@ def _page(name: str) -> Callable[[Request], Awaitable[Response]]:
 
 
 def routes(name: str, catalogs: Catalogs, *, users: bool = False) -> list[Route]:
-    """The widget's routes: the chat page, its script, style and vendored Markdown library,
-    `assistant.json` (`name`, `locales`, `users`) and each catalog with the assistant's
-    entries."""
+    """The widget's routes: the chat page, its script and modules, style and vendored
+    Markdown library, `assistant.json` (`name`, `locales`, `users`) and each catalog with
+    the assistant's entries."""
     about = {"name": name, "locales": list(catalogs.locales), "users": users}
 
     async def described(request: Request) -> Response:

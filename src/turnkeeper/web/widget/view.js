@@ -1,0 +1,100 @@
+/**
+ * The widget's fixed parts: the markup its shadow root holds (nothing in it comes from the
+ * model or the server), labelled from the reader's catalog, and the reader's earlier
+ * conversations as a list of buttons.
+ */
+
+import { isText, make } from "./cards.js";
+
+/** The folder widget.js is served from: its style sheet, and the API's default address. */
+const HOME = new URL("../", import.meta.url);
+export const STYLE = new URL("widget.css", HOME).href;
+export const FOLDER = HOME.href.replace(/\/+$/, "");
+
+const TEMPLATE = `
+  <section class="chat" part="chat">
+    <header class="head">
+      <h2 class="title"></h2>
+      <div class="threads" hidden>
+        <details class="history">
+          <summary class="history-toggle"></summary>
+          <ol class="history-list"></ol>
+        </details>
+        <button type="button" class="new"></button>
+      </div>
+    </header>
+    <ol class="log" role="log" aria-live="polite" aria-relevant="additions"></ol>
+    <p class="caption" role="status" aria-live="polite"></p>
+    <p class="trouble" role="alert" hidden></p>
+    <form class="compose">
+      <textarea class="question" rows="2"></textarea>
+      <button type="submit" class="send"></button>
+      <button type="button" class="stop" hidden></button>
+    </form>
+  </section>`;
+
+/**
+ * The chat in `root`, labelled: `lang`, the reader's locale; `name`, the assistant's;
+ * `text`, a catalog's lookup; `users`, whether readers sign in (only they have a list of
+ * conversations). Its parts, by what they are.
+ */
+export function build(root, { lang, name, text, users }) {
+  const style = document.createElement("link");
+  style.rel = "stylesheet";
+  style.href = STYLE;
+  const template = document.createElement("template");
+  template.innerHTML = TEMPLATE; // fixed markup only: nothing from the model or the server
+  root.append(style, template.content);
+  const find = (selector) => root.querySelector(selector);
+  const parts = {
+    section: find(".chat"),
+    log: find(".log"),
+    caption: find(".caption"),
+    troubleArea: find(".trouble"),
+    input: find(".question"),
+    sendButton: find(".send"),
+    stopButton: find(".stop"),
+    history: find(".history"),
+    historyList: find(".history-list"),
+    compose: find(".compose"),
+    newButton: find(".new"),
+  };
+  parts.section.lang = lang;
+  find(".title").textContent = name;
+  parts.input.placeholder = text("ui.placeholder") || "";
+  parts.input.setAttribute("aria-label", text("ui.placeholder") || "");
+  parts.sendButton.textContent = text("ui.send") || "";
+  parts.stopButton.textContent = text("ui.stop") || "";
+  find(".history-toggle").textContent = text("ui.conversations") || "";
+  parts.newButton.textContent = text("ui.new_conversation") || "";
+  find(".threads").hidden = !users;
+  return parts;
+}
+
+/** The reader's conversations, newest first, each a button calling `open(id)`; the one
+ *  shown (`current`, its id) marked; `ui.no_conversations` when there are none. */
+export function threadItems(threads, { current, lang, text, open }) {
+  const known = threads.filter((thread) => thread && isText(thread.conversation_id));
+  const items = known.map((thread) => threadItem(thread, { current, lang, open }));
+  return items.length ? items : [make("li", "history-empty", text("ui.no_conversations") || "")];
+}
+
+/** One earlier conversation: its title (its first question) and when it was started. */
+function threadItem(thread, { current, lang, open }) {
+  const { conversation_id: id, title, created_at: created } = thread;
+  const button = make("button", "thread");
+  button.type = "button";
+  if (current === id) button.setAttribute("aria-current", "true");
+  button.append(make("span", "thread-title", isText(title) ? title : ""));
+  const when = new Date(created);
+  if (isText(created) && !Number.isNaN(when.getTime())) {
+    const format = { dateStyle: "medium", timeStyle: "short" };
+    const time = make("time", "thread-time", when.toLocaleString(lang, format));
+    time.dateTime = created;
+    button.append(time);
+  }
+  button.addEventListener("click", () => open(id));
+  const item = make("li");
+  item.append(button);
+  return item;
+}
