@@ -179,6 +179,9 @@ class Emitter:
             self._timer = None
         while self._flushing is not None:
             await asyncio.shield(self._flushing)
+        if self._timer is not None:  # set as that flush ended: what it would write goes now
+            self._timer.cancel()
+            self._timer = None
         batch, self.pending = self.pending, []
         self.deltas += sum(1 for kind, _ in batch if kind is EventType.TEXT_DELTA)
         return batch
