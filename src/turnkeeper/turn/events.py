@@ -25,12 +25,12 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..outcomes import Outcome, ending
 from ..state import Approval, PublishedState
 from ..store import Store
-from ..store.records import EventType, NewEvent, Recovery
+from ..store.records import EventBody, EventType, NewEvent, Recovery
 from ..wire import ToolResult, ToolUse
 
 logger = logging.getLogger("turnkeeper.loop")
@@ -78,7 +78,7 @@ class Emitter:
 
     # ---- emitting -------------------------------------------------------
 
-    def emit(self, kind: EventType, body: dict[str, Any]) -> None:
+    def emit(self, kind: EventType, body: EventBody) -> None:
         """An event, to be written with the turn's next write (after every delta before it)."""
         self.pending.append((kind, body))
 
