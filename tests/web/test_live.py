@@ -121,7 +121,9 @@ def test_a_tool_step_shows_as_it_starts_and_as_it_ends(
 ) -> None:
     gate = tmp_path / "gate"
     look_up = scripts.tool_use("slow_lookup", {"gate": str(gate)})
-    streaming.answering([scripts.asks(look_up, say="Let me look."), HOLD, scripts.answer("Found it.")])
+    streaming.answering(
+        [scripts.asks(look_up, say="Let me look."), HOLD, scripts.answer("Found it.")]
+    )
     with streaming:
         page = streaming.page(browser)
         chat = Chat(page)
@@ -159,7 +161,8 @@ def test_a_cut_answers_streamed_text_is_withdrawn_for_the_notice(
     )
     expect(chat.answers).to_have_count(0)
     final = seen(page)[-1]
-    assert final["answers"] == [] and final["live"] == []
+    assert final["answers"] == []
+    assert final["live"] == []
 
 
 def test_a_reload_mid_answer_shows_the_whole_answer_once(

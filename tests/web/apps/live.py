@@ -1,12 +1,11 @@
 """An assistant for the live widget's browser tests: a tool that runs until the test lets it
 finish (`gate`: a file the test creates), so the reader's view of a running step can be
-looked at; the readers do not sign in (the widget sends its conversation's token, the event
-stream included).
+looked at (the test waits on the page, never on a sleep); the readers do not sign in (the
+widget sends its conversation's token, the event stream included).
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 
@@ -17,7 +16,7 @@ GATE_BOUND = 30.0
 
 
 @tool
-async def slow_lookup(gate: str) -> str:
+def slow_lookup(gate: str) -> str:
     """Look something up; it takes until `gate` exists.
 
     Args:
@@ -25,7 +24,7 @@ async def slow_lookup(gate: str) -> str:
     """
     deadline = time.monotonic() + GATE_BOUND
     while not Path(gate).exists() and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
+        time.sleep(0.05)  # a tool of one's own, run in a thread: it may block
     return "the parcel left the depot"
 
 

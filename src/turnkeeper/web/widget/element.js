@@ -277,7 +277,7 @@ export class TurnkeeperChat extends HTMLElement {
   }
 
   apply(turn, state) {
-    const delay = () => pollDelay(turn.quiet, document.visibilityState === "hidden", turn.streaming);
+    const delay = () => pollDelay(turn.quiet, document.hidden, turn.streaming);
     if (!state) {
       turn.quiet += 1;
       return this.schedule(delay());

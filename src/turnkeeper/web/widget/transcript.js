@@ -131,10 +131,10 @@ export class Transcript {
       else live.element.remove();
       return;
     }
-    const place = (key) => Number(String(key).slice(1));
-    const after = [...this.shownLive.entries()].find(
-      ([key, shown]) => /^m\d+$/.test(key) && id && place(key) > place(id) && shown.element.isConnected,
-    );
+    const place = (key) => (/^m\d+$/.test(key || "") ? Number(key.slice(1)) : Number.NaN);
+    const after = [...this.shownLive].find(([key, { element }]) => {
+      return element.isConnected && place(key) > place(id);
+    });
     if (item && after) this.log.insertBefore(item, after[1].element);
     else this.append(item);
   }
