@@ -228,13 +228,13 @@ export class TurnkeeperChat extends HTMLElement {
     this.watch(this.turn);
   }
 
-  /** Watch the turn's events as they are written (its whole log, so a reload shows the
-   *  answer so far); while the stream is read, the state is polled when an event says it
-   *  moved (and seldom otherwise); without one, as before. */
+  /** Watch the turn's events as they are written (its whole log: a reload shows the answer
+   *  so far); the state is polled when an event says it moved (not sooner than a failed
+   *  poll's backoff), and seldom otherwise while the stream is read. */
   watch(turn) {
     if (turn.watch) turn.watch.stop();
     let live = emptyLive();
-    const poll = () => turn === this.turn && this.schedule(0);
+    const poll = () => turn === this.turn && !this.trouble.failures && this.schedule(0);
     turn.watch = new Watch(this.client, turn.id, {
       event: (event) => {
         if (turn !== this.turn) return;
@@ -257,14 +257,11 @@ export class TurnkeeperChat extends HTMLElement {
     const turn = this.turn;
     if (!turn || !turn.id) return;
     if (turn.polling) return void (turn.again = true); // once this poll is answered
-    turn.polling = true;
+    [turn.polling, turn.again] = [true, false];
     const polled = await this.client.turnState(turn.id, turn.version);
     turn.polling = false;
     if (turn !== this.turn) return;
-    if (turn.again) {
-      turn.again = false;
-      this.schedule(0);
-    }
+    if (turn.again) this.schedule(0); // an event asked for the state meanwhile
     if (polled.kind === "gone") return this.finish();
     if (!polled.ok) {
       // Signed out mid-turn: no timer polls again; the tab shown again, or a reload, does.
@@ -277,7 +274,8 @@ export class TurnkeeperChat extends HTMLElement {
   }
 
   apply(turn, state) {
-    const delay = () => pollDelay(turn.quiet, document.hidden, turn.streaming);
+    const hidden = () => document.visibilityState === "hidden";
+    const delay = () => pollDelay(turn.quiet, hidden(), turn.streaming);
     if (!state) {
       turn.quiet += 1;
       return this.schedule(delay());
