@@ -129,6 +129,6 @@ def test_the_name_per_locale() -> None:
 
 
 def test_the_widget_shows_the_name_of_the_readers_locale() -> None:
-    element = (ROOT / "src/turnkeeper/web/widget/element.js").read_text("utf-8")
-    assert 'this.catalog.text("assistant.name")' in element
+    loading = (ROOT / "src/turnkeeper/web/widget/catalogs.js").read_text("utf-8")
+    assert 'catalog.text("assistant.name")' in loading
     assert json.loads((ROOT / "src/turnkeeper/locales/es.json").read_text())["assistant.name"]
