@@ -97,6 +97,9 @@ class Assistant:
     """How many times a crash may resume one turn before it is finalised as `failed`."""
     approval_timeout: float = 24 * 3600.0
     """Seconds a turn may wait for a person's decision before it ends `stopped`."""
+    event_retention: float = 7 * 24 * 3600.0
+    """Seconds a turn's event log is kept after the turn ended (a reload replays it);
+    the sweeper deletes it after that."""
 
     _functions: FunctionToolset = field(init=False, repr=False, compare=False)
     _toolsets: tuple[Toolset, ...] = field(init=False, repr=False, compare=False)
@@ -275,6 +278,9 @@ def _check_resuming(a: Assistant) -> None:
     timeout = a.approval_timeout
     if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
         raise ConfigError(f"approval_timeout must be a positive number of seconds, got {timeout!r}")
+    kept = a.event_retention
+    if isinstance(kept, bool) or not (isinstance(kept, int | float) and kept >= 0):
+        raise ConfigError(f"event_retention must be a number of seconds, got {kept!r}")
 
 
 def _check_model_settings(a: Assistant) -> None:

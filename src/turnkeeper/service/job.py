@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..budget import Budget
@@ -27,8 +27,9 @@ from ..outcomes import Ending, Outcome, ending, unfinished
 from ..providers import Provider, wire_format
 from ..state import PublishedState
 from ..store import EXPIRED, UNCLAIMED, FenceLost, Holder, Store, held_by
-from ..store.records import Checkpoint, Recovery, ResumeRecord
+from ..store.records import Checkpoint, NewEvent, Recovery, ResumeRecord
 from ..tools import NoTools, Toolset
+from ..turn import events
 from ..turn.activity import ACTIVITIES
 from ..turn.loop import run_turn
 from ..turn.resume import Resuming, end_waiting
@@ -91,6 +92,9 @@ class StoreHooks:
 
     async def started(self, state: PublishedState) -> None:
         await self.store.publish(self.turn_id, self.fence, state)
+
+    async def events(self, batch: Sequence[NewEvent]) -> None:
+        await self.store.append_events(self.turn_id, self.fence, batch)
 
     async def record_usage(self, usage: Usage) -> None:
         await self.store.record_usage(self.turn_id, self.fence, usage)
@@ -256,12 +260,14 @@ async def failed(
     if recovery is None:
         return None
     end = unfinished(stopped)
+    state = recovery.state.ended(end, text=None, usage=recovery.usage)
     final = Checkpoint(
         turn_id=turn_id,
         iteration=recovery.usage.iterations,
         appended=recovered_tail(recovery),
-        state=recovery.state.ended(end, text=None, usage=recovery.usage),
+        state=state,
         usage=recovery.usage,
+        events=[*await events.unsettled(store, recovery, end.key), events.ended(state)],
     )
     await store.finish(turn_id, recovery.fence, final)
     reporter(

@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..observe.report import Reporter, log_report
 from ..outcomes import Ending
 from ..store import EXPIRED, UNCLAIMED, Store, held_by
+from ..store.events import RETENTION
 from ..turn.resume import NO_ANSWER_KEY, Enqueue, Resuming, end_waiting, resume_crashed
 from .job import DEFAULT_LEASE, failed
 
@@ -43,6 +45,8 @@ logger = logging.getLogger("turnkeeper.sweeper")
 
 DEFAULT_INTERVAL = 5.0
 UNHELD_AFTER = 60.0
+FORGET_EVERY = 300.0
+"""Seconds between two deletions of events past their retention, at least."""
 """Seconds a turn may wait `queued` with no queue holding it before it is finalised."""
 
 
@@ -72,6 +76,7 @@ class Sweeper:
         lease: float = DEFAULT_LEASE,
         resuming: Resuming | None = None,
         requeue: Enqueue | None = None,
+        event_retention: float = RETENTION,
     ) -> None:
         self.resuming = resuming or Resuming()
         self.requeue = requeue
@@ -83,6 +88,10 @@ class Sweeper:
         self.queue = queue
         self.unheld_after = unheld_after
         self.lease = lease
+        self.event_retention = event_retention
+        """Seconds a turn's events are kept after it ended (events.py)."""
+        self.forgot = -math.inf
+        """When (monotonic seconds) the last sweep deleted events past their retention."""
         self.failing = 0
         """Sweeps failed in a row."""
         self.resumes = 0.0
@@ -101,6 +110,7 @@ class Sweeper:
                 swept.append(turn_id)
         swept += await self._unheld()
         swept += await self._unanswered()
+        await self._forget()
         if self.metrics is not None and swept:
             self.metrics.swept.inc(len(swept))
         return swept
@@ -125,6 +135,17 @@ class Sweeper:
                 logger.warning("turn %s: nobody answered its approval in time; stopped", turn_id)
                 ended.append(turn_id)
         return ended
+
+    async def _forget(self) -> None:
+        """Delete the events of turns that ended longer ago than their retention, once
+        every `FORGET_EVERY` seconds at most."""
+        if time.monotonic() - self.forgot < FORGET_EVERY:
+            return
+        self.forgot = time.monotonic()
+        forgotten = await self.store.forget_events(self.event_retention)
+        if forgotten:
+            logger.info("deleted %d events of turns ended over %g s ago", forgotten,
+                        self.event_retention)  # fmt: skip
 
     async def _unheld(self) -> list[str]:
         if self.queue is None:

@@ -9,9 +9,11 @@ PostgreSQL stores each import this module and nothing of each other's.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import secrets
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -23,10 +25,12 @@ from .records import (
     Checkpoint,
     ConversationSummary,
     Guard,
+    NewEvent,
     Recovery,
     ResumeRecord,
     TranscriptPage,
     Turn,
+    TurnEvent,
     TurnStart,
 )
 
@@ -237,6 +241,28 @@ class Store(Protocol):
     async def iterations(self, turn_id: str) -> list[dict[str, Any]]:
         """One record per model call of the turn, oldest first (`ModelCall.summary()`, as
         each checkpoint and the final write stored it)."""
+        ...
+
+    # ---- the event log (events.py) -----------------------------------------
+
+    async def append_events(self, turn_id: str, fence: int, events: Sequence[NewEvent]) -> int:
+        """Write `events` numbered on from the turn's last, under `fence` (`FenceLost` if
+        it is not the turn's; a turn already done still takes its own holder's events);
+        the last number written. The subscribers are woken once it is committed."""
+        ...
+
+    async def events_after(self, turn_id: str, after: int, limit: int = 500) -> list[TurnEvent]:
+        """The turn's events numbered above `after`, in order, at most `limit`."""
+        ...
+
+    def subscribe(self, turn_id: str) -> AbstractContextManager[asyncio.Event]:
+        """An event set whenever the turn writes events, while the context is open (on
+        PostgreSQL, whichever process writes them)."""
+        ...
+
+    async def forget_events(self, older_than: float) -> int:
+        """Delete the events of turns that ended more than `older_than` seconds ago; how
+        many were deleted."""
         ...
 
     # ---- the sweeper's side ------------------------------------------------

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import select
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..credentials import redact_url
@@ -29,16 +30,19 @@ from ..state import PublishedState
 from ..usage import Usage
 from ..wire import Message
 from . import base
+from . import events as log
 from .base import ALL, PAGED, Busy, Holder, new_id, recovered_state, refused, transcript_page
 from .cancellations import Cancellations
 from .records import (
     Checkpoint,
     ConversationSummary,
     Guard,
+    NewEvent,
     Recovery,
     ResumeRecord,
     TranscriptPage,
     Turn,
+    TurnEvent,
     TurnStart,
     decided,
 )
@@ -207,6 +211,10 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
         "waiting and resuming: a turn's `resume` record, `waiting_since`, `requeued`",
         base.RESUMES.format(json="jsonb", time="timestamptz"),
     ),
+    (
+        "the turn's event log: `turn_events`",
+        log.EVENTS_TABLE.format(text="text", json="json", time="double precision", now=NOW),
+    ),
 )
 
 
@@ -269,7 +277,9 @@ class PostgresStore:
         self.shown: dict[str, tuple[int, int]] = {}
         """Per turn, the fence and bubble count of its last write from this process."""
         self.cancellations = Cancellations()
-        self.listener = Listener(url, self.cancellations)
+        self.hub = log.EventHub()
+        """This process's subscribers to turns' events, woken by the listener's NOTIFYs."""
+        self.listener = Listener(url, self.cancellations, self.hub)
 
     @classmethod
     async def connect(cls, url: str, *, max_size: int = 4) -> PostgresStore:
@@ -310,6 +320,9 @@ class PostgresStore:
             return await self._fetch_once(sql, params, one=one)
 
     async def _patient(self, sql: Any, params: Any) -> Any:
+        return await self._patiently(lambda: self._one(sql, params))
+
+    async def _patiently(self, attempt: Callable[[], Awaitable[Any]]) -> Any:
         """A turn's write (its usage, state, checkpoint, final write) or its cancel check:
         while the database cannot be reached, wait for it and send it then. The pool's
         `PoolTimeout` means nothing was sent. The turn's job clock bounds the wait; a task being
@@ -317,7 +330,7 @@ class PostgresStore:
         backoff = Backoff(*PATIENCE)
         while True:
             try:
-                return await self._one(sql, params)
+                return await attempt()
             except PoolTimeout:
                 task = asyncio.current_task()
                 if not self.pool.outage.down or (task is not None and task.cancelling()):
@@ -540,7 +553,13 @@ class PostgresStore:
         that failed): the statement stores those past the count in the turn's row."""
         held, count = self.shown.pop(turn_id, (None, 0))
         since = min(count, len(state.messages)) if held == fence else 0
-        row = await self._patient(WRITE, _written(kind, turn_id, fence, state, write, since))
+        written = _written(kind, turn_id, fence, state, write, since)
+        events = () if write is None else write.events
+        if events:
+            row = await self._patiently(lambda: self._with_events(turn_id, fence, written, events))
+            self.hub.wake(turn_id)
+        else:
+            row = await self._patient(WRITE, written)
         if row is None or row[0] is None:
             raise refused(turn_id, fence)
         if kind != "finish":
@@ -548,6 +567,50 @@ class PostgresStore:
                 self.shown.clear()
             self.shown[turn_id] = (fence, len(state.messages))
         return bool(row[0])
+
+    async def _with_events(
+        self, turn_id: str, fence: int, written: tuple[Any, ...], events: Sequence[NewEvent]
+    ) -> Any:
+        """A write and its events in one transaction (none of it if the write is refused)."""
+        async with self.pool.connection() as db, db.transaction():
+            cursor = await db.execute(WRITE, written)
+            row = await cursor.fetchone()
+            if row is None or row[0] is None:
+                raise refused(turn_id, fence)
+            await _append(db, turn_id, events)
+        return row
+
+    # ---- the event log -------------------------------------------------------
+
+    async def append_events(self, turn_id: str, fence: int, events: Sequence[NewEvent]) -> int:
+        async def attempt() -> int:
+            async with self.pool.connection() as db, db.transaction():
+                cursor = await db.execute(
+                    "SELECT 1 FROM turns WHERE turn_id = %s AND fence = %s FOR UPDATE",
+                    (turn_id, fence),
+                )
+                if await cursor.fetchone() is None:
+                    raise refused(turn_id, fence)
+                return await _append(db, turn_id, events)
+
+        last: int = await self._patiently(attempt)
+        self.hub.wake(turn_id)
+        return last
+
+    async def events_after(
+        self, turn_id: str, after: int, limit: int = log.PAGE
+    ) -> list[TurnEvent]:
+        found = await self._all(EVENTS_AFTER, (turn_id, after, limit))
+        return log.read(found, json.loads)
+
+    def subscribe(self, turn_id: str) -> Any:
+        self.listener.start()
+        return self.hub.subscribed(turn_id)
+
+    async def forget_events(self, older_than: float) -> int:
+        async with self.pool.connection() as db:
+            cursor = await db.execute(FORGET_EVENTS, (older_than,))
+            return int(cursor.rowcount)
 
     async def iterations(self, turn_id: str) -> list[dict[str, Any]]:
         rows = await self._all(base.LOAD_CALLS.format(p="%s"), (turn_id,))
@@ -631,6 +694,8 @@ WRITE = (
     "SELECT turnkeeper_write(%s::text, %s::text, %s::integer, %s::integer, %s::text, %s::json,"
     " %s::jsonb, %s::json, %s::json, %s::integer, %s::json)"
 )
+EVENTS_AFTER = log.AFTER.format(p="%s")
+FORGET_EVENTS = log.FORGET.format(now=NOW, p="%s")
 CONVERSATIONS = base.CONVERSATIONS.format(
     created="extract(epoch from c.created)::float8", inserted="c.seq", p="%s"
 )
@@ -659,6 +724,19 @@ def _written(
     bare = json.dumps(state.bare())
     return (kind, turn_id, fence, state.version, state.status, bare, usage, appended, shown,
             since, calls)  # fmt: skip
+
+
+async def _append(db: Connection, turn_id: str, events: Sequence[NewEvent]) -> int:
+    """Insert `events` numbered on from the turn's last, and NOTIFY its subscribers in
+    every process (sent when the transaction commits); the last number."""
+    cursor = await db.execute(log.LAST_SEQ.format(p="%s"), (turn_id,))
+    found = await cursor.fetchone()
+    last = int(found[0]) if found else 0
+    async with db.cursor() as many:
+        await many.executemany(log.INSERT.format(p="%s"), log.rows(turn_id, last, events, Json))
+    end = last + len(events)
+    await db.execute("SELECT pg_notify(%s, %s)", (log.CHANNEL, f"{turn_id}:{end}"))
+    return end
 
 
 async def _bubbles(db: Connection, turn_id: str, count: int) -> list[dict[str, Any]]:

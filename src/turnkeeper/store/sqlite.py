@@ -13,8 +13,11 @@ database's `data_version` (`seen`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
@@ -26,6 +29,7 @@ from ..state import PublishedState
 from ..usage import Usage
 from ..wire import Message
 from . import base
+from . import events as log
 from .base import ALL, PAGED, Busy, Holder, new_id, recovered_state, refused, transcript_page
 from .cancellations import Cancellations
 from .data_version import SeenVersions
@@ -34,10 +38,12 @@ from .records import (
     Checkpoint,
     ConversationSummary,
     Guard,
+    NewEvent,
     Recovery,
     ResumeRecord,
     TranscriptPage,
     Turn,
+    TurnEvent,
     TurnStart,
     decided,
 )
@@ -113,6 +119,10 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         "waiting and resuming: a turn's `resume` record, `waiting_since`, `requeued`",
         base.RESUMES.format(json="TEXT", time="REAL"),
     ),
+    (
+        "the turn's event log: `turn_events`",
+        log.EVENTS_TABLE.format(text="TEXT", json="TEXT", time="REAL", now=NOW),
+    ),
 )
 
 
@@ -129,6 +139,9 @@ class SqliteStore:
         self.commits = GroupCommit(self._connect)
         """The connection, its thread, and the batching of calls into transactions."""
         self.cancellations = Cancellations()
+        self.hub = log.EventHub()
+        """This process's subscribers to turns' events: every writer of the file's events
+        is in this process (a worker beside `serve` needs PostgreSQL)."""
         self.seen = SeenVersions(self.path)
         """Polled turns' versions, answered from memory while the database has not moved."""
 
@@ -393,7 +406,8 @@ class SqliteStore:
             _write(db, write)
             return bool(db.execute(UPDATE_CHECKPOINT, write.update()).fetchone()[0])
 
-        return await self.commits.write(run)
+        with self._waking(turn_id, checkpoint.events):
+            return await self.commits.write(run)
 
     async def finish(self, turn_id: str, fence: int, final: Checkpoint) -> None:
         write = _Write.of(turn_id, fence, final)
@@ -402,7 +416,47 @@ class SqliteStore:
             _write(db, write)
             db.execute(UPDATE_FINAL, write.update())
 
-        await self.commits.write(run)
+        with self._waking(turn_id, final.events):
+            await self.commits.write(run)
+
+    # ---- the event log -------------------------------------------------------
+
+    async def append_events(self, turn_id: str, fence: int, events: Sequence[NewEvent]) -> int:
+        def insert(db: sqlite3.Connection) -> int:
+            held = db.execute(
+                "SELECT 1 FROM turns WHERE turn_id = ? AND fence = ?", (turn_id, fence)
+            ).fetchone()
+            if held is None:
+                raise refused(turn_id, fence)
+            return _append(db, turn_id, events)
+
+        with self._waking(turn_id, events):
+            return await self.commits.write(insert)
+
+    async def events_after(
+        self, turn_id: str, after: int, limit: int = log.PAGE
+    ) -> list[TurnEvent]:
+        def read(db: sqlite3.Connection) -> list[TurnEvent]:
+            found = db.execute(EVENTS_AFTER, (turn_id, after, limit)).fetchall()
+            return log.read(found, _load)
+
+        return await self.commits.read(read)
+
+    def subscribe(self, turn_id: str) -> Any:
+        return self.hub.subscribed(turn_id)
+
+    async def forget_events(self, older_than: float) -> int:
+        def delete(db: sqlite3.Connection) -> int:
+            return int(db.execute(FORGET_EVENTS, (older_than,)).rowcount)
+
+        return await self.commits.write(delete)
+
+    @contextmanager
+    def _waking(self, turn_id: str, events: Sequence[NewEvent]) -> Iterator[None]:
+        """Wake the turn's subscribers once the body's write of `events` is committed."""
+        yield
+        if events:
+            asyncio.get_running_loop().call_soon(self.hub.wake, turn_id)
 
     async def iterations(self, turn_id: str) -> list[dict[str, Any]]:
         def read(db: sqlite3.Connection) -> list[dict[str, Any]]:
@@ -520,6 +574,8 @@ def _publish(db: sqlite3.Connection, turn_id: str, fence: int, state: PublishedS
 
 
 SAVE_CALL = base.SAVE_CALL.format(p="?")
+EVENTS_AFTER = log.AFTER.format(p="?")
+FORGET_EVENTS = log.FORGET.format(now=NOW, p="?")
 DECIDED = (
     "UPDATE turns SET resume = ?, state = ?, version = ?, status = ?,"
     f" requeued = CASE WHEN ? = 'queued' THEN {NOW} ELSE requeued END WHERE turn_id = ?"
@@ -548,6 +604,7 @@ class _Write:
     usage: str
     bodies: list[str]
     calls: list[tuple[str, int, str]]
+    events: Sequence[NewEvent] = ()
 
     @classmethod
     def of(cls, turn_id: str, fence: int, checkpoint: Checkpoint) -> _Write:
@@ -559,6 +616,7 @@ class _Write:
             _dump(checkpoint.usage.as_dict()),
             [_dump(m) for m in checkpoint.appended],
             [(turn_id, c.iteration, _dump(c.summary())) for c in checkpoint.calls],
+            checkpoint.events,
         )
 
     @property
@@ -586,6 +644,15 @@ def _write(db: sqlite3.Connection, write: _Write) -> None:
     _bubbles_from(db, turn_id, write.state, stored)
     if write.calls:
         db.executemany(SAVE_CALL, write.calls)
+    if write.events:
+        _append(db, turn_id, write.events)
+
+
+def _append(db: sqlite3.Connection, turn_id: str, events: Sequence[NewEvent]) -> int:
+    """Insert `events` numbered on from the turn's last; the last number."""
+    (last,) = db.execute(log.LAST_SEQ.format(p="?"), (turn_id,)).fetchone()
+    db.executemany(log.INSERT.format(p="?"), log.rows(turn_id, int(last), events, _dump))
+    return int(last) + len(events)
 
 
 def _bubbles_from(db: sqlite3.Connection, turn_id: str, state: PublishedState, stored: int) -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..observe.report import Report, Reporter, log_report
-from ..outcomes import Outcome, ending
+from ..outcomes import Outcome, ending, unfinished
 from ..providers import wire_format
 from ..store import EXPIRED, WAITING, Store
 from ..store.records import Checkpoint, Recovery, ResumeRecord
@@ -28,6 +28,7 @@ from ..usage import Usage
 from ..wire import Message, WireFormat
 from . import approvals
 from .approvals import Resume, resume_from
+from .events import ended, unsettled
 
 logger = logging.getLogger("turnkeeper.resume")
 
@@ -89,7 +90,9 @@ async def end_waiting(
     await store.finish(
         turn_id,
         recovery.fence,
-        Checkpoint(turn_id, recovery.usage.iterations, tail, state, recovery.usage),
+        Checkpoint(
+            turn_id, recovery.usage.iterations, tail, state, recovery.usage, events=[ended(state)]
+        ),
     )
     message = "nobody answered its approval in time" if key == NO_ANSWER_KEY else "stopped"
     reporter(_report(recovery, Outcome.STOPPED.value, f"the waiting turn ended: {message}"))
@@ -126,6 +129,9 @@ async def resume_crashed(
         reporter(_report(taken, "resume_refused", why, logging.ERROR))
         return taken
     state = taken.state.requeued()
+    withdrawn = await unsettled(store, taken, unfinished(False).key)  # the next run streams anew
+    if withdrawn:
+        await store.append_events(turn_id, taken.fence, withdrawn)
     await store.requeue(turn_id, taken.fence, record.requeued(taken.checkpointed), state)
     await queue.enqueue(turn_id)
     message = (
