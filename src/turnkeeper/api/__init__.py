@@ -34,6 +34,7 @@ from .headers import JsonCORSMiddleware, SecurityHeaders, security_headers
 from .limits import MAX_BODY, BodyLimit
 from .metrics import endpoint as exposition
 from .openapi import DOCUMENT
+from .protocols import TOKEN_HEADER, Protocols
 from .routes import Routes
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ def create_app(
     catalogs = catalogs or Catalogs()
     routes = Routes(store, queue, catalogs=catalogs, authenticate=authenticate)
     metrics = metrics or Metrics()
+    protocols = Protocols(routes)
     app = Starlette(
         routes=[
             # The poll first: most requests are polls, and routes are matched in order.
@@ -79,6 +81,9 @@ def create_app(
             Route(
                 "/api/conversations/{conversation_id}/turns", routes.create_turn, methods=["POST"]
             ),
+            Route("/api/ag-ui", protocols.ag_ui, methods=["POST"]),
+            Route("/api/chat", protocols.chat, methods=["POST"]),
+            Route("/api/chat/{chat_id}/stream", protocols.chat_stream),
             *widget.routes(name, catalogs, users=authenticate is not None),
             Route("/openapi.json", openapi),
             *([Route("/metrics", exposition(store, metrics))] if public_metrics else []),
@@ -116,6 +121,7 @@ def _cors(origins: Sequence[str]) -> list[Middleware]:
             allow_origins=list(origins),
             allow_methods=["GET", "POST"],
             allow_headers=["authorization", "content-type"],
+            expose_headers=[TOKEN_HEADER],
         )
     ]
 

@@ -374,11 +374,13 @@ class PostgresStore:
 
     # ---- the API's side ------------------------------------------------------
 
-    async def create_conversation(self, token_hash: str, owner: str | None = None) -> str:
-        conversation_id = new_id("c")
+    async def create_conversation(
+        self, token_hash: str, owner: str | None = None, conversation_id: str | None = None
+    ) -> str:
+        conversation_id = conversation_id or new_id("c")
         await self._one(
             "INSERT INTO conversations (conversation_id, token_hash, owner) VALUES (%s, %s, %s)"
-            " RETURNING conversation_id",
+            " ON CONFLICT (conversation_id) DO NOTHING RETURNING conversation_id",
             (conversation_id, token_hash, owner),
         )
         return conversation_id

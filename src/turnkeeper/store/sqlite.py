@@ -174,13 +174,15 @@ class SqliteStore:
 
     # ---- the API's side ------------------------------------------------------
 
-    async def create_conversation(self, token_hash: str, owner: str | None = None) -> str:
-        conversation_id = new_id("c")
+    async def create_conversation(
+        self, token_hash: str, owner: str | None = None, conversation_id: str | None = None
+    ) -> str:
+        conversation_id = conversation_id or new_id("c")
 
         def insert(db: sqlite3.Connection) -> None:
             db.execute(
                 "INSERT INTO conversations (conversation_id, token_hash, owner, created)"
-                f" VALUES (?, ?, ?, {NOW})",
+                f" VALUES (?, ?, ?, {NOW}) ON CONFLICT (conversation_id) DO NOTHING",
                 (conversation_id, token_hash, owner),
             )
 
