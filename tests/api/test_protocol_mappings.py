@@ -64,8 +64,8 @@ def ag_ui(events: list[TurnEvent], after: int = 0, **given: Any) -> list[dict[st
     for event in events:
         out += run.feed(event, shown=event.seq > after)
     dumped = [e.model_dump(by_alias=True, exclude_none=True, mode="json") for e in out]
-    for event in dumped:
-        EVENTS.validate_python(event)  # each is a valid AG-UI 1.0 event
+    for sent in dumped:
+        EVENTS.validate_python(sent)  # each is a valid AG-UI 1.0 event
     return dumped
 
 

@@ -68,7 +68,6 @@ def create_app(
     catalogs = catalogs or Catalogs()
     routes = Routes(store, queue, catalogs=catalogs, authenticate=authenticate)
     metrics = metrics or Metrics()
-    protocols = Protocols(routes)
     app = Starlette(
         routes=[
             # The poll first: most requests are polls, and routes are matched in order.
@@ -81,9 +80,7 @@ def create_app(
             Route(
                 "/api/conversations/{conversation_id}/turns", routes.create_turn, methods=["POST"]
             ),
-            Route("/api/ag-ui", protocols.ag_ui, methods=["POST"]),
-            Route("/api/chat", protocols.chat, methods=["POST"]),
-            Route("/api/chat/{chat_id}/stream", protocols.chat_stream),
+            *Protocols(routes).routes(),
             *widget.routes(name, catalogs, users=authenticate is not None),
             Route("/openapi.json", openapi),
             *([Route("/metrics", exposition(store, metrics))] if public_metrics else []),

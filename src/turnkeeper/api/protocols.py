@@ -24,6 +24,7 @@ from ag_ui.encoder import EventEncoder
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from ..service.job import failed
 from ..store import UNCLAIMED, Busy, hash_token, new_token
@@ -54,6 +55,14 @@ class Protocols:
         self.routes = routes
         self.store = routes.store
         self.streams = routes.streams
+
+    def routes(self) -> list[Route]:
+        """`POST /api/ag-ui`, `POST /api/chat` and `GET /api/chat/{chat_id}/stream`."""
+        return [
+            Route("/api/ag-ui", self.ag_ui, methods=["POST"]),
+            Route("/api/chat", self.chat, methods=["POST"]),
+            Route("/api/chat/{chat_id}/stream", self.chat_stream),
+        ]
 
     # ---- AG-UI ------------------------------------------------------------
 
