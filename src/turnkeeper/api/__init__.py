@@ -61,10 +61,9 @@ def create_app(
 ) -> Starlette:
     """The API and the widget's files of the assistant called `name`, its sentences from
     `catalogs` (default: the shipped ones); with `authenticate`, conversations belong to
-    signed-in users.
-    Pages of `cors_origins` may call it (none by default); `metrics` are the instruments
-    its turns count into (`app.state.metrics`), served at `/metrics` only if
-    `public_metrics`; pages of `frame_ancestors` may frame the chat (api/headers.py)."""
+    signed-in users. Pages of `cors_origins` may call it (none by default); `metrics` are
+    the instruments its turns count into (`app.state.metrics`), served at `/metrics` only
+    if `public_metrics`; pages of `frame_ancestors` may frame the chat (api/headers.py)."""
     catalogs = catalogs or Catalogs()
     routes = Routes(store, queue, catalogs=catalogs, authenticate=authenticate)
     metrics = metrics or Metrics()
@@ -80,7 +79,7 @@ def create_app(
             Route(
                 "/api/conversations/{conversation_id}/turns", routes.create_turn, methods=["POST"]
             ),
-            *Protocols(routes).routes(),
+            *Protocols(routes).endpoints(),
             *widget.routes(name, catalogs, users=authenticate is not None),
             Route("/openapi.json", openapi),
             *([Route("/metrics", exposition(store, metrics))] if public_metrics else []),

@@ -56,7 +56,7 @@ class Protocols:
         self.store = routes.store
         self.streams = routes.streams
 
-    def routes(self) -> list[Route]:
+    def endpoints(self) -> list[Route]:
         """`POST /api/ag-ui`, `POST /api/chat` and `GET /api/chat/{chat_id}/stream`."""
         return [
             Route("/api/ag-ui", self.ag_ui, methods=["POST"]),
