@@ -120,5 +120,5 @@ async def test_on_a_terminal_the_answer_is_printed_as_it_arrives(tmp_path: Path)
     assert f"bot: {first}" in seen[1], "the first piece was printed before the second came"
     assert "You: todo?\n" in seen[1]
     messages = result.state.to_json()["messages"]
-    assert transcript(messages, "en", _printed(messages, line)) == ""
+    assert transcript(messages, "en", _printed(result.state, line)) == ""
     assert "bot: your todos: write tests\n" in out.getvalue()

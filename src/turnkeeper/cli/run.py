@@ -24,6 +24,7 @@ from ..providers import Provider
 from ..providers.demo import DemoProvider
 from ..providers.scripted import ScriptedProvider
 from ..providers.select import NAMES, ModelSettings, choose_provider
+from ..state import PublishedState
 from ..tools import CombinedToolset, Toolset
 from ..tools.files import read_file_tool
 from ..tools.functions import FunctionToolset
@@ -122,17 +123,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(json.dumps(result.state.to_json(), ensure_ascii=False))
     else:
         messages = result.state.to_json()["messages"]
-        print(transcript(messages, locale, _printed(messages, line)))
+        print(transcript(messages, locale, _printed(result.state, line)))
     if line is not None:
         print(line.outcome(result.state.status))
     return 0
 
 
-def _printed(messages: Sequence[dict[str, Any]], line: LiveLine | None) -> set[str]:
+def _printed(state: PublishedState, line: LiveLine | None) -> set[str]:
     """The messages the live line printed as they arrived: not printed again."""
     if line is None:
         return set()
-    asked = {m["id"] for m in messages[:1] if m.get("role") == "user" and line.asked_shown}
+    asked = {m.id for m in state.messages[:1] if m.role == "user" and line.asked_shown}
     return line.streamed | asked
 
 

@@ -319,6 +319,13 @@ class PostgresStore:
         except ENDED_UNRUN:  # nothing ran: once more, on a connection the pool checks
             return await self._fetch_once(sql, params, one=one)
 
+    async def _again(self, attempt: Callable[[], Awaitable[Any]]) -> Any:
+        """A transaction, sent once more if the server ended its connection unrun."""
+        try:
+            return await attempt()
+        except ENDED_UNRUN:  # nothing ran: once more, on a connection the pool checks
+            return await attempt()
+
     async def _patient(self, sql: Any, params: Any) -> Any:
         return await self._patiently(lambda: self._one(sql, params))
 
@@ -558,7 +565,9 @@ class PostgresStore:
         written = _written(kind, turn_id, fence, state, write, since)
         events = () if write is None else write.events
         if events:
-            row = await self._patiently(lambda: self._with_events(turn_id, fence, written, events))
+            row = await self._patiently(
+                lambda: self._again(lambda: self._with_events(turn_id, fence, written, events))
+            )
             self.hub.wake(turn_id)
         else:
             row = await self._patient(WRITE, written)
@@ -595,7 +604,7 @@ class PostgresStore:
                     raise refused(turn_id, fence)
                 return await _append(db, turn_id, events)
 
-        last: int = await self._patiently(attempt)
+        last: int = await self._patiently(lambda: self._again(attempt))
         self.hub.wake(turn_id)
         return last
 

@@ -48,7 +48,10 @@ class EventType(StrEnum):
     """`{"status", "outcome", "usage"}`: the last event of the turn."""
 
 
-NewEvent = tuple[EventType, dict[str, Any]]
+EventBody = dict[str, Json]
+"""An event's body: a JSON object, as the event's type says (`EventType`)."""
+
+NewEvent = tuple[EventType, EventBody]
 """An event not yet written: its type and JSON body (the store gives it its number)."""
 
 LAST_EVENTS = frozenset({EventType.TURN_ENDED, EventType.TURN_WAITING})
@@ -62,7 +65,7 @@ class TurnEvent:
 
     seq: int
     type: EventType
-    body: dict[str, Any]
+    body: EventBody
 
     def to_json(self) -> dict[str, Any]:
         return {"seq": self.seq, "type": self.type.value, "body": self.body}

@@ -24,13 +24,13 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
 
 from ..outcomes import Outcome, ending
 from ..state import Approval, PublishedState
 from ..store import Store
-from ..store.records import EventType, NewEvent, Recovery
+from ..store.records import EventBody, EventType, NewEvent, Recovery
 from ..wire import ToolResult, ToolUse
 
 logger = logging.getLogger("turnkeeper.loop")
@@ -58,7 +58,11 @@ class Emitter:
         every: float = EVERY,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.hooks = hooks
+        self.write: Callable[[Sequence[NewEvent]], Awaitable[None]] | None = getattr(
+            hooks, "events", None
+        )
+        """The hooks' own write of events (hooks written before the log have none: their
+        events then wait for the turn's next write)."""
         self.every = every
         self.clock = clock
         self.pending: list[NewEvent] = []
@@ -78,7 +82,7 @@ class Emitter:
 
     # ---- emitting -------------------------------------------------------
 
-    def emit(self, kind: EventType, body: dict[str, Any]) -> None:
+    def emit(self, kind: EventType, body: EventBody) -> None:
         """An event, to be written with the turn's next write (after every delta before it)."""
         self.pending.append((kind, body))
 
@@ -144,8 +148,8 @@ class Emitter:
     # ---- writing --------------------------------------------------------
 
     def _schedule(self) -> None:
-        if self._flushing is not None or self._timer is not None:
-            return  # the flush in flight, or the timer, takes these too
+        if self._flushing is not None or self._timer is not None or self.write is None:
+            return  # the flush in flight, or the timer, takes these too (or the next write)
         wait = self._last + self.every - self.clock()
         if wait <= 0:
             self._start()
@@ -160,7 +164,8 @@ class Emitter:
     async def _flush(self) -> None:
         batch, self.pending = self.pending, []
         try:
-            await self.hooks.events(batch)
+            assert self.write is not None, "scheduled only for hooks that write events"
+            await self.write(batch)
             self.deltas += sum(1 for kind, _ in batch if kind is EventType.TEXT_DELTA)
         except Exception as e:  # the turn's next write carries them instead
             logger.warning("writing a turn's text deltas failed; the next write takes them: %s", e)
@@ -188,9 +193,11 @@ class Emitter:
 
     async def write_now(self) -> None:
         """Write what is pending in a write of its own (a round of tools starts)."""
+        if self.write is None:
+            return  # the turn's next write takes them
         batch = await self.settle()
         if batch:
-            await self.hooks.events(batch)
+            await self.write(batch)
 
 
 def tool_output(text: str) -> str:

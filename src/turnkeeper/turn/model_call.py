@@ -164,8 +164,8 @@ class CallRoom:
 
 
 class _Pieces:
-    """A call's `on_text`, counting the pieces and timing the first (in real time: the
-    turn's clock is kept for the trace, and a replay gives its readings back)."""
+    """A call's `on_text`, counting the pieces and timing the first (in real time, not on
+    the turn's clock: the trace keeps that clock, and a replay gives it back)."""
 
     def __init__(self, on_text: Callable[[str], None]) -> None:
         self.on_text = on_text
