@@ -81,3 +81,17 @@ async def test_cors_lets_a_page_read_the_new_token(store: Store) -> None:
         )
     assert response.status_code == 400
     assert "x-turnkeeper-token" in response.headers["access-control-expose-headers"]
+
+
+async def test_the_routes_answer_under_a_mounted_prefix(store: Store) -> None:
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    host = Starlette(routes=[Mount("/assistant", app=create_app(store, HeldQueue()))])
+    async with client_for(host) as client:
+        run = await client.post("/assistant/api/ag-ui", json={"threadId": "x"})
+        chat = await client.post("/assistant/api/chat", json={})
+        stream = await client.get("/assistant/api/chat/nobody/stream")
+    assert run.json()["type"] == "RUN_ERROR"
+    assert chat.json()["type"] == "error"
+    assert stream.status_code == 404
