@@ -32,6 +32,7 @@ from tests.api.test_routes import HeldQueue
 from turnkeeper.api import create_app
 from turnkeeper.store import Store, open_store
 
+PROTOCOLS = {"/api/ag-ui", "/api/chat", "/api/chat/{chat_id}/stream"}
 EXAMPLES = 40
 """Cases per operation and generation mode."""
 
@@ -92,6 +93,10 @@ def test_the_api_holds_to_its_document_under_fuzzing(
 ) -> None:
     schema = schemathesis.openapi.from_asgi("/openapi.json", fuzzed)
     operations = [r.ok() for r in schema.get_all_operations() if isinstance(r, Ok)]
+    assert len(operations) == 12
+    # The protocols' routes start turns whose streams a held queue never ends: their
+    # malformed bodies and refusals are tests/api/test_protocols.py's.
+    operations = [o for o in operations if o.path not in PROTOCOLS]
     assert len(operations) == 9
     ids = real_ids(fuzzed)
 

@@ -34,6 +34,7 @@ from .headers import JsonCORSMiddleware, SecurityHeaders, security_headers
 from .limits import MAX_BODY, BodyLimit
 from .metrics import endpoint as exposition
 from .openapi import DOCUMENT
+from .protocols import TOKEN_HEADER, Protocols
 from .routes import Routes
 
 if TYPE_CHECKING:
@@ -60,10 +61,9 @@ def create_app(
 ) -> Starlette:
     """The API and the widget's files of the assistant called `name`, its sentences from
     `catalogs` (default: the shipped ones); with `authenticate`, conversations belong to
-    signed-in users.
-    Pages of `cors_origins` may call it (none by default); `metrics` are the instruments
-    its turns count into (`app.state.metrics`), served at `/metrics` only if
-    `public_metrics`; pages of `frame_ancestors` may frame the chat (api/headers.py)."""
+    signed-in users. Pages of `cors_origins` may call it (none by default); `metrics` are
+    the instruments its turns count into (`app.state.metrics`), served at `/metrics` only
+    if `public_metrics`; pages of `frame_ancestors` may frame the chat (api/headers.py)."""
     catalogs = catalogs or Catalogs()
     routes = Routes(store, queue, catalogs=catalogs, authenticate=authenticate)
     metrics = metrics or Metrics()
@@ -79,6 +79,7 @@ def create_app(
             Route(
                 "/api/conversations/{conversation_id}/turns", routes.create_turn, methods=["POST"]
             ),
+            *Protocols(routes).endpoints(),
             *widget.routes(name, catalogs, users=authenticate is not None),
             Route("/openapi.json", openapi),
             *([Route("/metrics", exposition(store, metrics))] if public_metrics else []),
@@ -116,6 +117,7 @@ def _cors(origins: Sequence[str]) -> list[Middleware]:
             allow_origins=list(origins),
             allow_methods=["GET", "POST"],
             allow_headers=["authorization", "content-type"],
+            expose_headers=[TOKEN_HEADER],
         )
     ]
 

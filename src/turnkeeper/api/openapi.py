@@ -218,6 +218,13 @@ MODELS: tuple[type[BaseModel], ...] = (
     About,
 )
 BEARER: list[dict[str, list[str]]] = [{"bearer": []}]
+_PROTOCOL: dict[str, Any] = {"type": "object"}
+"""A protocol's own request body (AG-UI's RunAgentInput, the AI SDK's chat request),
+validated by the route: see docs/design.md."""
+_STREAM: dict[str, Any] = {
+    "description": "the protocol's event stream",
+    "content": {"text/event-stream": {"schema": {"type": "string"}}},
+}
 
 
 def _ref(model: type[BaseModel]) -> dict[str, str]:
@@ -365,6 +372,55 @@ PATHS: dict[str, Any] = {
             "responses": {
                 "202": _answer("decided", Decided),
                 **_errors(400, 401, 404, 409, 413, 415, 503),
+            },
+        }
+    },
+    "/api/ag-ui": {
+        "post": {
+            "summary": "AG-UI 1.0: a RunAgentInput (threadId = the conversation, created on first"
+            " use; the newest user message is the question, or `resume` decides the interrupts)"
+            " → the run's AG-UI events as server-sent events. A new thread's token comes back"
+            " in `x-turnkeeper-token` (without sign-in). Errors carry AG-UI's RUN_ERROR shape"
+            " beside `error`.",
+            "security": BEARER,
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": _PROTOCOL}},
+            },
+            "responses": {
+                "200": _STREAM,
+                **_errors(400, 401, 404, 409, 413, 415, 503),
+            },
+        }
+    },
+    "/api/chat": {
+        "post": {
+            "summary": "The AI SDK's UI message stream v1: useChat's body ({id, messages, trigger,"
+            " messageId}; id = the conversation, created on first use; the last user message is"
+            " the question, or an assistant message's approval responses decide the uses the"
+            " turn waits for) → the UI message stream (`x-vercel-ai-ui-message-stream: v1`)."
+            " Errors carry the stream's error shape beside `error`.",
+            "security": BEARER,
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": _PROTOCOL}},
+            },
+            "responses": {
+                "200": _STREAM,
+                **_errors(400, 401, 404, 409, 413, 415, 503),
+            },
+        }
+    },
+    "/api/chat/{chat_id}/stream": {
+        "get": {
+            "summary": "The conversation's active turn as a UI message stream, from its first"
+            " part; 204 when none is active.",
+            "security": BEARER,
+            "parameters": [_id("chat_id")],
+            "responses": {
+                "200": _STREAM,
+                "204": _answer("no turn is active"),
+                **_errors(401, 404),
             },
         }
     },

@@ -123,8 +123,13 @@ class Store(Protocol):
 
     # ---- the API's side ----------------------------------------------------
 
-    async def create_conversation(self, token_hash: str, owner: str | None = None) -> str:
-        """A new conversation guarded by the token with this hash, owned by `owner`; its id."""
+    async def create_conversation(
+        self, token_hash: str, owner: str | None = None, conversation_id: str | None = None
+    ) -> str:
+        """A new conversation guarded by the token with this hash, owned by `owner`; its id.
+        With `conversation_id` (an id the client chose: AG-UI's `threadId`, the AI SDK's
+        chat `id`), nothing is written if a conversation already has that id: the caller
+        reads its guard to learn whose it is."""
         ...
 
     async def guard(self, conversation_id: str) -> Guard | None:

@@ -110,8 +110,10 @@ class SqlStore:
 
     # ---- the API's side ------------------------------------------------------
 
-    async def create_conversation(self, token_hash: str, owner: str | None = None) -> str:
-        conversation_id = new_id("c")
+    async def create_conversation(
+        self, token_hash: str, owner: str | None = None, conversation_id: str | None = None
+    ) -> str:
+        conversation_id = conversation_id or new_id("c")
         statement = Exec(self.sql.create_conversation, (conversation_id, token_hash, owner))
         await self.executor.write(statement, one=True)
         return conversation_id

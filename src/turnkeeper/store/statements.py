@@ -32,7 +32,7 @@ class Statements:
     # ---- the API's side
     create_conversation: str = (
         "INSERT INTO conversations (conversation_id, token_hash, owner, created)"
-        " VALUES (?, ?, ?, {stamp})"
+        " VALUES (?, ?, ?, {stamp}) ON CONFLICT (conversation_id) DO NOTHING"
     )
     guard: str = "SELECT token_hash, owner FROM conversations WHERE conversation_id = ?"
     conversations: str = (

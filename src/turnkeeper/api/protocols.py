@@ -1,0 +1,416 @@
+"""The two protocols' HTTP side: AG-UI at `POST /api/ag-ui`, the AI SDK's UI message
+stream at `POST /api/chat` and `GET /api/chat/{id}/stream`.
+
+Both are projections of the turn's event log (ag_ui.py, ui_stream.py): a
+request asks a question (or decides the uses a turn waits for), and the
+response follows the turn's events, mapped, as server-sent events. The
+conversation's id is the client's (`threadId`, the chat's `id`): created on
+first use, owned by whoever created it (the signed-in user, or the holder of
+the token sent back in `x-turnkeeper-token`), and another's answers `404`
+like any conversation of the API. The server's history is the truth: the
+history a client sends is not read, only its newest question (or decision).
+A client that drops the connection does not stop the turn: Stop is
+`POST /api/turns/{turn_id}/cancel`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ag_ui.core import RunAgentInput
+from ag_ui.encoder import EventEncoder
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ..store import UNCLAIMED, Busy, hash_token, new_token
+from ..store.records import EventType, TurnEvent
+from ..turn.lifecycle import fail
+from .ag_ui import AgUiRun, parse_interrupt, transcript_messages
+from .errors import ApiError
+from .routes import BUSY, NO_CONVERSATION, _json_body, _plausible, _question
+from .stream import _Response
+from .ui_stream import HEADERS, UiStream
+
+if TYPE_CHECKING:
+    from .routes import Routes
+
+TOKEN_HEADER = "x-turnkeeper-token"
+"""The header that carries a new conversation's token when the assistant has no sign-in."""
+NO_QUESTION = "The newest message must be the user's question, as text."
+UNKNOWN_INTERRUPT = "No turn of this thread waits on that interrupt."
+EXPIRED = "That interrupt is no longer answered: its turn stopped waiting."
+UNDECIDED = "The turn still waits on interrupts this run did not answer."
+NOT_WAITING = "This conversation has no turn waiting for that decision."
+
+
+class Protocols:
+    """The protocol routes over the API's own `Routes` (who opens what, the store, the
+    queue, the streams' settings)."""
+
+    def __init__(self, routes: Routes) -> None:
+        self.routes = routes
+        self.store = routes.store
+        self.streams = routes.streams
+
+    def endpoints(self) -> list[Route]:
+        """`POST /api/ag-ui`, `POST /api/chat` and `GET /api/chat/{chat_id}/stream`."""
+        return [
+            Route("/api/ag-ui", self.ag_ui, methods=["POST"]),
+            Route("/api/chat", self.chat, methods=["POST"]),
+            Route("/api/chat/{chat_id}/stream", self.chat_stream),
+        ]
+
+    # ---- AG-UI ------------------------------------------------------------
+
+    async def ag_ui(self, request: Request) -> Response:
+        """`POST /api/ag-ui`: a `RunAgentInput` → the run's AG-UI events."""
+        try:
+            user = await self.routes._user(request)
+            given = _run_input(await _json_body(request))
+            thread, token = await self._claim(request, given.thread_id, user)
+            resolve = self._resolver(request)
+            if given.resume:
+                turn_id, after = await self._resume_ag_ui(thread, given)
+            else:
+                turn_id, after = await self._ask(request, thread, _ag_ui_question(given), user)
+        except ApiError as e:
+            body = {"error": e.message, "type": "RUN_ERROR", "message": e.message}
+            return JSONResponse({**body, "code": _code(e.status)}, e.status)
+        except _RunError as e:
+            return self._sse(_ag_ui_error(given, e), {})
+        history = transcript_messages(await self._transcript(thread))
+        run = AgUiRun(thread, given.run_id, turn_id, resolve, history=history)
+        return self._sse(self._ag_ui_events(run, turn_id, after), _token(token))
+
+    async def _ag_ui_events(self, run: AgUiRun, turn_id: str, after: int) -> AsyncIterator[bytes]:
+        encoder, n = EventEncoder(), 0
+        for first in run.started():
+            n += 1
+            yield f"id: {n}\n{encoder.encode(first)}".encode()
+        async for event, shown in self._events(turn_id, after, through_waits=False):
+            for mapped in run.feed(event, shown):
+                n += 1
+                yield f"id: {n}\n{encoder.encode(mapped)}".encode()
+
+    async def _resume_ag_ui(self, thread: str, given: RunAgentInput) -> tuple[str, int]:
+        decisions: dict[str, bool] = {}
+        turns: set[str] = set()
+        for entry in given.resume or []:
+            named = parse_interrupt(entry.interrupt_id)
+            if named is None:
+                raise _RunError(UNKNOWN_INTERRUPT, "unknown_interrupt")
+            turns.add(named[0])
+            payload = entry.payload if isinstance(entry.payload, dict) else {}
+            decisions[named[1]] = entry.status == "resolved" and payload.get("approved") is True
+        if len(turns) != 1:
+            raise _RunError(UNKNOWN_INTERRUPT, "unknown_interrupt")
+        (turn_id,) = turns
+        if await self.routes.owners.conversation_of(turn_id) != thread:
+            raise _RunError(UNKNOWN_INTERRUPT, "unknown_interrupt")
+        return turn_id, await self._decide(turn_id, decisions, _RunError)
+
+    async def _decide(
+        self, turn_id: str, decisions: Mapping[str, bool], error: Callable[[str, str], Exception]
+    ) -> int:
+        """Decide the uses a turn waits for (a decision already made changes nothing); the
+        cursor of the wait they belong to, the stream going on after it."""
+        cursor = await self._wait_of(turn_id, set(decisions))
+        if cursor is None:
+            raise error(UNKNOWN_INTERRUPT, "unknown_interrupt")
+        queued = False
+        for tool_use_id, approved in decisions.items():
+            made = await self.store.decide(turn_id, tool_use_id, approved)
+            queued = queued or (made is not None and made[0] == "queued")
+        if queued:
+            await self._enqueue(turn_id)
+        after = await self.store.events_after(turn_id, cursor, 1)
+        if after and after[0].type is EventType.TURN_ENDED:
+            raise error(EXPIRED, "expired")
+        if not after:
+            state = await self.store.state_after(turn_id, 0)
+            if state is not None and state.get("status") == "waiting":
+                raise error(UNDECIDED, "undecided")
+        return cursor
+
+    async def _wait_of(self, turn_id: str, uses: set[str]) -> int | None:
+        """The seq of the `turn.waiting` that ended the run which asked about `uses`."""
+        asked: set[str] = set()
+        after = 0
+        while page := await self.store.events_after(turn_id, after):
+            for event in page:
+                if event.type is EventType.APPROVAL_REQUESTED:
+                    asked = {str(a.get("tool_use_id")) for a in event.body.get("approvals", [])}
+                elif event.type is EventType.TURN_WAITING and uses and uses <= asked:
+                    return event.seq
+            after = page[-1].seq
+        return None
+
+    # ---- the AI SDK's UI message stream -------------------------------------
+
+    async def chat(self, request: Request) -> Response:
+        """`POST /api/chat`: `useChat`'s body → the turn's UI message stream."""
+        try:
+            user = await self.routes._user(request)
+            body = await _json_body(request)
+            chat_id, messages = _chat_body(body)
+            thread, token = await self._claim(request, chat_id, user)
+            last = messages[-1]
+            decisions = _approvals(last)
+            if decisions:
+                turn_id, after = await self._resume_chat(thread, decisions)
+            else:
+                turn_id, after = await self._ask(request, thread, _chat_question(last), user)
+        except ApiError as e:
+            return JSONResponse(
+                {"error": e.message, "type": "error", "errorText": e.message}, e.status
+            )
+        return await self._ui_response(request, turn_id, after, through_waits=False, token=token)
+
+    async def chat_stream(self, request: Request) -> Response:
+        """`GET /api/chat/{id}/stream`: the conversation's active turn from its first part;
+        `204` when none is active."""
+        try:
+            user = await self.routes._user(request)
+            chat_id = request.path_params["chat_id"]
+            if not _plausible(chat_id) or not await self.routes._opens(request, chat_id, user):
+                raise ApiError(404, NO_CONVERSATION)
+        except ApiError as e:
+            return JSONResponse(
+                {"error": e.message, "type": "error", "errorText": e.message}, e.status
+            )
+        turn_id = await self.store.open_turn(chat_id)
+        if turn_id is None:
+            return Response(status_code=204)
+        return await self._ui_response(request, turn_id, 0, through_waits=True, token=None)
+
+    async def _resume_chat(self, thread: str, decisions: Mapping[str, bool]) -> tuple[str, int]:
+        turn_id = await self.store.open_turn(thread)
+        if turn_id is None:
+            raise ApiError(409, NOT_WAITING)
+        return turn_id, await self._decide(turn_id, decisions, _conflict)
+
+    async def _ui_response(
+        self, request: Request, turn_id: str, after: int, *, through_waits: bool, token: str | None
+    ) -> Response:
+        record = await self.store.resume_record(turn_id)
+        decisions = dict(record.decisions) if record is not None else {}
+        parts = UiStream(turn_id, self._resolver(request), decisions)
+        return self._sse(
+            self._ui_parts(parts, turn_id, after, through_waits), {**HEADERS, **_token(token)}
+        )
+
+    async def _ui_parts(
+        self, parts: UiStream, turn_id: str, after: int, through_waits: bool
+    ) -> AsyncIterator[bytes]:
+        yield _data(parts.opening())
+        async for event, shown in self._events(turn_id, after, through_waits=through_waits):
+            waits = event.type is EventType.TURN_WAITING and shown
+            if waits and (not through_waits or await self._halts(turn_id, event)):
+                yield _data(parts.feed(event) + parts.waited())
+                break
+            yield _data(parts.feed(event, shown))
+        yield b"data: [DONE]\n\n"
+
+    # ---- shared -------------------------------------------------------------
+
+    async def _claim(
+        self, request: Request, chat_id: str, user: str | None
+    ) -> tuple[str, str | None]:
+        """The client's conversation: opened if the caller may open it, created (owned by
+        the caller) if no conversation has the id; `404` if it is another's. The new
+        conversation's token, when it has one to send (no sign-in)."""
+        if not _plausible(chat_id) or not chat_id.strip():
+            raise ApiError(404, NO_CONVERSATION)
+        if await self.routes.owners.guard(chat_id) is not None:
+            if not await self.routes._opens(request, chat_id, user):
+                raise ApiError(404, NO_CONVERSATION)
+            return chat_id, None
+        token, token_hash = new_token()
+        await self.store.create_conversation(token_hash, owner=user, conversation_id=chat_id)
+        guard = await self.routes.owners.guard(chat_id)
+        mine = guard is not None and (
+            guard.owner == user if user is not None else guard.token_hash == hash_token(token)
+        )
+        if not mine:  # another created it first
+            raise ApiError(404, NO_CONVERSATION)
+        return chat_id, (token if self.routes.authenticate is None else None)
+
+    async def _ask(
+        self, request: Request, conversation_id: str, text: str, user: str | None
+    ) -> tuple[str, int]:
+        locale = self.routes._locale({}, request)
+        try:
+            turn = await self.store.create_turn(conversation_id, text, user=user, locale=locale)
+        except Busy:
+            raise ApiError(409, BUSY) from None
+        await self._enqueue(turn.turn_id)
+        return turn.turn_id, 0
+
+    async def _enqueue(self, turn_id: str) -> None:
+        try:
+            await self.routes.queue.enqueue(turn_id)
+        except Exception:
+            await fail(self.store, turn_id, UNCLAIMED)
+            raise ApiError(503, "The turn could not be queued; try again later.") from None
+
+    async def _transcript(self, conversation_id: str) -> list[dict[str, Any]]:
+        page = await self.store.transcript(conversation_id, before=None, limit=1000)
+        return [m for m in page.messages if isinstance(m, dict)]
+
+    def _resolver(self, request: Request) -> Callable[[str], str]:
+        locale = self.routes._locale({}, request)
+        catalogs = self.routes.catalogs
+        return lambda key: catalogs.resolve(key, locale) or key
+
+    async def _events(
+        self, turn_id: str, after: int, *, through_waits: bool
+    ) -> AsyncIterator[tuple[TurnEvent, bool]]:
+        """The turn's events, each with whether it comes after the cursor (those before it
+        are read again so the projection knows what the client saw); ends after
+        `turn.ended`, and after a `turn.waiting` unless `through_waits`."""
+        seen = 0
+        while page := await self.store.events_after(turn_id, seen, self.streams.buffer):
+            for event in page:
+                if event.seq > after:
+                    break
+                yield event, False
+                seen = event.seq
+            else:
+                continue
+            break
+        async for event in self._follow(turn_id, max(seen, after)):
+            yield event, True
+            if event.type is EventType.TURN_ENDED:
+                return
+            if event.type is EventType.TURN_WAITING and not through_waits:
+                return
+
+    async def _follow(self, turn_id: str, after: int) -> AsyncIterator[TurnEvent]:
+        streams = self.streams
+        with self.store.subscribe(turn_id) as woken:
+            while not streams.closing.is_set():
+                woken.clear()
+                page = await streams._page(turn_id, after)
+                if page is None:
+                    return
+                for event in page:
+                    yield event
+                    after = event.seq
+                if not page:
+                    await streams._wait(woken)
+
+    async def _halts(self, turn_id: str, waiting: TurnEvent) -> bool:
+        """Whether a stream that goes through waits ends at this `turn.waiting`: nothing
+        follows it yet and the turn still waits."""
+        if await self.store.events_after(turn_id, waiting.seq, 1):
+            return False
+        state = await self.store.state_after(turn_id, 0)
+        return state is None or state.get("status") == "waiting"
+
+    def _sse(self, body: AsyncIterator[bytes], headers: Mapping[str, str]) -> Response:
+        return _Response(
+            body,
+            ping=self.streams.keep_alive,
+            send_timeout=self.streams.send_timeout,
+            shutdown_event=self.streams.closing,
+            headers={"cache-control": "no-store", "x-accel-buffering": "no", **headers},
+        )
+
+
+class _RunError(Exception):
+    """A run that is answered with `RUN_ERROR` (an unknown or expired interrupt)."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+def _conflict(message: str, code: str) -> Exception:
+    return ApiError(409, message)
+
+
+async def _ag_ui_error(given: RunAgentInput, error: _RunError) -> AsyncIterator[bytes]:
+    run = AgUiRun(given.thread_id, given.run_id, "", lambda key: key)
+    encoder = EventEncoder()
+    for n, event in enumerate([*run.started(), *run.error(error.message, error.code)], 1):
+        yield f"id: {n}\n{encoder.encode(event)}".encode()
+
+
+def _run_input(body: Any) -> RunAgentInput:
+    try:
+        return RunAgentInput.model_validate(body)
+    except ValidationError as e:
+        where = ".".join(str(p) for p in e.errors()[0]["loc"]) or "body"
+        raise ApiError(400, f"The body is not a RunAgentInput ({where}).") from None
+
+
+def _ag_ui_question(given: RunAgentInput) -> str:
+    for message in reversed(given.messages):
+        if message.role != "user":
+            continue
+        content = message.content
+        if isinstance(content, str):
+            return _question({"text": content})
+        texts = [getattr(part, "text", None) for part in content]
+        return _question({"text": "\n".join(t for t in texts if isinstance(t, str))})
+    raise ApiError(400, NO_QUESTION)
+
+
+def _chat_body(body: Any) -> tuple[str, list[dict[str, Any]]]:
+    if not isinstance(body, dict) or not isinstance(body.get("id"), str):
+        raise ApiError(400, 'The body must be a JSON object with the chat\'s "id" and "messages".')
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
+        raise ApiError(400, '"messages" must be a list ending with the newest message.')
+    return body["id"], messages
+
+
+def _chat_question(message: Mapping[str, Any]) -> str:
+    parts = message.get("parts")
+    if message.get("role") != "user" or not isinstance(parts, list):
+        raise ApiError(400, NO_QUESTION)
+    texts = [p.get("text") for p in parts if isinstance(p, dict) and p.get("type") == "text"]
+    return _question({"text": "\n".join(t for t in texts if isinstance(t, str))})
+
+
+def _approvals(message: Mapping[str, Any]) -> dict[str, bool]:
+    """The decisions an assistant message carries, the way `addToolApprovalResponse` records
+    them: a tool part in `approval-responded` state, its `approval: {id, approved}`."""
+    if message.get("role") != "assistant" or not isinstance(message.get("parts"), list):
+        return {}
+    found: dict[str, bool] = {}
+    for part in message["parts"]:
+        approval = part.get("approval") if isinstance(part, dict) else None
+        if (
+            part_state(part) == "approval-responded"
+            and isinstance(approval, dict)
+            and isinstance(approval.get("id"), str)
+            and isinstance(approval.get("approved"), bool)
+        ):
+            found[approval["id"]] = approval["approved"]
+    return found
+
+
+def part_state(part: Any) -> str | None:
+    """A UI message part's `state`, if it has one."""
+    state = part.get("state") if isinstance(part, dict) else None
+    return state if isinstance(state, str) else None
+
+
+def _data(parts: list[dict[str, Any]]) -> bytes:
+    return b"".join(f"data: {json.dumps(p, ensure_ascii=False)}\n\n".encode() for p in parts)
+
+
+def _token(token: str | None) -> dict[str, str]:
+    return {TOKEN_HEADER: token} if token is not None else {}
+
+
+def _code(status: int) -> str:
+    return {400: "invalid_request", 401: "sign_in", 404: "not_found", 409: "busy"}.get(
+        status, "unavailable" if status >= 500 else "refused"
+    )

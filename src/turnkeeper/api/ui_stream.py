@@ -1,0 +1,214 @@
+"""The AI SDK's UI message stream v1 (`POST /api/chat`) as a projection of the event log.
+
+`UiStream` is pure: fed turnkeeper's events in order, it gives the stream's
+parts (JSON objects, as `ai`'s `uiMessageChunkSchema` validates them). The
+turn is one assistant UI message, its id the turn's; each model call is one
+step. docs/design.md maps each part to the turnkeeper events it comes from:
+
+- `turn.started` → `start` (once per response);
+- the first event of a model call → `start-step`; a call's tools all ended,
+  the turn waiting or ending → `finish-step`;
+- `text.delta` → `text-start` (first delta of a bubble), `text-delta`; the
+  bubble's `text-end` comes before any other kind of event;
+- `tool.started` → `tool-input-available` (`dynamic`: the client declares no
+  server tool); `tool.ended` → `tool-output-available` or `tool-output-error`;
+- `activity` → `data-activity` (`{key, text}`, one part updated in place);
+  `card` → `data-card`;
+- `approval.requested` → `tool-input-available` (if not yet sent) and
+  `tool-approval-request` (`approvalId` = the tool use's id); a resumed run's
+  `turn.started` → `tool-output-denied` for each use a person denied;
+- `turn.ended` → `finish` (`finished`: `stop`; `stopped`: `abort`), or an
+  `error` part with the notice for any other outcome (never a normal finish);
+  `turn.waiting` → `finish` (`tool-calls`) unless the stream goes on.
+
+The stream's last line, `[DONE]`, is the caller's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..outcomes import Outcome
+from ..store.records import EventType, TurnEvent
+from .ag_ui import notice
+
+Part = dict[str, Any]
+HEADERS = {
+    "x-vercel-ai-ui-message-stream": "v1",
+    "cache-control": "no-cache, no-store",
+    "x-accel-buffering": "no",
+}
+"""What a UI message stream's response says about itself (besides `text/event-stream`)."""
+
+
+@dataclass
+class UiStream:
+    """One response's parts over one turn's events; see the module docstring."""
+
+    turn_id: str
+    resolve: Callable[[str], str]
+    decisions: Mapping[str, bool] = field(default_factory=dict)
+    """A person's decisions on the uses the turn waited for (the turn's resume record)."""
+    _started: bool = False
+    _step: bool = False
+    _open: str | None = None
+    _running: set[str] = field(default_factory=set)
+    _announced: set[str] = field(default_factory=set)
+    _asked: list[str] = field(default_factory=list)
+    _retracted: str | None = None
+    done: bool = False
+    """The stream has sent its last part."""
+
+    def feed(self, event: TurnEvent, shown: bool = True) -> list[Part]:
+        """The parts one turnkeeper event becomes (none if not `shown`: the client had it
+        before this response, and it only updates what the projection knows)."""
+        out = self._map(event)
+        return out if shown else []
+
+    def opening(self) -> list[Part]:
+        """`start`, once per response."""
+        if self._started:
+            return []
+        self._started = True
+        return [{"type": "start", "messageId": self.turn_id}]
+
+    def waited(self) -> list[Part]:
+        """The end of a response whose turn waits for a person."""
+        self.done = True
+        return [*self._end_step(), {"type": "finish", "finishReason": "tool-calls"}]
+
+    # ---- the mapping ------------------------------------------------------
+
+    def _map(self, event: TurnEvent) -> list[Part]:
+        body, kind = event.body, event.type
+        if kind is EventType.TURN_STARTED:
+            return [*self.opening(), *self._denied()]
+        if kind is EventType.TEXT_DELTA:
+            return self._delta(str(body["message"]), str(body["delta"]))
+        out = self._close()
+        if kind is EventType.TOOL_STARTED:
+            out += self._call(str(body["tool_use_id"]), str(body["tool"]), body.get("input"))
+        elif kind is EventType.TOOL_ENDED:
+            out += self._result(body)
+        elif kind is EventType.ACTIVITY:
+            key = str(body["key"])
+            data = {"key": key, "text": self.resolve(key)}
+            out += [*self._begin(), {"type": "data-activity", "id": "activity", "data": data}]
+        elif kind is EventType.CARD:
+            part = {"type": "data-card", "id": str(body["message"]), "data": body["card"]}
+            out += [*self._begin(), part]
+        elif kind is EventType.APPROVAL_REQUESTED:
+            out += self._approvals(body.get("approvals") or [])
+        elif kind is EventType.TEXT_RETRACTED:
+            self._retracted = str(body.get("key") or "") or None
+        elif kind is EventType.TURN_ENDED:
+            out += self._ended(str(body["outcome"]))
+        return out
+
+    def _begin(self) -> list[Part]:
+        out = self.opening()
+        if not self._step:
+            self._step = True
+            out.append({"type": "start-step"})
+        return out
+
+    def _end_step(self) -> list[Part]:
+        out = self._close()
+        if self._step:
+            self._step = False
+            out.append({"type": "finish-step"})
+        return out
+
+    def _delta(self, message: str, delta: str) -> list[Part]:
+        out = self._begin()
+        if self._running:  # text after a round of tools: the next model call
+            self._running.clear()
+        if self._open != message:
+            out += self._close()
+            self._open = message
+            out.append({"type": "text-start", "id": message})
+        if delta:
+            out.append({"type": "text-delta", "id": message, "delta": delta})
+        return out
+
+    def _close(self) -> list[Part]:
+        if self._open is None:
+            return []
+        message, self._open = self._open, None
+        return [{"type": "text-end", "id": message}]
+
+    def _call(self, tool_use_id: str, tool: str, given: Any) -> list[Part]:
+        out = self._begin()
+        self._running.add(tool_use_id)
+        if tool_use_id in self._announced:
+            return out
+        self._announced.add(tool_use_id)
+        part = {
+            "type": "tool-input-available",
+            "toolCallId": tool_use_id,
+            "toolName": tool,
+            "input": given if given is not None else {},
+            "dynamic": True,
+        }
+        return [*out, part]
+
+    def _result(self, body: Mapping[str, Any]) -> list[Part]:
+        tool_use_id = str(body["tool_use_id"])
+        out = self._begin()
+        if body.get("is_error"):
+            out.append(
+                {
+                    "type": "tool-output-error",
+                    "toolCallId": tool_use_id,
+                    "errorText": str(body["output"]),
+                    "dynamic": True,
+                }
+            )
+        else:
+            out.append(
+                {
+                    "type": "tool-output-available",
+                    "toolCallId": tool_use_id,
+                    "output": body["output"],
+                    "dynamic": True,
+                }
+            )
+        self._running.discard(tool_use_id)
+        if not self._running:  # the call and its tools are one step
+            out += self._end_step()
+        return out
+
+    def _approvals(self, approvals: Sequence[Mapping[str, Any]]) -> list[Part]:
+        out: list[Part] = []
+        self._asked = []
+        for approval in approvals:
+            tool_use_id = str(approval["tool_use_id"])
+            out += self._call(tool_use_id, str(approval.get("tool") or ""), approval.get("input"))
+            self._running.discard(tool_use_id)
+            self._asked.append(tool_use_id)
+            out.append(
+                {
+                    "type": "tool-approval-request",
+                    "approvalId": tool_use_id,
+                    "toolCallId": tool_use_id,
+                }
+            )
+        return out
+
+    def _denied(self) -> list[Part]:
+        """A resumed run: the uses a person denied are answered as denied."""
+        asked, self._asked = self._asked, []
+        denied = [u for u in asked if self.decisions.get(u) is False]
+        return [{"type": "tool-output-denied", "toolCallId": u} for u in denied]
+
+    def _ended(self, outcome: str) -> list[Part]:
+        self.done = True
+        out = [*self.opening(), *self._end_step()]
+        if outcome == Outcome.FINISHED:
+            return [*out, {"type": "finish", "finishReason": "stop"}]
+        if outcome == Outcome.STOPPED:
+            return [*out, {"type": "abort", "reason": "stopped"}]
+        text = self.resolve(notice(outcome, self._retracted))
+        return [*out, {"type": "error", "errorText": text}]
