@@ -91,7 +91,7 @@ def free_port() -> int:
 
 
 def started(stack: ExitStack, command: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
-    log = stack.enter_context(tempfile.TemporaryFile("w+"))
+    log = stack.enter_context(tempfile.TemporaryFile("w+"))  # noqa: SIM115 (closed by the stack)
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=log, text=True, cwd=ROOT, env=env
     )

@@ -1,6 +1,6 @@
 """The assistant `turnkeeper serve` runs in workload G: no tools, the fake's answer alone.
 
-    turnkeeper serve bench.live_app:assistant --provider anthropic
+turnkeeper serve bench.live_app:assistant --provider anthropic
 """
 
 from __future__ import annotations

@@ -99,7 +99,6 @@ async def concurrent(service: Service, n: int, found: Found) -> None:
     found.peak = await peak
 
 
-
 def measured(ctx: Context, name: str, url: str, *, worker: bool, n: int) -> tuple[Found, Found]:
     """One setting: latency turns one after another and long answers (the first Found),
     then N turns at once (the second; none if N is 0)."""
@@ -157,7 +156,10 @@ def many_row(found: Found, n: int) -> list[str]:
 
 def headlines(embedded: Found, across: Found, many: Found, n: int) -> list[Headline]:
     rows = []
-    for found, target, where in ((embedded, EMBEDDED, "SQLite, `serve`"), (across, ACROSS, "PostgreSQL, `serve --no-worker` + worker")):
+    for found, target, where in (
+        (embedded, EMBEDDED, "SQLite, `serve`"),
+        (across, ACROSS, "PostgreSQL, `serve --no-worker` + worker"),
+    ):
         firsts = found.firsts(LATENCY[0])
         median = statistics.median(firsts) if firsts else float("nan")
         rows.append(
