@@ -119,19 +119,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", required=True, metavar="REV", help="the revision before")
     parser.add_argument("--rounds", type=int, default=15, help="rounds per row (default: 15)")
     parser.add_argument("--k", type=int, default=1000, help="B's turns at once (default: 1000)")
+    parser.add_argument("--rows", default="a,b", help="which rows: a, b or a,b (default: a,b)")
     args = parser.parse_args(argv)
+    rows = set(args.rows.split(","))
+    lines = []
     with checkout(args.against) as before:
-        print(f"A: N = 10, {args.rounds} rounds of 1 s slices", file=sys.stderr)
-        a = measure_a(before, args.rounds, 1.0)
-        print(f"B: K = {args.k}, {args.rounds} rounds of fresh processes", file=sys.stderr)
-        b = measure_b(before, args.rounds, args.k)
+        if "a" in rows:
+            print(f"A: N = 10, {args.rounds} rounds of 1 s slices", file=sys.stderr)
+            a = measure_a(before, args.rounds, 1.0)
+            lines += [row("A: CPU µs per model call", a, "cpu_us")]
+            lines += [row("A: wall µs per model call", a, "wall_us")]
+        if "b" in rows:
+            print(f"B: K = {args.k}, {args.rounds} rounds of fresh processes", file=sys.stderr)
+            b = measure_b(before, args.rounds, args.k)
+            lines += [row(f"B (K = {args.k}): wall seconds", b, "wall")]
+            lines += [row(f"B (K = {args.k}): CPU µs per model call", b, "cpu_us_per_call")]
     print(f"this checkout against {args.against}, interleaved; ratio = now ÷ before\n")
     print("| row | before (median) | now (median) | ratio (median) | ratio IQR |")
     print("|---|---|---|---|---|")
-    print(row("A: CPU µs per model call", a, "cpu_us"))
-    print(row("A: wall µs per model call", a, "wall_us"))
-    print(row(f"B (K = {args.k}): wall seconds", b, "wall"))
-    print(row(f"B (K = {args.k}): CPU µs per model call", b, "cpu_us_per_call"))
+    print("\n".join(lines))
     return 0
 
 

@@ -100,3 +100,31 @@ def test_the_design_defines_its_words_before_it_uses_them(word: str) -> None:
 
 def test_the_design_describes_what_is_not_a_change() -> None:
     assert not re.search(r"(?i)before this change|no longer|this note", DESIGN)
+
+
+PACKAGE = ROOT / "src" / "turnkeeper"
+
+
+def missing_files(text: str) -> list[str]:
+    """The file paths `text` names in backticks (`turn/loop.py`, `providers/`) that are
+    neither the package's (under src/turnkeeper/) nor the repository's: a module named
+    bare (`loop.py`) or by a name it no longer has."""
+    named = re.findall(r"`([\w./-]+\.py|[\w./-]+/)`", text)
+    return sorted({p for p in named if not (PACKAGE / p).exists() and not (ROOT / p).exists()})
+
+
+def test_the_path_check_refuses_a_bare_or_old_name() -> None:
+    text = "`turn/loop.py`, `loop.py`, `instruments.py`, `store/`, `api/mounted.py`, `tests/`"
+    assert missing_files(text) == ["api/mounted.py", "instruments.py", "loop.py"]
+
+
+def test_every_file_the_design_names_is_there() -> None:
+    assert missing_files(DESIGN) == []
+
+
+def test_the_design_maps_every_room() -> None:
+    """Its map of the rooms names each subpackage and each top-level module."""
+    rooms = DESIGN.split("## The rooms", 1)[1].split("\n## ", 1)[0]
+    subpackages = [f"`{p.parent.name}/`" for p in PACKAGE.glob("*/__init__.py")]
+    modules = [f"`{p.name}`" for p in PACKAGE.glob("*.py")]
+    assert [name for name in subpackages + modules if name not in rooms] == []

@@ -1,9 +1,9 @@
 """The HTTP API (Starlette): `create_app(store, queue, assistant=...)`; mounted in an
 application of one's own, `Assistant.asgi()` (serving/mounted.py).
 
-Imports the assistant, the service (`service.job`, `service.queue`), the turn's
-resume, the store and observing; never `serving` or the command line, which
-build the app."""
+Imports the assistant, the service's queue (`service.queue`), the turn's exits
+(`turn.lifecycle`: a Stop of a waiting turn, a turn whose enqueue failed), the store
+and observing; never `serving` or the command line, which build the app."""
 
 from __future__ import annotations
 

@@ -6,6 +6,6 @@ Owns one turn from its question to its end: `loop.run_turn` calls the model
 happens (`hooks`, `activity`), and is kept as a file (`trace`) that `replay` runs
 again. May import the ground floor (`turnkeeper.errors`,
 `wire`, `usage`, `outcomes`, `state`, `budget`, `cards`, `credentials`, `i18n`),
-`store.records`, `providers`, `tools` and `observe`; never `service`, `api` or
-`cli`.
+`store` (its records; `lifecycle` also its protocol, to end a turn from the store),
+`providers`, `tools` and `observe`; never `service`, `api` or `cli`.
 """
