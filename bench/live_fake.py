@@ -48,7 +48,7 @@ def event(kind: str, body: dict[str, Any]) -> bytes:
 
 
 def opening() -> bytes:
-    message = {
+    message: dict[str, Any] = {
         "id": "msg_live",
         "type": "message",
         "role": "assistant",
