@@ -33,6 +33,10 @@ HEADLINES = (
     "| Scale-out, K = 5 | turns not run exactly once | 0 | 0 | met |",
     "| Prompt cache, 3 iterations | billed input ÷ uncached: turnkeeper defaults (pydantic-ai "
     "defaults; caching on) | ≤ 0.25 | 0.",
+    "| G, SQLite, `serve` | ms from the model's first text byte to the reader's first `text.delta`",
+    "| G, PostgreSQL, `serve --no-worker` + worker | ms from the model's first text byte",
+    "| G, a 1,000-piece answer over ~1 s | store writes of its text (most of any run) | ≤ 25 |",
+    "| G, 5 streams at once, one `serve` |",
 )
 CONTENDERS = (
     "bare loop (baseline)",

@@ -20,6 +20,7 @@ ALL = [
     "d_polling",
     "e_scale_out",
     "f_prompt_cache",
+    "g_live",
 ]
 
 

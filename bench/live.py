@@ -1,0 +1,227 @@
+"""Workload G's moving parts: the fake, `turnkeeper serve` (and a worker), and SSE readers.
+
+`serving()` starts the streaming fake Messages API (`bench.live_fake`), then
+`turnkeeper serve bench.live_app:assistant --provider anthropic` on a database
+(on PostgreSQL with `--no-worker` and a `turnkeeper worker` process beside it),
+and waits until the API answers. `Reader.turn()` is one user's turn as a page
+would run it: a conversation, a turn posted, and the turn's event stream
+(`GET /api/turns/{id}/events`) read with httpx until `turn.ended`, noting the
+clock (`time.monotonic()`, the fake's clock) as each `text.delta` arrives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+
+import httpx
+
+from .live_fake import cut
+from .method import ROOT
+
+APP = ["bench.live_app:assistant", "--app-dir", str(ROOT), "--provider", "anthropic"]
+
+
+@dataclass
+class Service:
+    """A running `serve` (and worker): its base URL, its pid, the fake's URL."""
+
+    base: str
+    pid: int
+    fake: str
+    logs: list[subprocess.Popen[str]] = field(default_factory=list)
+    """The processes started, for their logs (`tail`)."""
+
+
+@dataclass
+class Seen:
+    """What one reader saw of one turn."""
+
+    key: str
+    pieces: int
+    turn_id: str = ""
+    subscribed: float = 0.0
+    """When the stream's response headers arrived."""
+    deltas: list[tuple[float, str]] = field(default_factory=list)
+    """Each `text.delta` event's arrival time and text."""
+    ended: bool = False
+    failed: str | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(d for _, d in self.deltas)
+
+    def lags(self, sent: list[float]) -> list[float]:
+        """Seconds from the fake's send of the newest piece in each delta to its arrival."""
+        ends, total = [], 0
+        for word in cut(self.pieces):
+            total += len(word)
+            ends.append(total)
+        lags, have, piece = [], 0, 0
+        for arrived, delta in self.deltas:
+            have += len(delta)
+            while piece + 1 < len(ends) and ends[piece + 1] <= have:
+                piece += 1
+            if piece < len(sent):
+                lags.append(arrived - sent[piece])
+        return lags
+
+
+def raise_file_limit() -> None:
+    """As many open files as allowed (the processes started after inherit it)."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def started(stack: ExitStack, command: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    log = stack.enter_context(tempfile.TemporaryFile("w+"))  # noqa: SIM115 (closed by the stack)
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=log, text=True, cwd=ROOT, env=env
+    )
+
+    def stop() -> None:
+        process.terminate()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    stack.callback(stop)
+    process.log = log  # type: ignore[attr-defined]
+    return process
+
+
+def tail(process: subprocess.Popen[str]) -> str:
+    log = process.log  # type: ignore[attr-defined]
+    log.seek(0)
+    return "".join(log.read().splitlines(keepends=True)[-20:])
+
+
+@contextmanager
+def serving(url: str, *, worker: bool, concurrency: int) -> Iterator[Service]:
+    """The fake, `serve` on `url` and (with `worker`) a worker, until the block ends."""
+    raise_file_limit()
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path}
+    with ExitStack() as stack:
+        fake = started(stack, [sys.executable, "-m", "bench.live_fake"], env)
+        assert fake.stdout is not None
+        fake_url = f"http://127.0.0.1:{fake.stdout.readline().split()[1]}"
+        env |= {"ANTHROPIC_BASE_URL": fake_url, "ANTHROPIC_API_KEY": "sk-bench-not-real"}
+        port, slots = free_port(), ["--concurrency", str(concurrency)]
+        tk = [sys.executable, "-m", "turnkeeper"]
+        flags = ["--no-worker"] if worker else slots
+        serve_args = ["serve", *APP, *flags, "--database", url, "--port", str(port)]
+        serve = started(stack, [*tk, *serve_args], env)
+        base = f"http://127.0.0.1:{port}"
+        asyncio.run(until_up(base, serve))
+        if worker:
+            worker_process = started(stack, [*tk, "worker", *APP, *slots, "--database", url], env)
+            asyncio.run(until_working(base, worker_process))
+        yield Service(base, serve.pid, fake_url, [fake, serve])
+
+
+async def until_up(base: str, process: subprocess.Popen[str]) -> None:
+    async with httpx.AsyncClient() as client, asyncio.timeout(60):
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"serve exited:\n{tail(process)}")
+            try:
+                if (await client.get(f"{base}/openapi.json")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.05)  # polling: the server starts in another process
+
+
+async def until_working(base: str, process: subprocess.Popen[str]) -> None:
+    """One turn through the worker, which is then ready (warm)."""
+    async with Reader(base, 4) as reader:
+        seen = await asyncio.wait_for(reader.turn("warm", 1, 0.0, 0.0), 60)
+    if not seen.ended:
+        raise RuntimeError(f"the worker ran no turn ({seen.failed}):\n{tail(process)}")
+
+
+class Reader:
+    """An httpx client for `n` users at once, each running turns and reading their streams."""
+
+    def __init__(self, base: str, n: int) -> None:
+        limits = httpx.Limits(max_connections=2 * n + 10, max_keepalive_connections=2 * n + 10)
+        timeout = httpx.Timeout(120.0, connect=60.0, pool=120.0)
+        self.client = httpx.AsyncClient(base_url=base, limits=limits, timeout=timeout)
+
+    async def __aenter__(self) -> Reader:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.client.aclose()
+
+    async def turn(self, key: str, pieces: int, gap_ms: float, wait_ms: float) -> Seen:
+        """One turn asking the fake for `pieces` pieces, read to its end."""
+        seen = Seen(key, pieces)
+        try:
+            created = (await self.client.post("/api/conversations")).json()
+            auth = {"authorization": f"Bearer {created['token']}"}
+            text = f"key={key} pieces={pieces} gap={gap_ms} wait={wait_ms}"
+            path = f"/api/conversations/{created['conversation_id']}/turns"
+            sent = await self.client.post(path, json={"text": text}, headers=auth)
+            seen.turn_id = sent.json()["turn_id"]
+            await self.read(seen.turn_id, auth, seen)
+        except (httpx.HTTPError, KeyError, ValueError) as e:
+            seen.failed = f"{type(e).__name__}: {e}"
+        return seen
+
+    async def read(self, turn_id: str, auth: dict[str, str], seen: Seen) -> None:
+        path = f"/api/turns/{turn_id}/events"
+        async with self.client.stream("GET", path, headers=auth) as response:
+            seen.subscribed = time.monotonic()
+            kind = ""
+            async for line in response.aiter_lines():
+                if line.startswith("event:"):
+                    kind = line[6:].strip()
+                elif line.startswith("data:") and kind == "text.delta":
+                    seen.deltas.append((time.monotonic(), json.loads(line[5:])["delta"]))
+                elif line.startswith("data:") and kind == "turn.ended":
+                    seen.ended = True
+
+
+def stamps(fake: str) -> dict[str, list[float]]:
+    """When the fake sent each piece of each key's answer."""
+    answer: dict[str, list[float]] = httpx.get(f"{fake}/stamps", timeout=60).json()
+    return answer
+
+
+def rss(pid: int) -> int:
+    """The resident set of process `pid`, in bytes."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+async def sampled(pid: int, stop: asyncio.Event, every: float = 0.1) -> int:
+    """The peak resident set of `pid` until `stop` is set, sampled every `every` seconds."""
+    peak = 0
+    while not stop.is_set():
+        peak = max(peak, rss(pid))
+        await asyncio.sleep(every)
+    return peak
