@@ -20,18 +20,6 @@ from ..wire import Json
 
 
 @dataclass(frozen=True, slots=True)
-class Asked:
-    """What is known of a model call when it starts."""
-
-    iteration: int
-    started: float
-    """Seconds from the turn's start."""
-    timeout: float
-    resumed: str | None = None
-    """Why the turn resumed in this job, on its first call (approvals.py)."""
-
-
-@dataclass(frozen=True, slots=True)
 class Called:
     """What a model call came to: its reply (priced), its error, or a stop that aborted it."""
 
@@ -47,20 +35,34 @@ class Called:
 
 @dataclass(slots=True)
 class _InProgress:
-    """The facts of the call in progress, as they come in."""
+    """The facts of the call in progress, as they come in: when it started (its number,
+    start, timeout, why the turn resumed), then what it came to and what was made of it."""
 
-    asked: Asked
+    iteration: int
+    started: float
+    """Seconds from the turn's start."""
+    timeout: float
+    resumed: str | None
+    """Why the turn resumed in this job, on its first call (approvals.py)."""
     called: Called | None = None
     decision: str | None = None
     caption: str | None = None
     tools_duration: float | None = None
+    built: ModelCall | None = None
+    """The record as built from these facts (a checkpoint's), until one of them changes."""
 
     def record(self) -> ModelCall:
+        """The record of these facts: built once, unless a fact came in since."""
+        if self.built is None:
+            self.built = self._build()
+        return self.built
+
+    def _build(self) -> ModelCall:
         called = self.called or Called(0.0)
         return ModelCall(
-            iteration=self.asked.iteration,
-            started=self.asked.started,
-            timeout=self.asked.timeout,
+            iteration=self.iteration,
+            started=self.started,
+            timeout=self.timeout,
             duration=called.duration,
             response=called.response,
             error=None if called.error is None else called.error.describe(),
@@ -72,7 +74,7 @@ class _InProgress:
             usage=called.usage,
             model=called.model,
             stopped=called.stopped,
-            resumed=self.asked.resumed,
+            resumed=self.resumed,
         )
 
 
@@ -98,28 +100,29 @@ class CallLog:
         """A call starts `started` seconds into the turn: the previous one is over. Its
         number, counted over the turn."""
         self.close()
-        first = not self.records
-        asked = Asked(
-            self.earlier + self.made + 1, started, timeout, self.resumed if first else None
-        )
-        self._current = _InProgress(asked)
-        return asked.iteration
+        iteration = self.earlier + len(self.records) + 1
+        resumed = None if self.records else self.resumed
+        self._current = _InProgress(iteration, started, timeout, resumed)
+        return iteration
 
     def ended(self, called: Called, decision: str | None = None) -> None:
         """What the call in progress came to (and, for a stop, the decision it makes)."""
         assert self._current is not None, "a call began"
         self._current.called, self._current.decision = called, decision
+        self._current.built = None
 
     def decided(self, decision: str, caption: str | None) -> None:
         """What the loop made of the last call's reply, and the caption it left."""
         assert self._current is not None, "a call was made"
         self._current.decision, self._current.caption = decision, caption
+        self._current.built = None
 
     def tools_took(self, seconds: float) -> None:
         """How long the tools the last call asked for took (none yet when a resumed turn
         answers the tools its last response asked for)."""
         if self._current is not None:
             self._current.tools_duration = seconds
+            self._current.built = None
 
     def unanswered(self, error: ProviderError) -> bool:
         """The turn's deadline passed: a call still in flight (no response, no error) ends
@@ -133,7 +136,7 @@ class CallLog:
             or called.response is not None
         ):
             return False
-        current.called = replace(called, error=error)
+        current.called, current.built = replace(called, error=error), None
         return True
 
     def since(self, written: int) -> list[ModelCall]:
