@@ -19,9 +19,13 @@ from ..usage import Usage
 from ..wire import Json
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Called:
-    """What a model call came to: its reply (priced), its error, or a stop that aborted it."""
+    """What a model call came to: its reply (priced), its error, or a stop that aborted it.
+
+    A value: nobody changes one once built (the log replaces it whole). Not frozen only
+    because one is built per model call and a frozen dataclass's `__init__` costs several
+    times more (as `Checkpoint`)."""
 
     duration: float
     response: Json = None

@@ -246,11 +246,14 @@ class _Turn:
     async def run_tools(self, uses: Sequence[ToolUse], timeout: float) -> Round:
         """The round of a response's tool uses; first, if some wait for a person's yes, the
         call's decision says so, and the checkpoint, if a crash is to lose no response."""
-        if self.resume.gated(uses):
+        gated = self.resume.gated(uses)
+        if gated:
             self.log.decided("waiting", self.activity)
         if self.resume.checkpoint_tools:
             await self.iteration_done()
-        return await tool_round.round_of(self.tools, self.resume, uses, timeout, self.activities)
+        if not gated:
+            return await self.tools.ran(uses, timeout)
+        return await tool_round.waiting(self.tools, self.resume, uses, timeout, self.activities)
 
     async def answer_resumed(self) -> None:
         """A resumed turn first answers the uses its last response left, unless a stop came;
