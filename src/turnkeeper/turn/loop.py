@@ -107,7 +107,7 @@ async def run_turn(
     local turn). `watcher` sees its calls and tools (default: OpenTelemetry spans, if a
     tracer provider is set).
     """
-    given = setting or TurnSetting()
+    given = setting or _LOCAL
     first, go_on, hooks = given.first(question), given.resume, hooks or LocalHooks()
     watch = watch_turn(watcher, provider, first, question)
     usage, clock = go_on.usage_so_far(), TurnClock(given.clock)
@@ -130,6 +130,10 @@ async def run_turn(
     with running(given.context):
         await turn.run(question)
     return turn.result(question)
+
+
+_LOCAL = TurnSetting()
+"""A local turn's setting: a value, so one serves every turn run without one."""
 
 
 @dataclass(eq=False)
