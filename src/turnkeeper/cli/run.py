@@ -10,7 +10,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from ..providers import Provider
 from ..providers.demo import DemoProvider
 from ..providers.scripted import ScriptedProvider
 from ..providers.select import NAMES, ModelSettings, choose_provider
+from ..state import PublishedState
 from ..tools import CombinedToolset, Toolset
 from ..tools.files import read_file_tool
 from ..tools.functions import FunctionToolset
@@ -110,6 +111,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     budget = Budget(max_iterations=args.max_iterations, deadline=args.deadline)
     locale = i18n.locale_from_env(os.environ)
     line = LiveLine(sys.stdout, locale) if sys.stdout.isatty() and not args.json else None
+    if line is not None:
+        line.asked = args.question
     result = _run(args.question, provider, args.root, budget, mcp_servers(args), line)
     if args.trace is not None:
         write_trace(result.trace, args.trace)
@@ -119,10 +122,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.state.to_json(), ensure_ascii=False))
     else:
-        print(transcript(result.state.to_json()["messages"], locale))
+        messages = result.state.to_json()["messages"]
+        print(transcript(messages, locale, _printed(result.state, line)))
     if line is not None:
         print(line.outcome(result.state.status))
     return 0
+
+
+def _printed(state: PublishedState, line: LiveLine | None) -> set[str]:
+    """The messages the live line printed as they arrived: not printed again."""
+    if line is None:
+        return set()
+    asked = {m.id for m in state.messages[:1] if m.role == "user" and line.asked_shown}
+    return line.streamed | asked
 
 
 def _run_provider(args: argparse.Namespace) -> Provider:
@@ -212,12 +224,14 @@ def _check_writable(path: Path) -> None:
         raise ConfigError(f"cannot write trace {path}: {e.strerror}") from e
 
 
-def transcript(messages: Sequence[dict[str, Any]], locale: str) -> str:
+def transcript(messages: Sequence[dict[str, Any]], locale: str, shown: Collection[str] = ()) -> str:
     """The conversation as a person reads it, notices resolved in `locale`, a card as its
-    plain text (`Card.as_text()`)."""
+    plain text (`Card.as_text()`); without the messages `shown` already, as they arrived."""
     you, bot = i18n.resolve("ui.you", locale), i18n.resolve("ui.bot", locale)
     lines = []
     for m in messages:
+        if m.get("id") in shown:
+            continue
         text = m.get("text")
         if m.get("card") is not None:
             text = Card.from_json(m["card"]).as_text()

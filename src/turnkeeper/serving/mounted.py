@@ -96,7 +96,7 @@ class AssistantApp:
         assistant = self.assistant
         provider = assistant.choose_provider(os.environ)
         async with running(self.settings, assistant, provider) as service:
-            self._app = http_app(service, self.settings, assistant, self.authenticate)
+            app = self._app = http_app(service, self.settings, assistant, self.authenticate)
             users = self.authenticate is not None
             lines = banner("mounted", self.settings, assistant, provider, users=users)
             logger.info("\n".join(line for line in lines if "address" not in line))
@@ -106,6 +106,7 @@ class AssistantApp:
                 self._app = None
                 if isinstance(service.queue, LocalQueue):
                     await service.queue.drain(self.grace)
+                app.state.streams.close()  # its readers resume by cursor
 
 
 async def _not_started(scope: Scope, receive: Receive, send: Send) -> None:

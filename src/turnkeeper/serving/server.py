@@ -23,7 +23,7 @@ import contextlib
 import logging
 import signal
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -127,7 +127,7 @@ async def serve(settings: Settings, assistant: Assistant, provider: Provider) ->
         config = uvicorn.Config(
             app, host=settings.host, port=settings.port, lifespan="off", log_config=None
         )
-        server = _GracefulServer(config, service.queue, settings.grace)
+        server = _GracefulServer(config, service.queue, settings.grace, app.state.streams.close)
         announce(banner("serve", settings, assistant, provider), settings.log_format)
         await server.serve()
 
@@ -145,7 +145,7 @@ async def running(
         job = _job(store, assistant, provider, tools, settings, metrics)
         async with (
             _queue(settings, job) as queue,
-            _sweeping(store, settings, queue, metrics, job.resuming),
+            _sweeping(store, settings, queue, metrics, job.resuming, assistant.event_retention),
         ):
             yield Service(store, queue, metrics)
 
@@ -189,6 +189,7 @@ async def work(settings: Settings, assistant: Assistant, provider: Provider) -> 
             metrics=metrics,
             lease=settings.lease,
             resuming=job.resuming,
+            event_retention=float(assistant.event_retention),
         )
         announce(banner("worker", settings, assistant, provider), settings.log_format)
         await run_worker(
@@ -283,13 +284,17 @@ class _GracefulServer:
     a second SIGINT cuts the grace period short. uvicorn then shuts down.
     """
 
-    def __init__(self, config: Any, queue: Queue, grace: float) -> None:
+    def __init__(
+        self, config: Any, queue: Queue, grace: float, end_streams: Callable[[], None]
+    ) -> None:
         import uvicorn
 
         server = self.server = uvicorn.Server(config)
         server.handle_exit = self.handle_exit  # type: ignore[method-assign]
         self.queue = queue
         self.grace = grace
+        self.end_streams = end_streams
+        """Ends the open event streams cleanly (their readers resume by cursor)."""
         self.draining: asyncio.Task[None] | None = None
         self.hurried: asyncio.Task[None] | None = None
         self.loop = asyncio.get_running_loop()
@@ -316,6 +321,7 @@ class _GracefulServer:
     async def _drain(self, grace: float) -> None:
         if isinstance(self.queue, LocalQueue):
             await self.queue.drain(grace)
+        self.end_streams()
         self.server.should_exit = True
 
 
@@ -409,7 +415,12 @@ async def _queue(settings: Settings, job: TurnJob) -> AsyncIterator[Queue]:
 
 @contextlib.asynccontextmanager
 async def _sweeping(
-    store: Store, settings: Settings, queue: Queue, metrics: Metrics, resuming: Resuming
+    store: Store,
+    settings: Settings,
+    queue: Queue,
+    metrics: Metrics,
+    resuming: Resuming,
+    event_retention: float,
 ) -> AsyncIterator[None]:
     holding = queue if isinstance(queue, Holding) else None
     sweeper = Sweeper(
@@ -420,6 +431,7 @@ async def _sweeping(
         lease=settings.lease,
         resuming=resuming,
         requeue=queue,
+        event_retention=float(event_retention),
     )
     task = asyncio.create_task(sweeper.run())
     try:

@@ -49,6 +49,8 @@ class _InProgress:
     timeout: float
     resumed: str | None
     """Why the turn resumed in this job, on its first call (approvals.py)."""
+    streamed: bool
+    """The provider streams the call's answer text as it arrives."""
     called: Called | None = None
     decision: str | None = None
     caption: str | None = None
@@ -80,6 +82,7 @@ class _InProgress:
             model=called.model,
             stopped=called.stopped,
             resumed=self.resumed,
+            streamed=self.streamed,
         )
 
 
@@ -119,13 +122,13 @@ class CallLog:
         """How many model calls this job has made."""
         return len(self.records) + (self._current is not None)
 
-    def began(self, started: float, timeout: float) -> int:
+    def began(self, started: float, timeout: float, *, streamed: bool = False) -> int:
         """A call starts `started` seconds into the turn: the previous one is over. Its
         number, counted over the turn."""
         self.close()
         iteration = self.earlier + len(self.records) + 1
         resumed = None if self.records else self.resumed
-        self._current = _InProgress(iteration, started, timeout, resumed)
+        self._current = _InProgress(iteration, started, timeout, resumed, streamed)
         return iteration
 
     def ended(self, called: Called, decision: str | None = None) -> None:

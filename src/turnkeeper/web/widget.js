@@ -10,8 +10,9 @@
  * locale is the first of `lang`, then the browser's languages, that the server
  * has a catalog for (pt-BR, else pt), else English. It keeps one conversation
  * (id and token) in localStorage, so a reload restores the transcript; it follows
- * the conversation's running turn, whichever tab or window started it, by polling
- * its published state. The token travels only in the Authorization header, never
+ * the conversation's running turn, whichever tab or window started it, watching its
+ * event stream (the answer grows as it is written) and polling its published state
+ * (which it settles on; polling alone when there is no stream). The token travels only in the Authorization header, never
  * in a URL; when the assistant's readers sign in, no token is sent at all (the host
  * page's own cookie says who the reader is), a 401 asks them to sign in, and the
  * reader's earlier conversations are offered. A long transcript is read a page at a

@@ -57,6 +57,12 @@ describe("timing", () => {
     assert.equal(pollDelay(7, true), 5000);
   });
 
+  test("polls while the turn's event stream is read: every 5 s (its events ask sooner)", () => {
+    assert.equal(pollDelay(0, false, true), 5000);
+    assert.equal(pollDelay(3, true, true), 5000);
+    assert.equal(pollDelay(0, false, false), 300);
+  });
+
   test("retries: 0.5, 1, 2, 4 s, then 8 s for good", () => {
     const delays = [1, 2, 3, 4, 5, 6, 20].map((failures) => retryDelay(failures));
     assert.deepEqual(delays, [500, 1000, 2000, 4000, 8000, 8000, 8000]);

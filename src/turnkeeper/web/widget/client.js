@@ -93,14 +93,17 @@ export class Api {
   /** One request and its outcome: `accept`, which statuses are an answer; `json`, whether
    *  the answer's body is read. */
   async request(path, { method, body, accept = SUCCESS, json = true } = {}) {
-    const headers = {};
-    const token = this.token();
-    if (token) headers.authorization = `Bearer ${token}`;
-    if (body !== undefined) headers["content-type"] = "application/json";
-    const init = { headers, cache: "no-store", credentials: "same-origin" };
+    const init = this.init(body !== undefined ? { "content-type": "application/json" } : {});
     if (method) init.method = method;
     if (body !== undefined) init.body = JSON.stringify(body);
     return this.send(`${this.base}${path}`, init, accept, json);
+  }
+
+  /** A request's options: `headers` and the token, if any; never cached. */
+  init(headers) {
+    const token = this.token();
+    if (token) headers.authorization = `Bearer ${token}`;
+    return { headers, cache: "no-store", credentials: "same-origin" };
   }
 
   async send(url, init, accept, json) {
@@ -144,6 +147,28 @@ export class Api {
   turnState(turnId, after) {
     const path = `/api/turns/${encodeURIComponent(turnId)}?after=${after}`;
     return this.request(path, { accept: (s) => s === 200 || s === 204 });
+  }
+
+  /**
+   * A turn's events after event `after`, as a stream: `{ok: true, status, body}` with the
+   * response's body (a ReadableStream of `text/event-stream`) to read, until `signal`
+   * aborts; an answer that is not an event stream is "failed".
+   */
+  async events(turnId, after, signal) {
+    const path = `/api/turns/${encodeURIComponent(turnId)}/events?after=${after}`;
+    const init = { ...this.init({ accept: "text/event-stream" }), signal };
+    let response;
+    try {
+      response = await this.fetch(`${this.base}${path}`, init);
+    } catch (error) {
+      return OFFLINE;
+    }
+    if (!SUCCESS(response.status)) return refused(response);
+    const type = response.headers.get("content-type") || "";
+    if (!type.startsWith("text/event-stream") || !response.body) {
+      return { ok: false, kind: "failed", status: response.status };
+    }
+    return { ok: true, status: response.status, body: response.body };
   }
 
   /** Stop a turn; "gone" when the server no longer knows it. */

@@ -4,15 +4,20 @@
  * actions, the polls and their answers. The requests and how they fail are the API
  * client's (client.js), the bubbles the transcript renderer's (transcript.js), what the
  * reader is told of failures the trouble area's (trouble.js), the fixed parts the view's
- * (view.js); the pace of polls is timing.js's, the pages paging.js's.
+ * (view.js); the pace of polls is timing.js's, the pages paging.js's. A turn is watched
+ * live through its event stream (stream.js, folded by live.js): the answer grows as it is
+ * written; its published state, polled, stays what the widget settles on.
  */
 
+import { loadCatalogs } from "./catalogs.js";
 import { Api } from "./client.js";
-import { Catalog, DEFAULT_LOCALE, described, negotiate, wantedLocales } from "./locale.js";
+import { fold, emptyLive, movesState } from "./live.js";
+import { wantedLocales } from "./locale.js";
 import { markdownIt } from "./markdown.js";
 import { earlierCursor, pageSize } from "./paging.js";
 import { kept, openable, Saved } from "./saved.js";
 import { pollDelay, RETRY_MAX_MS, retryDelay } from "./timing.js";
+import { Watch } from "./stream.js";
 import { Transcript } from "./transcript.js";
 import { Trouble } from "./trouble.js";
 import { build, FOLDER, threadItems } from "./view.js";
@@ -35,37 +40,22 @@ export class TurnkeeperChat extends HTMLElement {
   async start() {
     const markdown = markdownIt(); // fetched while the catalogs are
     const wanted = wantedLocales(this.getAttribute("lang"));
-    while (!(await this.load(wanted))) {
+    let loaded; // the assistant's description and the reader's catalog (catalogs.js)
+    while (!(loaded = await loadCatalogs(this.client, wanted))) {
       await new Promise((resolve) => setTimeout(resolve, RETRY_MAX_MS));
     }
+    Object.assign(this, loaded); // its catalog, name and users
     this.build((await markdown) || (await markdownIt()));
     await this.restore();
-  }
-
-  /** The assistant's description, the reader's catalog and English; false to try again. */
-  async load(wanted) {
-    const [about, en] = await Promise.all([
-      this.client.file("assistant.json"),
-      this.client.file(`locales/${DEFAULT_LOCALE}.json`),
-    ]);
-    if (!about.ok || !en.ok || !about.body || !en.body) return false;
-    const { name, users, locales } = described(about.body);
-    const lang = negotiate(wanted, locales);
-    const path = `locales/${encodeURIComponent(lang)}.json`;
-    const own = lang === DEFAULT_LOCALE ? en : await this.client.file(path);
-    if (!own.ok && own.kind !== "gone") return false;
-    // A catalog the server lists but does not serve: English rather than nothing.
-    const [shown, entries] = own.ok && own.body ? [lang, own.body] : [DEFAULT_LOCALE, en.body];
-    this.catalog = new Catalog(shown, entries, en.body);
-    this.name = name;
-    this.users = users;
-    return true;
   }
 
   /** The reader's sentence for `key`, else English, else null: never the key itself. */
   text(key) {
     return this.catalog.text(key);
   }
+
+  /** The caption for activity `key` (null: none), else "Working…". */
+  working = (key) => this.text(key) || this.text("ui.working") || "";
 
   /** The chat's parts (view.js), its renderer and trouble area, and what keys and clicks do. */
   build(markdown) {
@@ -235,6 +225,27 @@ export class TurnkeeperChat extends HTMLElement {
     this.setBusy(true);
     if (this.turn.stopping) this.cancel(this.turn); // Stop was pressed before the turn had an id
     this.schedule(0);
+    this.watch(this.turn);
+  }
+
+  /** Watch the turn's events as they are written (its whole log: a reload shows the answer
+   *  so far); the state is polled when an event says it moved (not sooner than a failed
+   *  poll's backoff), and seldom otherwise while the stream is read. */
+  watch(turn) {
+    if (turn.watch) turn.watch.stop();
+    let live = emptyLive();
+    const poll = () => turn === this.turn && !this.trouble.failures && this.schedule(0);
+    turn.watch = new Watch(this.client, turn.id, {
+      event: (event) => {
+        if (turn !== this.turn) return;
+        this.transcript.live((live = fold(live, event)));
+        if (event.type === "activity") this.caption.textContent = this.working(live.activity);
+        if (movesState(event)) poll();
+      },
+      live: (reading) => (turn.streaming = reading) || poll(),
+      ended: (action) => poll((turn.waits = action === "wait")), // "wait": read on when it goes on
+    });
+    turn.watch.resume();
   }
 
   schedule(delay) {
@@ -245,8 +256,12 @@ export class TurnkeeperChat extends HTMLElement {
   async poll() {
     const turn = this.turn;
     if (!turn || !turn.id) return;
+    if (turn.polling) return void (turn.again = true); // once this poll is answered
+    [turn.polling, turn.again] = [true, false];
     const polled = await this.client.turnState(turn.id, turn.version);
+    turn.polling = false;
     if (turn !== this.turn) return;
+    if (turn.again) this.schedule(0); // an event asked for the state meanwhile
     if (polled.kind === "gone") return this.finish();
     if (!polled.ok) {
       // Signed out mid-turn: no timer polls again; the tab shown again, or a reload, does.
@@ -260,9 +275,10 @@ export class TurnkeeperChat extends HTMLElement {
 
   apply(turn, state) {
     const hidden = () => document.visibilityState === "hidden";
+    const delay = () => pollDelay(turn.quiet, hidden(), turn.streaming);
     if (!state) {
       turn.quiet += 1;
-      return this.schedule(pollDelay(turn.quiet, hidden()));
+      return this.schedule(delay());
     }
     turn.version = state.version;
     turn.quiet = 0;
@@ -271,9 +287,12 @@ export class TurnkeeperChat extends HTMLElement {
     this.transcript.approvals(state.done ? [] : state.approvals, decide);
     if (state.done) return this.finish();
     const working = state.status !== "waiting"; // the approval card says what it waits for
-    const caption = this.text(state.activity) || this.text("ui.working") || "";
-    this.caption.textContent = working ? caption : "";
-    this.schedule(pollDelay(turn.quiet, hidden()));
+    this.caption.textContent = working ? this.working(state.activity) : "";
+    if (working && turn.waits) {
+      turn.waits = false;
+      turn.watch.resume();
+    }
+    this.schedule(delay());
   }
 
   /** The reader's decision on an approval card, sent; the poll then follows the turn. */
@@ -317,6 +336,8 @@ export class TurnkeeperChat extends HTMLElement {
   /** The turn is done: Send again, and focus back in the text box if it was in the widget. */
   finish() {
     clearTimeout(this.timer);
+    if (this.turn && this.turn.watch) this.turn.watch.stop();
+    this.transcript.endLive();
     this.turn = null;
     this.save(kept(this.conversation));
     const hadFocus = this.shadowRoot.activeElement !== null;
@@ -335,6 +356,7 @@ export class TurnkeeperChat extends HTMLElement {
     if (this.turn && !this.turn.id) return; // a question on its way: it goes where it was asked
     this.epoch += 1;
     clearTimeout(this.timer);
+    if (this.turn && this.turn.watch) this.turn.watch.stop();
     this.turn = null;
     this.setBusy(false);
     this.trouble.reset();

@@ -9,9 +9,13 @@ export const HIDDEN_MS = 5000; // while the tab is hidden
 export const RETRY_MS = 500; // the first retry after a failed request, doubling...
 export const RETRY_MAX_MS = 8000; // ...up to this
 
+export const STREAMING_MS = 5000; // while the turn's event stream is read (it says when)
+
 /** The next poll, after `quiet` answers in a row that had nothing new: 0.3 s, half again
- *  as long each time up to 1.5 s; every 5 s while the tab is `hidden`. */
-export function pollDelay(quiet, hidden) {
+ *  as long each time up to 1.5 s; every 5 s while the tab is `hidden`, or while the turn's
+ *  event stream is read (`streaming`: its events ask for the state when it moved). */
+export function pollDelay(quiet, hidden, streaming = false) {
+  if (streaming) return STREAMING_MS;
   if (hidden) return HIDDEN_MS;
   return Math.min(POLL_MAX_MS, POLL_MS * 1.5 ** quiet);
 }

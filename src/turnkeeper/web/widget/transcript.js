@@ -7,6 +7,8 @@
  */
 
 import { approvalCard, cardElement, cardParts, make, waitingApprovals } from "./cards.js";
+import { growing } from "./growing.js";
+import { liveItems } from "./live.js";
 import { markdownNodes } from "./markdown.js";
 
 /**
@@ -87,10 +89,14 @@ export class Transcript {
     this.name = name;
     this.markdown = markdown;
     this.drawn = new Set();
+    this.shownLive = new Map(); // key (liveItems) -> {element, sign}
+    this.liveState = null;
+    this.frame = 0;
   }
 
   /** Nothing shown: another conversation is about to be. */
   clear() {
+    this.endLive();
     this.log.replaceChildren();
     this.drawn.clear();
   }
@@ -109,10 +115,90 @@ export class Transcript {
         if (message.id) pending.dataset.id = message.id;
         claimed = true;
       } else {
-        this.append(this.bubble(message));
+        this.published(this.bubble(message), message.id);
       }
     }
     return claimed;
+  }
+
+  /** A published bubble: in place of its live one, if drawn; else above the live bubbles
+   *  that come after it (a bubble's id is its place: m3 before m4), else at the bottom. */
+  published(item, id) {
+    const live = id && this.shownLive.get(id);
+    if (live) {
+      this.shownLive.delete(id);
+      if (item) live.element.replaceWith(item);
+      else live.element.remove();
+      return;
+    }
+    const place = (key) => (/^m\d+$/.test(key || "") ? Number(key.slice(1)) : Number.NaN);
+    const after = [...this.shownLive].find(([key, { element }]) => {
+      return element.isConnected && place(key) > place(id);
+    });
+    if (item && after) this.log.insertBefore(item, after[1].element);
+    else this.append(item);
+  }
+
+  // ---- live: what the turn's events show before its published state does (live.js) ----
+
+  /** The turn's live state (live.js's `fold`), drawn at the next animation frame: however
+   *  many events come between two frames, the growing text is rendered once per frame. */
+  live(state) {
+    this.liveState = state;
+    if (!this.frame) this.frame = requestAnimationFrame(() => this.drawLive());
+  }
+
+  /** Each live item drawn, changed or gone; what is published is not (the `drawn` set). */
+  drawLive() {
+    this.frame = 0;
+    if (!this.liveState) return;
+    const items = liveItems(this.liveState, this.drawn, this.text);
+    const keys = new Set(items.map((item) => item.key));
+    for (const [key, shown] of this.shownLive) {
+      if (keys.has(key)) continue;
+      shown.element.remove();
+      this.shownLive.delete(key);
+    }
+    for (const item of items) {
+      const sign = JSON.stringify([item.kind, item.text, item.state, item.error]);
+      const shown = this.shownLive.get(item.key);
+      if (shown && shown.sign === sign) continue;
+      const element = this.liveElement(item);
+      if (shown) shown.element.replaceWith(element);
+      else this.log.append(element);
+      this.shownLive.set(item.key, { element, sign });
+    }
+    this.log.scrollTop = this.log.scrollHeight;
+  }
+
+  /** A live item's element: a bubble (`.live`), as a published one would be drawn, its
+   *  growing Markdown closed where it is open (growing.js); or a tool step. */
+  liveElement(item) {
+    if (item.kind === "step") {
+      const step = make("li", `step ${item.state}${item.error ? " error" : ""}`);
+      step.dataset.use = item.use;
+      step.append(make("span", "text", item.text));
+      return step;
+    }
+    const classes = { text: "", notice: " notice error", card: " card" }[item.kind];
+    const element = make("li", `bubble bot live${classes}`);
+    element.dataset.id = item.message;
+    let content;
+    if (item.kind === "card") content = cardElement(item.card);
+    else if (item.kind === "notice") content = make("p", "text", item.text);
+    else content = this.content({ kind: "markdown", text: growing(item.text) });
+    element.append(make("span", "who", this.name), content);
+    return element;
+  }
+
+  /** The turn is done (or no longer followed): what its published state did not take,
+   *  live bubbles and steps, goes. */
+  endLive() {
+    cancelAnimationFrame(this.frame);
+    this.frame = 0;
+    this.liveState = null;
+    for (const { element } of this.shownLive.values()) element.remove();
+    this.shownLive.clear();
   }
 
   /** An earlier page, above those shown (before `anchor`), the view kept where it was. */
