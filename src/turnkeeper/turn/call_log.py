@@ -11,7 +11,8 @@ that is to resume after a crash writes one) holds its record as it stood then.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, make_dataclass, replace
+from typing import cast
 
 from ..errors import ProviderError
 from ..store.records import ModelCall
@@ -19,23 +20,13 @@ from ..usage import Usage
 from ..wire import Json
 
 
-@dataclass(frozen=True, slots=True)
-class Asked:
-    """What is known of a model call when it starts."""
-
-    iteration: int
-    started: float
-    """Seconds from the turn's start."""
-    timeout: float
-    resumed: str | None = None
-    """Why the turn resumed in this job, on its first call (approvals.py)."""
-    streamed: bool = False
-    """The provider streams the call's answer text as it arrives."""
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Called:
-    """What a model call came to: its reply (priced), its error, or a stop that aborted it."""
+    """What a model call came to: its reply (priced), its error, or a stop that aborted it.
+
+    A value: nobody changes one once built (the log replaces it whole). Not frozen only
+    because one is built per model call and a frozen dataclass's `__init__` costs several
+    times more (as `Checkpoint`)."""
 
     duration: float
     response: Json = None
@@ -49,20 +40,36 @@ class Called:
 
 @dataclass(slots=True)
 class _InProgress:
-    """The facts of the call in progress, as they come in."""
+    """The facts of the call in progress, as they come in: when it started (its number,
+    start, timeout, why the turn resumed), then what it came to and what was made of it."""
 
-    asked: Asked
+    iteration: int
+    started: float
+    """Seconds from the turn's start."""
+    timeout: float
+    resumed: str | None
+    """Why the turn resumed in this job, on its first call (approvals.py)."""
+    streamed: bool
+    """The provider streams the call's answer text as it arrives."""
     called: Called | None = None
     decision: str | None = None
     caption: str | None = None
     tools_duration: float | None = None
+    built: ModelCall | None = None
+    """The record as built from these facts (a checkpoint's), until one of them changes."""
 
     def record(self) -> ModelCall:
+        """The record of these facts: built once, unless a fact came in since."""
+        if self.built is None:
+            self.built = self._build()
+        return self.built
+
+    def _build(self) -> ModelCall:
         called = self.called or Called(0.0)
-        return ModelCall(
-            iteration=self.asked.iteration,
-            started=self.asked.started,
-            timeout=self.asked.timeout,
+        return _record(
+            iteration=self.iteration,
+            started=self.started,
+            timeout=self.timeout,
             duration=called.duration,
             response=called.response,
             error=None if called.error is None else called.error.describe(),
@@ -74,9 +81,27 @@ class _InProgress:
             usage=called.usage,
             model=called.model,
             stopped=called.stopped,
-            resumed=self.asked.resumed,
-            streamed=self.asked.streamed,
+            resumed=self.resumed,
+            streamed=self.streamed,
         )
+
+
+_Draft = make_dataclass(
+    "_Draft", [(f.name, f.type) for f in fields(ModelCall)], slots=True, repr=False, eq=False
+)
+"""`ModelCall`'s fields, in its slots' order, in a class that is not frozen."""
+
+
+def _record(**facts: object) -> ModelCall:
+    """The frozen `ModelCall` of `facts` (every field), built at a plain class's cost.
+
+    A frozen dataclass's `__init__` sets each field through `object.__setattr__`: for a
+    record's 15 fields that is most of a model call's bookkeeping. The record is built as
+    `_Draft` (the same slots) and made a `ModelCall` before anyone sees it; from then on
+    it is frozen as any other."""
+    draft = _Draft(**facts)
+    draft.__class__ = ModelCall
+    return cast(ModelCall, draft)
 
 
 class CallLog:
@@ -101,32 +126,29 @@ class CallLog:
         """A call starts `started` seconds into the turn: the previous one is over. Its
         number, counted over the turn."""
         self.close()
-        first = not self.records
-        asked = Asked(
-            self.earlier + self.made + 1,
-            started,
-            timeout,
-            self.resumed if first else None,
-            streamed,
-        )
-        self._current = _InProgress(asked)
-        return asked.iteration
+        iteration = self.earlier + len(self.records) + 1
+        resumed = None if self.records else self.resumed
+        self._current = _InProgress(iteration, started, timeout, resumed, streamed)
+        return iteration
 
     def ended(self, called: Called, decision: str | None = None) -> None:
         """What the call in progress came to (and, for a stop, the decision it makes)."""
         assert self._current is not None, "a call began"
         self._current.called, self._current.decision = called, decision
+        self._current.built = None
 
     def decided(self, decision: str, caption: str | None) -> None:
         """What the loop made of the last call's reply, and the caption it left."""
         assert self._current is not None, "a call was made"
         self._current.decision, self._current.caption = decision, caption
+        self._current.built = None
 
     def tools_took(self, seconds: float) -> None:
         """How long the tools the last call asked for took (none yet when a resumed turn
         answers the tools its last response asked for)."""
         if self._current is not None:
             self._current.tools_duration = seconds
+            self._current.built = None
 
     def unanswered(self, error: ProviderError) -> bool:
         """The turn's deadline passed: a call still in flight (no response, no error) ends
@@ -140,7 +162,7 @@ class CallLog:
             or called.response is not None
         ):
             return False
-        current.called = replace(called, error=error)
+        current.called, current.built = replace(called, error=error), None
         return True
 
     def since(self, written: int) -> list[ModelCall]:

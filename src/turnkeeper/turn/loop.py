@@ -90,7 +90,7 @@ async def run_turn(
     local turn). `watcher` sees its calls and tools (default: OpenTelemetry spans, if a
     tracer provider is set).
     """
-    given = setting or TurnSetting()
+    given = setting or _LOCAL
     first, go_on, hooks = given.first(question), given.resume, hooks or LocalHooks()
     watch = watch_turn(watcher, provider, first, question)
     usage, clock = go_on.usage_so_far(), TurnClock(given.clock)
@@ -114,6 +114,10 @@ async def run_turn(
     with running(given.context):
         await turn.run(question)
     return turn.result(question)
+
+
+_LOCAL = TurnSetting()
+"""A local turn's setting: a value, so one serves every turn run without one."""
 
 
 @dataclass(eq=False)
@@ -235,11 +239,14 @@ class _Turn:
     async def run_tools(self, uses: Sequence[ToolUse], timeout: float) -> Round:
         """The round of a response's tool uses; first, if some wait for a person's yes, the
         call's decision says so, and the checkpoint, if a crash is to lose no response."""
-        if self.resume.gated(uses):
+        gated = self.resume.gated(uses)
+        if gated:
             self.log.decided("waiting", self.activity)
         if self.resume.checkpoint_tools:
             await self.iteration_done()
-        return await tool_round.round_of(self.tools, self.resume, uses, timeout, self.activities)
+        if not gated:
+            return await self.tools.ran(uses, timeout)
+        return await tool_round.waiting(self.tools, self.resume, uses, timeout, self.activities)
 
     async def answer_resumed(self) -> None:
         """A resumed turn first answers the uses its last response left, unless a stop came;

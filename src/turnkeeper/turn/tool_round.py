@@ -3,7 +3,7 @@
 The loop (`loop.py`) hands each response's tool uses here and applies the
 `Round` it gets back: the results to answer the uses with, how long the tools
 took, or, when some of the uses need a person's yes, the resume record the
-turn waits with (the others run first, approvals.py). `ToolRunner.ran()` runs
+turn waits with (the others run first, `waiting()`, approvals.py). `ToolRunner.ran()` runs
 uses concurrently within the round's timeout. A turn resumed in a new job
 first answers the uses its last response left (`resumed()`): the approved ones
 (and, after a crash, the idempotent ones) run now, the others are answered from
@@ -27,9 +27,12 @@ from .clock import TurnClock
 from .events import Emitter
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Round:
-    """What a round of tools came to, for the loop to apply."""
+    """What a round of tools came to, for the loop to apply.
+
+    A value: nobody changes one once built. Not frozen only because one is built per
+    round and a frozen dataclass's `__init__` costs several times more (as `Checkpoint`)."""
 
     results: tuple[ToolResult, ...] = ()
     """The results to answer the uses with, in order (none when the turn waits)."""
@@ -59,27 +62,33 @@ class ToolRunner:
         await self.events.write_now()  # a reader sees the tools run while they run
         started = self.clock.now()
         results: list[ToolResult | None] = [None] * len(uses)
-
-        async def run(i: int, use: ToolUse) -> None:
-            results[i] = await self.run_tool(use, timeout)
-
         scope = asyncio.timeout(timeout)
         try:
             async with scope:
-                if len(uses) == 1:
-                    await run(0, uses[0])
+                if len(uses) == 1:  # the common round: no task, no closure
+                    results[0] = await self.run_tool(uses[0], timeout)
                 else:
-                    await asyncio.gather(*(run(i, u) for i, u in enumerate(uses)))
+                    await asyncio.gather(
+                        *(self._into(results, i, u, timeout) for i, u in enumerate(uses))
+                    )
         except TimeoutError:
             if not scope.expired():
                 raise
         took = self.clock.now() - started
         answered = tuple(
-            r or ToolResult(u.id, f"{u.name} did not finish within {timeout:.1f} s", True)
-            for u, r in zip(uses, results, strict=True)
+            [
+                r or ToolResult(u.id, f"{u.name} did not finish within {timeout:.1f} s", True)
+                for u, r in zip(uses, results, strict=True)
+            ]
         )
         self.events.pending.extend(events.tools_ended(answered))
         return Round(answered, took)
+
+    async def _into(
+        self, results: list[ToolResult | None], i: int, use: ToolUse, timeout: float
+    ) -> None:
+        """Run one of a round's uses, its result put in its place (kept if the round times out)."""
+        results[i] = await self.run_tool(use, timeout)
 
     async def run_tool(self, use: ToolUse, timeout: float) -> ToolResult:
         """One tool use's result; a tool that raised is reported and answered as an error."""
@@ -96,17 +105,15 @@ class ToolRunner:
             return ToolResult(use.id, f"{use.name} failed: {raised}", True)
 
 
-async def round_of(
+async def waiting(
     tools: ToolRunner,
     resume: Resume,
     uses: Sequence[ToolUse],
     timeout: float,
     activities: Mapping[str, str],
 ) -> Round:
-    """The round of `uses`: run them; or, if some need a person's yes, run the others and
-    come to the resume record the turn waits with."""
-    if not resume.gated(uses):
-        return await tools.ran(uses, timeout)
+    """The round of `uses` when some need a person's yes (`resume.gated`): run the others
+    and come to the resume record the turn waits with."""
     ran = await tools.ran(resume.ungated(uses), timeout)
     worked = resume.working + tools.clock.now() - tools.clock.started
     return Round(seconds=ran.seconds, waits=waiting_record(uses, ran.results, activities, worked))
