@@ -4,10 +4,6 @@ as it stood then."""
 
 from __future__ import annotations
 
-import dataclasses
-
-import pytest
-
 from turnkeeper.errors import ProviderUnavailable
 from turnkeeper.store.records import ModelCall
 from turnkeeper.turn.call_log import Called, CallLog
@@ -34,13 +30,14 @@ def test_a_record_holds_everything_learnt_of_its_call() -> None:
     assert log.records[1].resumed is None, "only the job's first call says why it resumed"
 
 
-def test_a_record_once_built_is_never_changed() -> None:
+def test_a_record_is_built_once_and_handed_out_as_built() -> None:
     log = CallLog()
     log.began(0.0, 10.0)
     log.ended(Called(1.0, {}, stop_reason="end_turn"))
     log.close()
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        log.records[0].decision = "finished"  # type: ignore[misc]
+    [record] = log.records
+    assert isinstance(record, ModelCall)
+    assert log.records[0] is record, "the log hands out the record it built, not a copy"
 
 
 def test_a_checkpoint_before_the_tools_holds_the_call_as_it_stood() -> None:

@@ -84,10 +84,11 @@ def test_the_trace_modules_read_a_typed_trace() -> None:
     assert len(dicts) <= 3, dicts
 
 
-WIRE_CODE = ("wire.py", "providers/", "tools/", "api/openapi.py")
+WIRE_CODE = ("wire.py", "providers/", "api/ui_stream.py", "tools/", "api/openapi.py")
 """Issue 27's exclusions. The wire code: `wire.py` and `providers/` (each adapter builds
 its provider's own request JSON and folds its responses, kept verbatim: the history is the
-provider's JSON, not a typed copy of it); tool arguments (`tools/`: what a model sends a
+provider's JSON, not a typed copy of it) and `api/ui_stream.py` (the AI SDK's UI message
+stream parts, a protocol with no Python types of its own); tool arguments (`tools/`: what a model sends a
 tool is JSON by definition); the OpenAPI document."""
 
 JSON_EDGES = {"to_json", "from_json", "as_dict", "from_dict", "describe", "summary", "bare"}

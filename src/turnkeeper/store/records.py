@@ -71,10 +71,12 @@ class TurnEvent:
         return {"seq": self.seq, "type": self.type.value, "body": self.body}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ModelCall:
     """One model call as recorded: what the trace replays and the store keeps per iteration.
-    Built once its call is over, from everything known of it (`turn/call_log.py`)."""
+    Built once its call is over, from everything known of it (`turn/call_log.py`), and never
+    changed after. Not frozen: a frozen dataclass sets each of these fields through
+    `object.__setattr__`, which made building it most of a model call's bookkeeping."""
 
     iteration: int
     started: float

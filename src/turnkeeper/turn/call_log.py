@@ -11,8 +11,7 @@ that is to resume after a crash writes one) holds its record as it stood then.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, make_dataclass, replace
-from typing import cast
+from dataclasses import dataclass, replace
 
 from ..errors import ProviderError
 from ..store.records import ModelCall
@@ -66,7 +65,7 @@ class _InProgress:
 
     def _build(self) -> ModelCall:
         called = self.called or Called(0.0)
-        return _record(
+        return ModelCall(
             iteration=self.iteration,
             started=self.started,
             timeout=self.timeout,
@@ -84,24 +83,6 @@ class _InProgress:
             resumed=self.resumed,
             streamed=self.streamed,
         )
-
-
-_Draft = make_dataclass(
-    "_Draft", [(f.name, f.type) for f in fields(ModelCall)], slots=True, repr=False, eq=False
-)
-"""`ModelCall`'s fields, in its slots' order, in a class that is not frozen."""
-
-
-def _record(**facts: object) -> ModelCall:
-    """The frozen `ModelCall` of `facts` (every field), built at a plain class's cost.
-
-    A frozen dataclass's `__init__` sets each field through `object.__setattr__`: for a
-    record's 15 fields that is most of a model call's bookkeeping. The record is built as
-    `_Draft` (the same slots) and made a `ModelCall` before anyone sees it; from then on
-    it is frozen as any other."""
-    draft = _Draft(**facts)
-    draft.__class__ = ModelCall
-    return cast(ModelCall, draft)
 
 
 class CallLog:
