@@ -194,7 +194,8 @@ def test_under_plain_uvicorn_a_mounted_assistant_says_one_banner_line(tmp_path: 
         argv, cwd=tmp_path, env=environ, stderr=subprocess.PIPE, text=True
     ) as uvicorn:
         lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(x) for x in uvicorn.stderr or ()]).start()
+        reader = threading.Thread(target=lambda: [lines.put(x) for x in uvicorn.stderr or ()])
+        reader.start()
         said: list[str] = []
         deadline = time.monotonic() + 60
         while not any("Application startup complete" in line for line in said):
@@ -202,6 +203,7 @@ def test_under_plain_uvicorn_a_mounted_assistant_says_one_banner_line(tmp_path: 
             with contextlib.suppress(queue.Empty):
                 said.append(lines.get(timeout=0.5))
         uvicorn.terminate()
+        reader.join(timeout=30)  # to the pipe's end, before `with` closes it
     banners = [line for line in said if "turnkeeper" in line]
     assert len(banners) == 1, said
     [line] = banners
