@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from turnkeeper.cli import build_parser
 
-UNSAID = (None, False, [], argparse.SUPPRESS)
+UNSAID: tuple[object, ...] = (None, False, [], argparse.SUPPRESS)
 """Defaults that need no saying: none, a flag off, a repeatable option not repeated."""
 
 

@@ -194,7 +194,7 @@ def test_under_plain_uvicorn_a_mounted_assistant_says_one_banner_line(tmp_path: 
         argv, cwd=tmp_path, env=environ, stderr=subprocess.PIPE, text=True
     ) as uvicorn:
         lines: queue.Queue[str] = queue.Queue()
-        reader = threading.Thread(target=lambda: [lines.put(x) for x in uvicorn.stderr or ()])
+        reader = threading.Thread(target=lambda: any(map(lines.put, uvicorn.stderr or ())))
         reader.start()
         said: list[str] = []
         deadline = time.monotonic() + 60
@@ -207,7 +207,8 @@ def test_under_plain_uvicorn_a_mounted_assistant_says_one_banner_line(tmp_path: 
     banners = [line for line in said if "turnkeeper" in line]
     assert len(banners) == 1, said
     [line] = banners
-    assert line.startswith("turnkeeper ") and " mounted: " in line
+    assert line.startswith("turnkeeper ")
+    assert " mounted: " in line
     assert "mounted ('Tiny helper')" in line
     assert "database sqlite:///tiny.db" in line
     assert said.index(line) < len(said) - 1, "before uvicorn says the startup is complete"

@@ -14,8 +14,8 @@ import pytest
 
 from turnkeeper.assistant import demo_assistant, load
 from turnkeeper.providers.demo import DemoProvider, Where
-from turnkeeper.wire import ToolSpec
 from turnkeeper.turn.loop import run_turn
+from turnkeeper.wire import ToolSpec
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -4,12 +4,12 @@ Asked about the todo list, it calls `read_file("todo.txt")` (when that tool is
 offered), then answers from the tool result. Anything else, and the todo question
 where no `read_file` is offered (an application's own assistant), it answers by
 saying it is the offline demo and how to select a real model where it runs
-(`Where`: `run`, `serve`, `worker`, or an application of one's own). It speaks the Messages API wire format, so everything after it
-(history, trace, replay) is exactly what a real model would produce. Served, it
-takes a moment to answer each call (`pause`), as a model would: long enough
-for the chat to show what the turn just did ("Read a file") before the answer.
-Its answer's text goes to `on_text` word by word (`gap` seconds apart), as a
-streaming model's would.
+(`Where`: `run`, `serve`, `worker`, or an application of one's own). It speaks
+the Messages API wire format, so everything after it (history, trace, replay)
+is exactly what a real model would produce. Served, it takes a moment to answer
+each call (`pause`), as a model would: long enough for the chat to show what
+the turn just did ("Read a file") before the answer. Its answer's text goes to
+`on_text` word by word (`gap` seconds apart), as a streaming model's would.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def greeting(where: Where, tools: Sequence[ToolSpec]) -> str:
     """The one short answer to anything but the todo question (and to that one too when no
     `read_file` is offered): what the demo model is, and how to select a real model."""
     can = (
-        "I can only answer \"what's on my todo list?\""
+        'I can only answer "what\'s on my todo list?"'
         if any(t.name == TODO_TOOL for t in tools)
         else "I cannot answer questions here"
     )

@@ -24,10 +24,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .. import __version__
 from ..api.headers import SecurityHeaders, security_headers
 from ..service.queue import LocalQueue
 from ..store import DEFAULT_URL, parse_url
-from .. import __version__
 from .server import DEFAULT_GRACE, Settings, banner_rows, http_app, require_postgres, running
 
 if TYPE_CHECKING:
