@@ -96,7 +96,7 @@ def test_the_assistants_lines_are_labelled_with_its_name() -> None:
     never `bot`."""
     messages = [{"role": "user", "text": "hi"}, {"role": "bot", "text": "hello"}]
     assert transcript(messages, "en") == "You: hi\nAssistant: hello"
-    assert transcript(messages, "en", "Shop helper").splitlines()[1] == "Shop helper: hello"
+    assert transcript(messages, "en", name="Shop helper").splitlines()[1] == "Shop helper: hello"
 
 
 EXPECTED_EXITS = {

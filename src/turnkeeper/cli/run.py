@@ -246,7 +246,9 @@ def _check_writable(path: Path) -> None:
         raise ConfigError(f"cannot write trace {path}: {e.strerror}") from e
 
 
-def transcript(messages: Sequence[dict[str, Any]], locale: str, name: str = Assistant.name) -> str:
+def transcript(
+    messages: Sequence[dict[str, Any]], locale: str, *, name: str = Assistant.name
+) -> str:
     """The conversation as a person reads it, the assistant's lines labelled with its `name`
     (as the widget labels them; default: the demo assistant's), notices resolved in `locale`,
     a card as its plain text (`Card.as_text()`)."""
