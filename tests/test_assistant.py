@@ -71,7 +71,7 @@ def test_an_assistant_captions_its_tools_in_any_locale() -> None:
     assert a.catalogs.resolve("ui.send", "pt-BR") == "Enviar"
     assert a.catalogs.resolve("notices.stopped", "pt-BR") == "Stopped.", "shipped en fallback"
     assert a.catalogs.resolve("notices.stopped", "es") == "Detenido."
-    other = Assistant(tools=[lookup], captions={"lookup": {"fr": "A cherché"}})
+    other = Assistant(tools=[lookup], captions={"lookup": {"en": "Looked", "fr": "A cherché"}})
     assert other.catalogs.resolve("activity.lookup", "fr") == "A cherché"
     assert orders.open_desk.catalogs.resolve("activity.my_orders", "fr") is not None
     assert turnkeeper.i18n.resolve("activity.my_orders", "fr") is None, "no process-wide leak"

@@ -97,3 +97,28 @@ def test_the_line_redraws_in_place_with_the_elapsed_time() -> None:
     line.update(None)
     assert out.getvalue() == f"{CLEAR}Read a file · 2.5 s{CLEAR}Working… · 2.5 s"
     assert line.outcome("time_limit") == "Out of time · 2.5 s"
+
+
+async def test_on_a_terminal_the_answer_is_printed_as_it_arrives(tmp_path: Path) -> None:
+    """The first piece is on the terminal while the model is still streaming the rest
+    (a gap of 0.3 s between pieces); the transcript at the end does not print it again."""
+    from tests.streaming import StreamingScript
+    from turnkeeper.budget import Budget
+    from turnkeeper.cli.run import _printed, _turn, transcript
+
+    out = io.StringIO()
+    line = LiveLine(out, "en")
+    line.asked = "todo?"
+    seen: list[str] = []
+    provider = StreamingScript(
+        [answer("your todos: write tests")], pieces=2, gap=0.3,
+        streamed=lambda piece: seen.append(out.getvalue()),
+    )  # fmt: skip
+    result = await _turn("todo?", provider, tmp_path, Budget(), (), line)
+    first = "your todos: write tests"[:12]
+    assert first not in seen[0], "nothing printed before the first piece"
+    assert f"Assistant: {first}" in seen[1], "the first piece was printed before the second came"
+    assert "You: todo?\n" in seen[1]
+    messages = result.state.to_json()["messages"]
+    assert transcript(messages, "en", _printed(result.state, line)) == ""
+    assert "Assistant: your todos: write tests\n" in out.getvalue()

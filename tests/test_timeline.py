@@ -445,3 +445,34 @@ def test_trace_show_changes_no_database_it_reads(
     with closing(sqlite3.connect(older)) as db:
         assert db.execute("SELECT count(*) FROM turnkeeper_migrations").fetchone() == (1,)
         assert db.execute("PRAGMA journal_mode").fetchone() == ("delete",), "not made WAL"
+
+
+def test_trace_show_resolves_an_apps_captions_with_app(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "todo.txt").write_text("write tests")
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(script()))
+    trace = tmp_path / "trace.json"
+    argv = ["run", "--script", str(path), "--root", str(tmp_path), "--trace", str(trace), "q"]
+    assert main(argv) == 0
+    recorded = json.loads(trace.read_text())
+    recorded["calls"][0]["caption"] = "activity.my_orders"  # the orders app's own caption
+    trace.write_text(json.dumps(recorded))
+    capsys.readouterr()
+    monkeypatch.delenv("LC_MESSAGES", raising=False)
+    monkeypatch.setenv("LC_ALL", "en_US.UTF-8")
+    table, _ = shown([str(trace)], capsys)
+    assert cell(table[1], "activity") == "activity.my_orders"
+    assert "--app APP resolves them" in table[-1], "the raw key says how to resolve it"
+    apps = str(Path(__file__).resolve().parent / "apps")
+    table, document = shown([str(trace), "--app", "orders:assistant", "--app-dir", apps], capsys)
+    assert cell(table[1], "activity") == "Looked up your orders"
+    assert "--app" not in table[-1]
+    assert document["iterations"][0]["activity"] == "activity.my_orders", "JSON keeps the key"
+    monkeypatch.setenv("LC_ALL", "es_ES.UTF-8")
+    table, _ = shown([str(trace), "--app", "orders:assistant", "--app-dir", apps], capsys)
+    assert cell(table[1], "activity") == "Consultó tus pedidos"
+    monkeypatch.setenv("LC_ALL", "fr_FR.UTF-8")
+    table, _ = shown([str(trace), "--app", "orders:assistant", "--app-dir", apps], capsys)
+    assert cell(table[1], "activity").startswith("A consulté vos"), "the app's own locale"

@@ -81,6 +81,9 @@ class NullHooks:
     async def checkpoint(self, checkpoint: Any) -> None:
         pass
 
+    async def events(self, batch: Any) -> None:
+        pass
+
     async def finish(self, final: Any) -> None:
         pass
 

@@ -116,7 +116,7 @@ assistant = Assistant(
             "fr": "A vérifié une commande",
         },
     },
-    messages={  # turnkeeper ships English and Spanish; the widget's words in French:
+    messages={  # turnkeeper ships English and Spanish; every key (docs/design.md §7) in French:
         "fr": {
             "ui.placeholder": "Posez une question…",
             "ui.send": "Envoyer",
@@ -135,6 +135,39 @@ assistant = Assistant(
             "ui.approval_unknown": "Utiliser l’outil {tool}",
             "ui.approve": "Approuver",
             "ui.deny": "Refuser",
+            "errors.ai_truncated": (
+                "La réponse a été coupée avant d’être complète ; elle n’est pas affichée."
+            ),
+            "errors.ai_refused": "L’assistant a refusé de répondre à cette demande.",
+            "errors.ai_context_full": (
+                "Cette conversation est trop longue pour continuer. Commencez-en une nouvelle."
+            ),
+            "errors.ai_iteration_limit": (
+                "L’assistant a fait trop d’étapes et s’est arrêté avant la fin."
+            ),
+            "errors.ai_time_limit": "L’assistant a manqué de temps avant de finir.",
+            "errors.ai_unavailable": (
+                "L’assistant est indisponible pour le moment. Réessayez dans un instant."
+            ),
+            "errors.ai_failed": "Un problème est survenu et l’assistant n’a pas pu répondre.",
+            "notices.stopped": "Arrêté.",
+            "notices.approval_timeout": (
+                "Aucune réponse n’est venue ; l’assistant a cessé d’attendre."
+            ),
+            "activity.read_file": "A lu un fichier",
+            "activity.web_search": "A cherché sur le web",
+            "activity.web_fetch": "A consulté cette adresse",
+            "activity.code_execution": "A exécuté du code",
+            "activity.get_current_time": "A regardé l’heure",
+            "activity.convert_time": "A converti une heure",
+            "cli.outcome.finished": "Terminé",
+            "cli.outcome.truncated": "Coupé",
+            "cli.outcome.refused": "Refusé",
+            "cli.outcome.context_exceeded": "Conversation trop longue",
+            "cli.outcome.iteration_limit": "Trop d’étapes",
+            "cli.outcome.time_limit": "Temps écoulé",
+            "cli.outcome.stopped": "Arrêté",
+            "cli.outcome.failed": "Échec",
         }
     },
     authenticate=signed_in,

@@ -37,7 +37,7 @@ _PUBLIC = {
     "TurnSetting": ".turn.setting",
     "TurnkeeperError": ".errors",
     "Usage": ".usage",
-    "decide": ".turn.loop",
+    "decide": ".outcomes",
     "log_report": ".observe.report",
     "run_turn": ".turn.loop",
     "tool": ".tools.functions",
@@ -58,14 +58,14 @@ if TYPE_CHECKING:
         TurnkeeperError,
     )
     from .observe.report import Report, log_report
-    from .outcomes import Outcome, Status, Stop
+    from .outcomes import Outcome, Status, Stop, decide
     from .providers.scripted import ScriptedProvider
     from .state import Bubble, PublishedState
     from .store.records import Checkpoint
     from .tools.context import ToolContext
     from .tools.functions import Tool, ToolRefused, tool
     from .turn.hooks import Hooks, LocalHooks
-    from .turn.loop import TurnResult, decide, run_turn
+    from .turn.loop import TurnResult, run_turn
     from .turn.setting import TurnSetting
     from .usage import Usage
     from .wire import Reply, ToolResult, ToolSpec, ToolUse

@@ -22,6 +22,7 @@ connected; `check()` holds them to the same rules when a process starts.
 from __future__ import annotations
 
 import importlib
+import logging
 import math
 import sys
 import traceback
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from .budget import Budget
 from .errors import ConfigError, require_extra
-from .i18n import Catalogs
+from .i18n import DEFAULT, Catalogs, keys, locale_tag, shorter
 from .providers import Provider
 from .providers.cache_marks import ttl_of
 from .providers.demo import Where
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
 
     from .serving.mounted import AssistantApp
 
+log = logging.getLogger("turnkeeper")
+
 Authenticate = Callable[["Request"], "Awaitable[str | None] | str | None"]
 """`authenticate(request)`, sync or async: the id of the application's signed-in user, or None."""
 
@@ -58,16 +61,20 @@ class Assistant:
     """An assistant: its name, instructions, tools, captions and model, in one value."""
 
     name: str = "Assistant"
-    """Shown in the widget's header and on its bubbles."""
+    """Shown in the widget's header and on its bubbles, in every locale whose `messages`
+    give no `assistant.name` of its own (the default, "Assistant", is translated by the
+    shipped catalogs)."""
     instructions: str | None = None
     """The system prompt, sent on every model call."""
     tools: Sequence[Tool | ToolFunction | Toolset] = ()
     """Python functions (sync or async), `@tool` tools, and toolsets such as MCP servers."""
     captions: Mapping[str, str | Mapping[str, str]] = field(default_factory=dict)
-    """`{tool: {locale: past-tense text}}`, what the reader sees once a tool ran (or an
-    existing `activity.*` key to reuse)."""
+    """`{tool: {locale: past-tense text}}` (`en` required), what the reader sees once a tool
+    ran (or an existing `activity.*` key to reuse)."""
     messages: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    """`{locale: {key: text}}`: extra catalog entries, in any BCP 47 locale."""
+    """`{locale: {key: text}}`: catalog entries in any BCP 47 locale, of the keys
+    docs/design.md §7 lists and the `activity.<tool>` keys of `captions`; any other key is a
+    `ConfigError`, a key a locale lacks is shown in English (and logged once)."""
     provider: str | Provider | None = None
     """`anthropic`, `openai` or `demo`; None chooses from the environment (docs/design.md §6);
     or a `Provider` of your own, used as it is."""
@@ -98,6 +105,9 @@ class Assistant:
     """How many times a crash may resume one turn before it is finalised as `failed`."""
     approval_timeout: float = 24 * 3600.0
     """Seconds a turn may wait for a person's decision before it ends `stopped`."""
+    event_retention: float = 7 * 24 * 3600.0
+    """Seconds a turn's event log is kept after the turn ended (a reload replays it);
+    the sweeper deletes it after that."""
 
     _functions: FunctionToolset = field(init=False, repr=False, compare=False)
     _toolsets: tuple[Toolset, ...] = field(init=False, repr=False, compare=False)
@@ -113,6 +123,9 @@ class Assistant:
         activities = dict(ACTIVITIES)
         for tool, entry in _checked_captions(self.captions).items():
             activities[tool] = _caption_key(catalogs, tool, entry)
+        _check_keys(self.messages, activities)
+        _name_everywhere(catalogs, self.name, self.messages)
+        _report_missing(catalogs, self.name)
         set_ = object.__setattr__
         set_(self, "_functions", FunctionToolset(functions))
         set_(self, "_toolsets", tuple(toolsets))
@@ -280,6 +293,9 @@ def _check_resuming(a: Assistant) -> None:
     timeout = a.approval_timeout
     if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
         raise ConfigError(f"approval_timeout must be a positive number of seconds, got {timeout!r}")
+    kept = a.event_retention
+    if isinstance(kept, bool) or not (isinstance(kept, int | float) and kept >= 0):
+        raise ConfigError(f"event_retention must be a number of seconds, got {kept!r}")
 
 
 def _check_model_settings(a: Assistant) -> None:
@@ -334,15 +350,55 @@ def _checked_captions(
 
 
 def _caption_key(catalogs: Catalogs, tool: str, entry: str | Mapping[str, str]) -> str:
-    """The caption key of `tool`, its texts added to `catalogs` under `activity.<tool>`."""
+    """The caption key of `tool`, its texts added to `catalogs` under `activity.<tool>`;
+    `ConfigError` for a key no catalog has, or texts without `en` (English readers, and
+    every locale without its own, would see no caption)."""
     if isinstance(entry, str):
-        if not entry.startswith("activity."):
-            raise ConfigError(f"the caption of {tool!r} must be an activity.* key, got {entry!r}")
+        if not entry.startswith("activity.") or entry not in keys():
+            raise ConfigError(
+                f"the caption of {tool!r} must be an existing activity.* key, got {entry!r}"
+            )
         return entry
+    if DEFAULT not in entry:
+        raise ConfigError(f"the caption of {tool!r} needs an 'en' text (it has {sorted(entry)})")
     key = f"activity.{tool}"
     for locale, text in entry.items():
         catalogs.add(locale, {key: text})
     return key
+
+
+def _check_keys(messages: Mapping[str, Mapping[str, str]], activities: Mapping[str, str]) -> None:
+    """`ConfigError` naming each key of `messages` no catalog knows (a misspelt `ui.sendd`
+    would otherwise be kept and never shown)."""
+    known = set(keys()) | set(activities.values())
+    unknown = sorted({key for entries in messages.values() for key in entries} - known)
+    if unknown:
+        raise ConfigError(
+            f"messages has unknown keys: {', '.join(unknown)} (docs/design.md §7 lists the keys; "
+            "a caption's activity.<tool> key comes with its captions entry)"
+        )
+
+
+def _name_everywhere(
+    catalogs: Catalogs, name: str, messages: Mapping[str, Mapping[str, str]]
+) -> None:
+    """The assistant's `name` as `assistant.name` in every catalog whose messages name it
+    not: a named assistant keeps its name where the shipped catalogs would translate
+    "Assistant"."""
+    if name == "Assistant":
+        return
+    named = {locale_tag(tag) for tag, entries in messages.items() if "assistant.name" in entries}
+    for tag in catalogs.locales:
+        if not any(t in named for t in shorter(tag)):
+            catalogs.add(tag, {"assistant.name": name})
+
+
+def _report_missing(catalogs: Catalogs, name: str) -> None:
+    """One warning line naming the keys each locale lacks (shown in English)."""
+    gaps = [(tag, catalogs.missing(tag)) for tag in catalogs.locales]
+    listed = "; ".join(f"{tag}: {', '.join(lacking)}" for tag, lacking in gaps if lacking)
+    if listed:
+        log.warning("assistant %r: these keys are shown in English: %s", name, listed)
 
 
 # ---- loading an assistant by its import string --------------------------------------

@@ -104,7 +104,18 @@ class Catalogs:
         return found
 
     def resolve(self, key: str, locale: str) -> str | None:
+        """The text of `key` for a reader of `locale`, falling back along the tag and then to
+        `en`; None for an unknown key."""
         return self.catalog(locale).get(key)
+
+    def missing(self, locale: str) -> list[str]:
+        """The keys English has that `locale` and its shorter forms lack (its readers see
+        them in English), sorted; none for `en` itself."""
+        own: set[str] = set()
+        for tag in shorter(locale):
+            if tag != DEFAULT:
+                own |= set(_shipped(tag)) | set(self._added.get(tag, {}))
+        return [] if locale == DEFAULT else sorted(set(self.catalog(DEFAULT)) - own)
 
     def negotiate(self, wanted: Iterable[str]) -> str:
         """The best locale with a catalog for a reader who wants `wanted`, best first
@@ -131,6 +142,21 @@ def _shipped(locale: str) -> Mapping[str, str]:
     text = resources.files("turnkeeper").joinpath("locales", f"{locale}.json").read_text("utf-8")
     data: dict[str, str] = json.loads(text)
     return data
+
+
+def keys() -> Mapping[str, str]:
+    """Every key turnkeeper ships, with its English text: the keys a catalog may hold (an
+    application's captions add `activity.<tool>` keys of its own)."""
+    return _shipped(DEFAULT)
+
+
+def markdown() -> str:
+    """Every shipped key and its English text, as a Markdown table: the block
+    `scripts/keys.py` writes into docs/design.md §7 (a test holds the document to it)."""
+    lines = ["| key | English |", "|---|---|"]
+    for key, text in sorted(keys().items()):
+        lines.append(f"| `{key}` | {text.replace('|', chr(92) + '|')} |")
+    return "\n".join(lines) + "\n"
 
 
 PROCESS = Catalogs()

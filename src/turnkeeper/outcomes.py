@@ -12,6 +12,10 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING, assert_never
+
+if TYPE_CHECKING:
+    from .wire import Reply
 
 from .i18n import counted
 
@@ -134,3 +138,23 @@ def unfinished(stopped: bool) -> Ending:
     """How a turn that could not finish ends: `stopped` if the reader had asked for that
     (not an error), else `failed`."""
     return ending(Outcome.STOPPED if stopped else Outcome.FAILED)
+
+
+def decide(reply: Reply) -> Outcome | None:
+    """What a response means for the turn: the outcome it ends with, or None when the turn
+    goes on (tools to run, or a paused turn to re-send)."""
+    match reply.stop:
+        case Stop.TOOL_USE | Stop.PAUSE_TURN | Stop.COMPACTION:
+            return None
+        case Stop.END_TURN:
+            return Outcome.FINISHED
+        case Stop.MAX_TOKENS:
+            return Outcome.TRUNCATED
+        case Stop.REFUSAL:
+            return Outcome.REFUSED
+        case Stop.CONTEXT_EXCEEDED:
+            return Outcome.CONTEXT_EXCEEDED
+        case Stop.OTHER:
+            return Outcome.FAILED
+        case _ as unreachable:
+            assert_never(unreachable)

@@ -71,6 +71,7 @@ def create_app(
         routes=[
             # The poll first: most requests are polls, and routes are matched in order.
             Route("/api/turns/{turn_id}", routes.turn_state),
+            Route("/api/turns/{turn_id}/events", routes.events),
             Route("/api/turns/{turn_id}/cancel", routes.cancel, methods=["POST"]),
             Route("/api/turns/{turn_id}/approvals", routes.approvals, methods=["POST"]),
             Route("/api/conversations", routes.conversations, methods=["GET", "POST"]),
@@ -92,7 +93,7 @@ def create_app(
     )
     # A trailing slash is not redirected: the redirect would be built from the Host header.
     app.router.redirect_slashes = False
-    app.state.metrics = metrics
+    app.state.metrics, app.state.streams = metrics, routes.streams
     return app
 
 

@@ -253,6 +253,20 @@ AFTER = {
     "schema": {"type": "integer", "minimum": 0, "maximum": MAX_AFTER},
 }
 
+EVENTS_AFTER = {
+    "name": "after",
+    "in": "query",
+    "description": "Resume after this event's number (`Last-Event-ID` wins when both are sent).",
+    "schema": {"type": "integer", "minimum": 0, "maximum": MAX_AFTER},
+}
+
+LAST_EVENT_ID = {
+    "name": "Last-Event-ID",
+    "in": "header",
+    "description": "The number of the last event the reader has: the stream resumes after it.",
+    "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"},
+}
+
 BEFORE = {
     "name": "before",
     "in": "query",
@@ -312,6 +326,21 @@ PATHS: dict[str, Any] = {
             "responses": {
                 "200": _answer("state", State),
                 "204": _answer("nothing newer"),
+                **_errors(400, 401, 404),
+            },
+        }
+    },
+    "/api/turns/{turn_id}/events": {
+        "get": {
+            "summary": "The turn's events as server-sent events (`id: <seq>`, `event: <type>`,"
+            " `data: <json>`), from after the cursor; ends after `turn.ended` or `turn.waiting`.",
+            "security": BEARER,
+            "parameters": [_id("turn_id"), EVENTS_AFTER, LAST_EVENT_ID],
+            "responses": {
+                "200": {
+                    "description": "the event stream (a comment line keeps it alive)",
+                    "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                },
                 **_errors(400, 401, 404),
             },
         }

@@ -33,6 +33,7 @@ from ..turn.lifecycle import fail, stop_waiting
 from ..usage import Usage
 from .errors import ApiError
 from .owners import Owners
+from .stream import Streams, cursor
 
 if TYPE_CHECKING:
     from ..assistant import Authenticate
@@ -70,6 +71,8 @@ class Routes:
         self.owners = Owners(store)
         self.catalogs = catalogs or Catalogs()
         self.authenticate = authenticate
+        self.streams = Streams(store)
+        """The event streams this app serves (stream.py): their settings, `close()` on shutdown."""
 
     async def conversations(self, request: Request) -> Response:
         """`POST`: a new conversation; `GET`: the signed-in user's, newest first."""
@@ -123,6 +126,12 @@ class Routes:
         after = _after(_after_param(request))
         state = await self.store.state_after(turn_id, after)
         return Response(status_code=204) if state is None else JSONResponse(state)
+
+    async def events(self, request: Request) -> Response:
+        """The turn's events after the cursor, as server-sent events (stream.py)."""
+        turn_id = await self._turn(request, await self._user(request))
+        after = cursor(request.headers.get("last-event-id"), request.query_params.get("after"))
+        return self.streams.response(turn_id, after)
 
     async def cancel(self, request: Request) -> Response:
         turn_id = await self._turn(request, await self._user(request))

@@ -18,7 +18,7 @@ from pathlib import Path
 from .. import __version__
 from ..credentials import redact_text
 from ..errors import ConfigError
-from .options import _Parser, add_price_option
+from .options import _Parser, add_price_option, directory
 from .run import _add_run_command, cmd_demo, cmd_run
 from .serving import _add_serving_commands, cmd_serve, cmd_worker
 from .traces import cmd_replay, cmd_trace
@@ -50,6 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     show.add_argument(
         "--database", metavar="URL", help="the store of TURN_ID (env TURNKEEPER_DATABASE_URL)"
+    )
+    show.add_argument(
+        "--app",
+        metavar="APP",
+        help="the turn's assistant (module:attribute, as serve takes it): its captions",
+    )
+    show.add_argument(
+        "--app-dir", type=directory, metavar="DIR", help="import APP from this folder"
     )
     add_price_option(show)
     _add_serving_commands(commands)

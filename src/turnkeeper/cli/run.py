@@ -10,7 +10,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from ..providers import Provider
 from ..providers.demo import DemoProvider, Where
 from ..providers.scripted import ScriptedProvider
 from ..providers.select import NAMES, ModelSettings, choose_provider
+from ..state import PublishedState
 from ..tools import CombinedToolset, Toolset
 from ..tools.files import read_file_tool
 from ..tools.functions import FunctionToolset
@@ -142,6 +143,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     budget = Budget(max_iterations=args.max_iterations, deadline=args.deadline)
     locale = i18n.locale_from_env(os.environ)
     line = LiveLine(sys.stdout, locale) if sys.stdout.isatty() and not args.json else None
+    if line is not None:
+        line.asked = args.question
     result = _run(args.question, provider, args.root, budget, mcp_servers(args), line)
     if args.trace is not None:
         write_trace(result.trace, args.trace)
@@ -151,10 +154,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.state.to_json(), ensure_ascii=False))
     else:
-        print(transcript(result.state.to_json()["messages"], locale))
+        messages = result.state.to_json()["messages"]
+        print(transcript(messages, locale, _printed(result.state, line)))
     if line is not None:
         print(line.outcome(result.state.status))
     return exit_code(result.outcome)
+
+
+def _printed(state: PublishedState, line: LiveLine | None) -> set[str]:
+    """The messages the live line printed as they arrived: not printed again."""
+    if line is None:
+        return set()
+    asked = {m.id for m in state.messages[:1] if m.role == "user" and line.asked_shown}
+    return line.streamed | asked
 
 
 def _run_provider(args: argparse.Namespace) -> Provider:
@@ -247,14 +259,21 @@ def _check_writable(path: Path) -> None:
 
 
 def transcript(
-    messages: Sequence[dict[str, Any]], locale: str, *, name: str = Assistant.name
+    messages: Sequence[dict[str, Any]],
+    locale: str,
+    shown: Collection[str] = (),
+    *,
+    name: str = Assistant.name,
 ) -> str:
     """The conversation as a person reads it, the assistant's lines labelled with its `name`
     (as the widget labels them; default: the demo assistant's), notices resolved in `locale`,
-    a card as its plain text (`Card.as_text()`)."""
+    a card as its plain text (`Card.as_text()`); without the messages `shown` already, as
+    they arrived."""
     you, bot = i18n.resolve("ui.you", locale), name
     lines = []
     for m in messages:
+        if m.get("id") in shown:
+            continue
         text = m.get("text")
         if m.get("card") is not None:
             text = Card.from_json(m["card"]).as_text()

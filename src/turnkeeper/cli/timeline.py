@@ -60,6 +60,8 @@ class Row:
     """The turn waited for a person after the call."""
     resumed: str | None = None
     """Why the turn resumed just before the call, on a job's first call."""
+    streamed: bool = False
+    """The provider streamed the call's answer text as it arrived."""
 
     def to_json(self) -> Json:
         """The row's object, its fields in the order `trace show --json` has always printed."""
@@ -83,6 +85,8 @@ class Row:
             data["waiting"] = True
         if self.resumed is not None:
             data["resumed"] = self.resumed
+        if self.streamed:
+            data["streamed"] = True
         return data
 
     def count(self, kind: str) -> int:
@@ -142,6 +146,7 @@ def row(call: ModelCall, wire: str = "anthropic") -> Row:
         model=model,
         cost=cost,
         resumed=call.resumed,
+        streamed=call.streamed,
     )
 
 
@@ -163,6 +168,7 @@ def stored_row(summary: Mapping[str, Any]) -> Row:
         model=summary.get("model"),
         cost=float(cost) if isinstance(cost, int | float) else None,
         resumed=resumed if isinstance(resumed := summary.get("resumed"), str) else None,
+        streamed=summary.get("streamed") is True,
     )
 
 
@@ -182,6 +188,7 @@ def _row(
     model: str | None,
     cost: float | None,
     resumed: str | None = None,
+    streamed: bool = False,
 ) -> Row:
     """A row; a turn that waited for a person after the call says `waiting`, and the first
     call of a job that resumed it says why (`resumed`)."""
@@ -204,6 +211,7 @@ def _row(
         cost_usd=cost,
         waiting=decision == "waiting",
         resumed=resumed,
+        streamed=streamed,
     )
 
 
@@ -300,7 +308,7 @@ def _ending(r: Row) -> str:
         return "stopped"
     if not _answered(r):
         return "cut short"
-    return str(r.stop_reason)
+    return f"{r.stop_reason}, streamed" if r.streamed else str(r.stop_reason)
 
 
 def _answered(r: Row) -> bool:

@@ -46,15 +46,36 @@ def cmd_trace(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(timeline.to_json(rows), ensure_ascii=False))
     else:
-        print(timeline.render(captioned(rows, i18n.locale_from_env(os.environ)), outcome))
+        catalogs = _catalogs(args)
+        locale = i18n.locale_from_env(os.environ, catalogs)
+        print(timeline.render(captioned(rows, locale, catalogs), outcome))
+        unresolved = sorted(
+            {r.activity for r in rows if r.activity} - set(catalogs.catalog(locale))
+        )
+        if unresolved:
+            print(f"({', '.join(unresolved)}: the application's captions; --app APP resolves them)")
     return 0
 
 
-def captioned(rows: Sequence[timeline.Row], locale: str) -> list[timeline.Row]:
-    """The rows with each activity caption key resolved in `locale`; a key the process's
-    catalogs lack (an application's own caption) stays as it is."""
+def _catalogs(args: argparse.Namespace) -> i18n.Catalogs:
+    """The catalogs captions resolve in: `--app`'s (its captions and messages over the
+    shipped ones), else the process's own."""
+    if getattr(args, "app", None) is None:
+        if getattr(args, "app_dir", None) is not None:
+            raise ConfigError("--app-dir is where --app is imported from; name the APP too")
+        return i18n.PROCESS
+    from ..assistant import load
+
+    return load(args.app, args.app_dir).catalogs
+
+
+def captioned(
+    rows: Sequence[timeline.Row], locale: str, catalogs: i18n.Catalogs = i18n.PROCESS
+) -> list[timeline.Row]:
+    """The rows with each activity caption key resolved in `locale`; a key `catalogs` lack
+    (an application's own caption, without `--app`) stays as it is."""
     return [
-        replace(r, activity=r.activity and (i18n.resolve(r.activity, locale) or r.activity))
+        replace(r, activity=r.activity and (catalogs.resolve(r.activity, locale) or r.activity))
         for r in rows
     ]
 

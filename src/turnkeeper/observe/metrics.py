@@ -10,6 +10,7 @@ sweeper counts the turns it finalises. `serve` exposes it at `/metrics`,
 from __future__ import annotations
 
 import threading
+from typing import Any
 from wsgiref.simple_server import WSGIServer
 
 from ..errors import MissingExtra
@@ -36,6 +37,8 @@ price; the prompt cache's writes and reads are apart from it, whatever the provi
 kinds add up to every token sent and received."""
 
 DURATION_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 180)
+FIRST_TEXT_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30)
+DELTA_BUCKETS = (0, 1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500)
 
 
 class Metrics:
@@ -73,6 +76,7 @@ class Metrics:
         self.in_flight = prometheus.Gauge(
             "turnkeeper_turns_in_flight", "Turns running in this process now.", registry=r
         )
+        self.first_text, self.deltas = _streaming(r)
         self.swept = prometheus.Counter(
             "turnkeeper_sweeper_finalised",
             "Turns the sweeper finalised after their worker's lease expired.",
@@ -105,6 +109,7 @@ class TurnCounts:
     def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics
         self.ended = False
+        self.pieces = 0
 
     def call_started(self, iteration: int) -> None:
         pass
@@ -114,6 +119,9 @@ class TurnCounts:
         outcome = "error" if call.error is not None else "stopped" if call.stopped else "ok"
         m.model_calls.labels(outcome).inc()
         m.call_duration.observe(max(0.0, call.seconds))
+        self.pieces += call.pieces
+        if call.first_text is not None:
+            m.first_text.observe(call.first_text)
         if call.usage is None:
             return
         for kind, name in TOKEN_KINDS.items():
@@ -132,6 +140,7 @@ class TurnCounts:
             return
         self.ended = True
         self.metrics.turns.labels(end.outcome.value).inc()
+        self.metrics.deltas.observe(self.pieces)
         self.metrics.in_flight.dec()
 
     def turn_waiting(self, usage: Usage) -> None:
@@ -140,6 +149,23 @@ class TurnCounts:
             return
         self.ended = True
         self.metrics.in_flight.dec()
+
+
+def _streaming(r: Any) -> tuple[Any, Any]:
+    """The instruments of streamed text: time to the first piece, pieces per turn."""
+    first_text = prometheus.Histogram(
+        "turnkeeper_time_to_first_delta_seconds",
+        "From a streamed model call's start to its first piece of answer text.",
+        buckets=FIRST_TEXT_BUCKETS,
+        registry=r,
+    )
+    deltas = prometheus.Histogram(
+        "turnkeeper_deltas_per_turn",
+        "Pieces of answer text the model streamed in one turn's run.",
+        buckets=DELTA_BUCKETS,
+        registry=r,
+    )
+    return first_text, deltas
 
 
 def serve_metrics(

@@ -73,6 +73,8 @@ class TurnSpans:
         self.context = trace.set_span_in_context(self.span)
         self.calls: dict[int, Span] = {}
         self.tools: dict[str, Span] = {}
+        self.pieces = 0
+        """Pieces of answer text streamed over the turn's run (`turnkeeper.deltas`)."""
 
     def call_started(self, iteration: int) -> None:
         model = self.info.model or "unknown"
@@ -98,6 +100,11 @@ class TurnSpans:
             span.set_attribute("gen_ai.response.finish_reasons", [call.finish_reason])
         if self.content and call.text:
             span.set_attribute("turnkeeper.answer", call.text)
+        if call.first_text is not None:
+            span.set_attribute("turnkeeper.time_to_first_delta", call.first_text)
+        if call.pieces:
+            span.set_attribute("turnkeeper.deltas", call.pieces)
+            self.pieces += call.pieces
         if call.error is not None:
             error = redact_text(call.error)  # the exporter's edge: whatever made the text
             span.set_attribute("error.type", error.split(":", 1)[0])
@@ -141,6 +148,7 @@ class TurnSpans:
         for span in [*self.calls.values(), *self.tools.values()]:
             span.end()
         self.span.set_attribute("turnkeeper.outcome", status)
+        self.span.set_attribute("turnkeeper.deltas", self.pieces)
         self.span.set_attributes(usage_attributes(usage))
         if usage.cost_usd is not None:
             self.span.set_attribute("turnkeeper.cost_usd", usage.cost_usd)

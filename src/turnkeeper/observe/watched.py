@@ -42,3 +42,7 @@ class CallEnd:
     text: str = ""
     stopped: bool = False
     """A stop (the turn's cancel) aborted the call: no response, no error."""
+    pieces: int = 0
+    """Pieces of answer text the provider streamed during the call (0: none streamed)."""
+    first_text: float | None = None
+    """Seconds from the call's start to its first piece of text; None if none came."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..budget import Budget
@@ -27,7 +27,7 @@ from ..outcomes import Outcome, ending
 from ..providers import Provider
 from ..state import PublishedState
 from ..store import UNCLAIMED, FenceLost, Store, held_by
-from ..store.records import Checkpoint, ResumeRecord
+from ..store.records import Checkpoint, NewEvent, ResumeRecord
 from ..tools import NoTools, Toolset
 from ..turn import lifecycle
 from ..turn.activity import ACTIVITIES
@@ -88,6 +88,9 @@ class StoreHooks:
 
     async def started(self, state: PublishedState) -> None:
         await self.store.publish(self.turn_id, self.fence, state)
+
+    async def events(self, batch: Sequence[NewEvent]) -> None:
+        await self.store.append_events(self.turn_id, self.fence, batch)
 
     async def record_usage(self, usage: Usage) -> None:
         await self.store.record_usage(self.turn_id, self.fence, usage)

@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..observe.report import Reporter, log_report
 from ..outcomes import Ending
 from ..store import EXPIRED, UNCLAIMED, FenceLost, Store
+from ..store.events import RETENTION
 from ..turn.lifecycle import Enqueue, WaitEnd, fail, resume_crashed, stop_waiting
 from ..turn.resume import Resuming
 from .job import DEFAULT_LEASE
@@ -46,6 +48,8 @@ logger = logging.getLogger("turnkeeper.sweeper")
 DEFAULT_INTERVAL = 5.0
 UNHELD_AFTER = 60.0
 """Seconds a turn may wait `queued` with no queue holding it before it is finalised."""
+FORGET_EVERY = 300.0
+"""Seconds between two deletions of events past their retention, at least."""
 
 
 @runtime_checkable
@@ -74,6 +78,7 @@ class Sweeper:
         lease: float = DEFAULT_LEASE,
         resuming: Resuming | None = None,
         requeue: Enqueue | None = None,
+        event_retention: float = RETENTION,
     ) -> None:
         self.resuming = resuming or Resuming()
         self.requeue = requeue
@@ -85,6 +90,10 @@ class Sweeper:
         self.queue = queue
         self.unheld_after = unheld_after
         self.lease = lease
+        self.event_retention = event_retention
+        """Seconds a turn's events are kept after it ended (events.py)."""
+        self.forgot = -math.inf
+        """When (monotonic seconds) the last sweep deleted events past their retention."""
         self.failing = 0
         """Sweeps failed in a row."""
         self.hold_until = 0.0
@@ -103,6 +112,7 @@ class Sweeper:
                 swept.append(turn_id)
         swept += await self._unheld()
         swept += await self._unanswered()
+        await self._forget()
         if self.metrics is not None and swept:
             self.metrics.swept.inc(len(swept))
         return swept
@@ -129,6 +139,17 @@ class Sweeper:
                 logger.warning("turn %s: nobody answered its approval in time; stopped", turn_id)
                 ended.append(turn_id)
         return ended
+
+    async def _forget(self) -> None:
+        """Delete the events of turns that ended longer ago than their retention, once
+        every `FORGET_EVERY` seconds at most."""
+        if time.monotonic() - self.forgot < FORGET_EVERY:
+            return
+        self.forgot = time.monotonic()
+        forgotten = await self.store.forget_events(self.event_retention)
+        if forgotten:
+            logger.info("deleted %d events of turns ended over %g s ago", forgotten,
+                        self.event_retention)  # fmt: skip
 
     async def _unheld(self) -> list[str]:
         if self.queue is None:

@@ -98,7 +98,7 @@ class AssistantApp:
         assistant = self.assistant
         provider = assistant.choose_provider(os.environ)
         async with running(self.settings, assistant, provider) as service:
-            self._app = http_app(service, self.settings, assistant, self.authenticate)
+            app = self._app = http_app(service, self.settings, assistant, self.authenticate)
             users = self.authenticate is not None
             say(started(banner_rows("mounted", self.settings, assistant, provider, users=users)))
             try:
@@ -107,6 +107,7 @@ class AssistantApp:
                 self._app = None
                 if isinstance(service.queue, LocalQueue):
                     await service.queue.drain(self.grace)
+                app.state.streams.close()  # its readers resume by cursor
 
 
 def started(rows: dict[str, str]) -> str:

@@ -25,7 +25,7 @@ import logging
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -130,7 +130,7 @@ async def serve(settings: Settings, assistant: Assistant, provider: Provider) ->
         config = uvicorn.Config(
             app, host=settings.host, port=settings.port, lifespan="off", log_config=None
         )
-        server = _GracefulServer(config, service.queue, settings.grace)
+        server = _GracefulServer(config, service.queue, settings.grace, app.state.streams.close)
         announce(banner("serve", settings, assistant, provider), settings.log_format)
         await server.serve(sock)
 
@@ -169,7 +169,7 @@ async def running(
         job = _job(store, assistant, provider, tools, settings, metrics)
         async with (
             _queue(settings, job) as queue,
-            _sweeping(store, settings, queue, metrics, job.resuming),
+            _sweeping(store, settings, queue, metrics, job.resuming, assistant.event_retention),
         ):
             yield Service(store, queue, metrics)
 
@@ -213,6 +213,7 @@ async def work(settings: Settings, assistant: Assistant, provider: Provider) -> 
             metrics=metrics,
             lease=settings.lease,
             resuming=job.resuming,
+            event_retention=float(assistant.event_retention),
         )
         announce(banner("worker", settings, assistant, provider), settings.log_format)
         await run_worker(
@@ -320,13 +321,17 @@ class _GracefulServer:
     a second SIGINT cuts the grace period short. uvicorn then shuts down.
     """
 
-    def __init__(self, config: Any, queue: Queue, grace: float) -> None:
+    def __init__(
+        self, config: Any, queue: Queue, grace: float, end_streams: Callable[[], None]
+    ) -> None:
         import uvicorn
 
         server = self.server = uvicorn.Server(config)
         server.handle_exit = self.handle_exit  # type: ignore[method-assign]
         self.queue = queue
         self.grace = grace
+        self.end_streams = end_streams
+        """Ends the open event streams cleanly (their readers resume by cursor)."""
         self.draining: asyncio.Task[None] | None = None
         self.hurried: asyncio.Task[None] | None = None
         self.loop = asyncio.get_running_loop()
@@ -353,6 +358,7 @@ class _GracefulServer:
     async def _drain(self, grace: float) -> None:
         if isinstance(self.queue, LocalQueue):
             await self.queue.drain(grace)
+        self.end_streams()
         self.server.should_exit = True
 
 
@@ -446,7 +452,12 @@ async def _queue(settings: Settings, job: TurnJob) -> AsyncIterator[Queue]:
 
 @contextlib.asynccontextmanager
 async def _sweeping(
-    store: Store, settings: Settings, queue: Queue, metrics: Metrics, resuming: Resuming
+    store: Store,
+    settings: Settings,
+    queue: Queue,
+    metrics: Metrics,
+    resuming: Resuming,
+    event_retention: float,
 ) -> AsyncIterator[None]:
     holding = queue if isinstance(queue, Holding) else None
     sweeper = Sweeper(
@@ -457,6 +468,7 @@ async def _sweeping(
         lease=settings.lease,
         resuming=resuming,
         requeue=queue,
+        event_retention=float(event_retention),
     )
     task = asyncio.create_task(sweeper.run())
     try:

@@ -10,9 +10,11 @@ it and nothing of each other's.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import secrets
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -26,11 +28,13 @@ from .records import (
     ConversationSummary,
     Ended,
     Guard,
+    NewEvent,
     Recovery,
     ResumeRecord,
     Taken,
     TranscriptPage,
     Turn,
+    TurnEvent,
     TurnStart,
 )
 
@@ -236,6 +240,28 @@ class Store(Protocol):
         each checkpoint and the final write stored it)."""
         ...
 
+    # ---- the event log (events.py) -----------------------------------------
+
+    async def append_events(self, turn_id: str, fence: int, events: Sequence[NewEvent]) -> int:
+        """Write `events` numbered on from the turn's last, under `fence` (`FenceLost` if
+        it is not the turn's; a turn already done still takes its own holder's events);
+        the last number written. The subscribers are woken once it is committed."""
+        ...
+
+    async def events_after(self, turn_id: str, after: int, limit: int = 500) -> list[TurnEvent]:
+        """The turn's events numbered above `after`, in order, at most `limit`."""
+        ...
+
+    def subscribe(self, turn_id: str) -> AbstractContextManager[asyncio.Event]:
+        """An event set whenever the turn writes events, while the context is open (on
+        PostgreSQL, whichever process writes them)."""
+        ...
+
+    async def forget_events(self, older_than: float) -> int:
+        """Delete the events of turns that ended more than `older_than` seconds ago; how
+        many were deleted."""
+        ...
+
     # ---- the sweeper's side ------------------------------------------------
 
     async def expired(self) -> list[str]:
@@ -281,11 +307,17 @@ class Store(Protocol):
         ...
 
     async def requeue(
-        self, turn_id: str, fence: int, record: ResumeRecord, state: PublishedState
+        self,
+        turn_id: str,
+        fence: int,
+        record: ResumeRecord,
+        state: PublishedState,
+        events: Sequence[NewEvent] = (),
     ) -> None:
-        """Queue a turn taken over (`fence`) again, with its resume record and `state`
-        (`queued`, one version on): a crashed turn that resumes. One transaction under the
-        fence: `FenceLost`, and nothing changed, if the turn is not held under it."""
+        """Queue a turn taken over (`fence`) again, with its resume record, `state`
+        (`queued`, one version on) and `events` (what its run streamed and never showed,
+        retracted): a crashed turn that resumes. One transaction under the fence:
+        `FenceLost`, and nothing changed, if the turn is not held under it."""
         ...
 
     async def waiting(self, older_than: float) -> list[str]:

@@ -1,4 +1,5 @@
-"""The PostgreSQL store's one listening connection: cancels from other processes, as they happen.
+"""The PostgreSQL store's one listening connection: cancels and turns' events from other
+processes, as they happen.
 
 `request_cancel` sets the turn's flag and, in the same statement (so in the
 same transaction), sends `NOTIFY turnkeeper_cancel, '<turn id>'`. A worker
@@ -11,6 +12,11 @@ fraction of a second. A notification sent while the connection is down is
 lost, so after every (re)connection all waiters read their flag again. While
 the database cannot be reached it tries again with backoff, and the process's
 `Outage` logs that once.
+
+The same connection LISTENs on `turnkeeper_events` (events.py): each event
+write NOTIFYs `<turn id>:<seq>` in its transaction, and the notification wakes
+that turn's subscribers in `EventHub` (the streams this process serves);
+after a reconnection every subscriber reads again.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import Any
 
 import psycopg
 
+from . import events
 from .cancellations import Cancellations
 from .pool import CONNECT_TIMEOUT, Backoff, outage
 
@@ -33,11 +40,15 @@ RECONNECT = (1.0, 5.0)
 
 
 class Listener:
-    """LISTENs on `CHANNEL` from the first `start()` until `close()`, waking `cancellations`."""
+    """LISTENs on `CHANNEL` and the events' channel from the first `start()` until
+    `close()`, waking `cancellations` and `hub`."""
 
-    def __init__(self, url: str, cancellations: Cancellations) -> None:
+    def __init__(
+        self, url: str, cancellations: Cancellations, hub: events.EventHub | None = None
+    ) -> None:
         self.url = url
         self.cancellations = cancellations
+        self.hub = hub or events.EventHub()
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -77,7 +88,12 @@ class Listener:
             logger.info("the connection listening for cancels was lost; reconnecting: %s", why)
 
     async def _listen(self, db: psycopg.AsyncConnection[Any]) -> None:
+        await db.execute(f"LISTEN {events.CHANNEL}")
         await db.execute(f"LISTEN {CHANNEL}")
         self.cancellations.wake_all()  # anything sent while nobody listened
+        self.hub.wake_all()
         async for notify in db.notifies():
-            self.cancellations.wake(notify.payload)
+            if notify.channel == events.CHANNEL:
+                self.hub.wake(notify.payload.rpartition(":")[0])
+            else:
+                self.cancellations.wake(notify.payload)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
 
@@ -28,6 +29,7 @@ from ..credentials import redact_url
 from ..errors import ConfigError, MissingExtra
 from ..state import PublishedState
 from . import base
+from . import events as log
 from .base import refused
 from .dialect import Dialect, One, Routine, Steps, Write
 from .records import Checkpoint
@@ -156,6 +158,10 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
         "waiting and resuming: a turn's `resume` record, `waiting_since`, `requeued`",
         base.RESUMES.format(json="jsonb", time="timestamptz"),
     ),
+    (
+        "the turn's event log: `turn_events`",
+        log.EVENTS_TABLE.format(text="text", json="json", time="double precision", now=NOW),
+    ),
 )
 
 
@@ -188,8 +194,9 @@ class PostgresStore(SqlStore):
         self.writes = FastWrites()
         """The fast write path, and the bubble counts it keeps per turn."""
         super().__init__(replace(DIALECT, write=self.writes.program), Pooled(pool))
-        self.listener = Listener(url, self.cancellations)
-        """The one connection listening for other processes' cancels, from the first wait."""
+        self.listener = Listener(url, self.cancellations, self.hub)
+        """The one connection listening for other processes' cancels and turns' events,
+        from the first wait or subscriber."""
         self.companions.append(self.listener)
 
     @classmethod
@@ -216,6 +223,10 @@ class PostgresStore(SqlStore):
     async def wait_cancel(self, turn_id: str) -> None:
         self.listener.start()
         await super().wait_cancel(turn_id)
+
+    def subscribe(self, turn_id: str) -> AbstractContextManager[asyncio.Event]:
+        self.listener.start()  # another process's writes wake this one's readers
+        return super().subscribe(turn_id)
 
 
 # ---- the fast write path: one call of `turnkeeper_write` ------------------------------
@@ -308,6 +319,7 @@ DIALECT = Dialect(
         "inserted": "c.seq",
         "notify_from": "WITH cancelled AS (",
         "notify": f" RETURNING turn_id) SELECT pg_notify('{CHANNEL}', turn_id) FROM cancelled",
+        "notify_events": f"SELECT pg_notify('{log.CHANNEL}', ?)",
         "time": "timestamptz",
         "has_migrations": "SELECT 1 WHERE to_regclass('turnkeeper_migrations') IS NOT NULL",
         "migration_lock": f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})",

@@ -12,11 +12,63 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any
 
 from ..state import Approval, PublishedState
 from ..usage import Usage
 from ..wire import Json, Message, ToolResult, ToolUse
+
+
+class EventType(StrEnum):
+    """What one event of a turn's event log says (docs/design.md, "The event log and
+    the stream"); the comment after each is its body."""
+
+    TURN_STARTED = "turn.started"
+    """`{}`: the first event of every run of the turn (a resumed run too)."""
+    TEXT_DELTA = "text.delta"
+    """`{"delta", "message"}`: answer text as it arrives, for the bot bubble `message`."""
+    TEXT_RETRACTED = "text.retracted"
+    """`{"message", "key"}`: the text streamed into `message` never stands; `key` is the
+    notice the turn shows instead."""
+    TOOL_STARTED = "tool.started"
+    """`{"tool_use_id", "tool", "input"}`."""
+    TOOL_ENDED = "tool.ended"
+    """`{"tool_use_id", "is_error", "output"}`: the result's text as the model sees it,
+    redacted like the history, cut to 4,000 characters."""
+    ACTIVITY = "activity"
+    """`{"key"}`: the caption's message key."""
+    CARD = "card"
+    """`{"card", "message"}`: a tool's card, and the bubble it becomes."""
+    APPROVAL_REQUESTED = "approval.requested"
+    """`{"approvals": [...]}`: the tool uses waiting for a person's yes."""
+    TURN_WAITING = "turn.waiting"
+    """`{}`: the last event of a run that waits for a person."""
+    TURN_ENDED = "turn.ended"
+    """`{"status", "outcome", "usage"}`: the last event of the turn."""
+
+
+EventBody = dict[str, Json]
+"""An event's body: a JSON object, as the event's type says (`EventType`)."""
+
+NewEvent = tuple[EventType, EventBody]
+"""An event not yet written: its type and JSON body (the store gives it its number)."""
+
+LAST_EVENTS = frozenset({EventType.TURN_ENDED, EventType.TURN_WAITING})
+"""The events after which a run writes nothing more: a stream ends after one."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEvent:
+    """One event of a turn's log, as the store keeps it: numbered per turn from 1, with no
+    gaps, across every run of the turn."""
+
+    seq: int
+    type: EventType
+    body: EventBody
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seq": self.seq, "type": self.type.value, "body": self.body}
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +96,8 @@ class ModelCall:
     resumed: str | None = None
     """The turn resumed in a new job just before this call: why (after an approval, or
     a crash), and what was decided."""
+    streamed: bool = False
+    """The provider streamed the call's answer text as it arrived (`trace show` marks it)."""
 
     def summary(self) -> dict[str, Any]:
         """What `trace show` prints for the call, as the store keeps it with the turn
@@ -71,6 +125,8 @@ class ModelCall:
             summary["model"] = self.model
         if self.resumed is not None:
             summary["resumed"] = self.resumed
+        if self.streamed:
+            summary["streamed"] = True
         if usage.cost_usd is not None:
             summary["cost_usd"] = usage.cost_usd
         return summary
@@ -92,6 +148,8 @@ class Checkpoint:
     usage: Usage
     calls: Sequence[ModelCall] = ()
     """The model calls made since the previous write."""
+    events: Sequence[NewEvent] = ()
+    """The turn's events since the previous write, written in the same transaction."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +242,9 @@ class Taken:
     record: ResumeRecord | None
     cancel: bool
     """The turn's cancel was requested (a Stop came) before it was taken over."""
+    streamed: Sequence[TurnEvent] = ()
+    """Its log's text deltas and retractions, in order: what it streamed and never showed
+    is retracted as it ends (`turn/events.unsettled`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,9 @@ cancel listener).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from .. import state as published
@@ -19,6 +21,7 @@ from ..outcomes import TurnStatus
 from ..state import PublishedState
 from ..usage import Usage
 from ..wire import Message
+from . import events as log
 from .base import (
     ALL,
     Busy,
@@ -31,17 +34,19 @@ from .base import (
     turn_start,
 )
 from .cancellations import Cancellations
-from .dialect import All, Dialect, Exec, Executor, One, Steps, Write
+from .dialect import All, Dialect, Exec, Executor, Many, One, Steps, Write
 from .records import (
     Checkpoint,
     ConversationSummary,
     Ended,
     Guard,
+    NewEvent,
     Recovery,
     ResumeRecord,
     Taken,
     TranscriptPage,
     Turn,
+    TurnEvent,
     TurnStart,
     decision_made,
 )
@@ -64,6 +69,9 @@ class SqlStore:
         self.executor = executor
         self.sql = compiled(dialect)
         self.cancellations = Cancellations()
+        self.hub = log.EventHub()
+        """This process's subscribers to turns' events, woken once a write of them commits
+        (and on PostgreSQL by the listener, for another process's writes)."""
         self.companions = list(companions)
 
     async def close(self) -> None:
@@ -244,15 +252,69 @@ class SqlStore:
     def _write(
         self, kind: Write, turn_id: str, fence: int, state: PublishedState, cp: Checkpoint | None
     ) -> Awaitable[bool]:
-        """The dialect's fast write path, as a turn's write (an awaitable of the cancel flag)."""
+        """The dialect's fast write path, as a turn's write (an awaitable of the cancel flag);
+        with the checkpoint's events, if it has any, in the same transaction."""
+        if cp is not None and cp.events:
+            return self._write_with_events(kind, turn_id, fence, state, cp)
         program = self.dialect.write(kind, turn_id, fence, state, cp, True)
         one = self.dialect.one_statement_write
         return self.executor.write(program, one=one, turn=True)
+
+    async def _write_with_events(
+        self, kind: Write, turn_id: str, fence: int, state: PublishedState, cp: Checkpoint
+    ) -> bool:
+        """A write and its events in one transaction (none of it if the write is refused);
+        the turn's subscribers woken once it is committed."""
+        write = self.dialect.write(kind, turn_id, fence, state, cp, False)
+
+        def steps() -> Steps[bool]:
+            cancel = yield from write()
+            yield from self._append(turn_id, cp.events)
+            return cancel
+
+        cancel: bool = await self.executor.write(steps, turn=True)
+        self.hub.wake(turn_id)
+        return cancel
 
     async def iterations(self, turn_id: str) -> list[dict[str, Any]]:
         rows = await self._all(self.sql.iterations, (turn_id,))
         load = self.dialect.load
         return [dict(load(r)) for (r,) in rows]
+
+    # ---- the event log (events.py) -------------------------------------------
+
+    async def append_events(self, turn_id: str, fence: int, events: Sequence[NewEvent]) -> int:
+        def steps() -> Steps[int]:
+            if (yield One(self.sql.held, (turn_id, fence))) is None:
+                raise refused(turn_id, fence)
+            return (yield from self._append(turn_id, events))
+
+        last: int = await self.executor.write(steps, turn=True)
+        self.hub.wake(turn_id)
+        return last
+
+    async def events_after(
+        self, turn_id: str, after: int, limit: int = log.PAGE
+    ) -> list[TurnEvent]:
+        rows = await self._all(self.sql.events_after, (turn_id, after, limit))
+        return log.read(rows, self.dialect.load)
+
+    def subscribe(self, turn_id: str) -> AbstractContextManager[asyncio.Event]:
+        return self.hub.subscribed(turn_id)
+
+    async def forget_events(self, older_than: float) -> int:
+        forgotten: int = await self.executor.write(Exec(self.sql.forget_events, (older_than,)))
+        return forgotten
+
+    def _append(self, turn_id: str, events: Sequence[NewEvent]) -> Steps[int]:
+        """Insert `events` numbered on from the turn's last (on PostgreSQL, every process
+        told at commit); the last number."""
+        (last,) = yield One(self.sql.last_event, (turn_id,))
+        yield Many(self.sql.add_event, log.rows(turn_id, int(last), events, self.dialect.json))
+        end = int(last) + len(events)
+        if self.sql.events_woken:
+            yield One(self.sql.events_woken, (f"{turn_id}:{end}",))
+        return end
 
     # ---- the sweeper's side --------------------------------------------------
 
@@ -291,9 +353,12 @@ class SqlStore:
     async def end_turn(
         self, turn_id: str, holder: Holder, close: Close, lease: float = 30.0
     ) -> Ended | None:
-        return await self.executor.write(
+        ended: Ended | None = await self.executor.write(
             lambda: self._end_turn(turn_id, holder, close, lease), turn=True
         )
+        if ended is not None and ended.final.events:
+            self.hub.wake(turn_id)
+        return ended
 
     def _end_turn(
         self, turn_id: str, holder: Holder, close: Close, lease: float
@@ -304,10 +369,13 @@ class SqlStore:
             return None
         resume, cancel = yield One(self.sql.resume_and_cancel, (turn_id,))
         record = None if resume is None else ResumeRecord.from_json(dict(self.dialect.load(resume)))
-        taken = Taken(recovery, record, bool(cancel))
+        streamed = log.read((yield All(self.sql.streamed, (turn_id,))), self.dialect.load)
+        taken = Taken(recovery, record, bool(cancel), streamed)
         final = close(taken)
         fence = recovery.fence
         yield from self.dialect.write(Write.FINISH, turn_id, fence, final.state, final, False)()
+        if final.events:
+            yield from self._append(turn_id, final.events)
         return Ended(taken, final)
 
     # ---- waiting and resuming ------------------------------------------------
@@ -347,7 +415,12 @@ class SqlStore:
         return await self.executor.write(steps)
 
     async def requeue(
-        self, turn_id: str, fence: int, record: ResumeRecord, state: PublishedState
+        self,
+        turn_id: str,
+        fence: int,
+        record: ResumeRecord,
+        state: PublishedState,
+        events: Sequence[NewEvent] = (),
     ) -> None:
         d = self.dialect
         publish = d.write(Write.PUBLISH, turn_id, fence, state, None, False)
@@ -357,8 +430,12 @@ class SqlStore:
             changed = yield Exec(self.sql.requeued, (d.jsonb(record.to_json()), turn_id, fence))
             if changed != 1:
                 raise refused(turn_id, fence)
+            if events:
+                yield from self._append(turn_id, events)
 
         await self.executor.write(steps, turn=True)
+        if events:
+            self.hub.wake(turn_id)
 
     async def waiting(self, older_than: float) -> list[str]:
         rows = await self._all(self.sql.waiting, (older_than,))

@@ -27,6 +27,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..state import PublishedState
 from . import base
+from . import events as log
 from .base import refused
 from .data_version import SeenVersions
 from .dialect import Dialect, Exec, Many, One, Routine, Steps, Write
@@ -203,6 +204,10 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         "waiting and resuming: a turn's `resume` record, `waiting_since`, `requeued`",
         base.RESUMES.format(json="TEXT", time="REAL"),
     ),
+    (
+        "the turn's event log: `turn_events`",
+        log.EVENTS_TABLE.format(text="TEXT", json="TEXT", time="REAL", now=NOW),
+    ),
 )
 
 
@@ -253,6 +258,7 @@ DIALECT = Dialect(
         "inserted": "c.rowid",
         "notify_from": "",
         "notify": "",
+        "notify_events": "",
         "time": "REAL",
         "has_migrations": "SELECT 1 FROM sqlite_master WHERE name = 'turnkeeper_migrations'",
     },

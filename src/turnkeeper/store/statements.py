@@ -136,6 +136,26 @@ class Statements:
         " AND waiting_since <= {ago} ORDER BY waiting_since"
     )
 
+    # ---- the event log (events.py)
+    last_event: str = "SELECT COALESCE(MAX(seq), 0) FROM turn_events WHERE turn_id = ?"
+    add_event: str = "INSERT INTO turn_events (turn_id, seq, type, body) VALUES (?, ?, ?, ?)"
+    events_woken: str = "{notify_events}"
+    """On PostgreSQL, every process's readers told (NOTIFY, sent at commit); else nothing."""
+    held: str = "SELECT 1 FROM turns WHERE turn_id = ? AND fence = ?{lock}"
+    events_after: str = (
+        "SELECT seq, type, body FROM turn_events WHERE turn_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+    )
+    streamed: str = (
+        "SELECT seq, type, body FROM turn_events WHERE turn_id = ?"
+        " AND type IN ('text.delta', 'text.retracted') ORDER BY seq"
+    )
+    """The text a turn streamed and withdrew, for `events.unsettled` when it is ended."""
+    forget_events: str = (
+        "DELETE FROM turn_events WHERE turn_id IN (SELECT turn_id FROM turn_events"
+        " WHERE type = 'turn.ended' AND at < {now} - ?)"
+    )
+    """The events of the turns that ended more than `?` seconds ago."""
+
 
 def compiled(dialect: Dialect) -> Statements:
     """The statements in `dialect`'s text."""

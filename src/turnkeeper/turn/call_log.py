@@ -29,6 +29,8 @@ class Asked:
     timeout: float
     resumed: str | None = None
     """Why the turn resumed in this job, on its first call (approvals.py)."""
+    streamed: bool = False
+    """The provider streams the call's answer text as it arrives."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +75,7 @@ class _InProgress:
             model=called.model,
             stopped=called.stopped,
             resumed=self.asked.resumed,
+            streamed=self.asked.streamed,
         )
 
 
@@ -94,13 +97,17 @@ class CallLog:
         """How many model calls this job has made."""
         return len(self.records) + (self._current is not None)
 
-    def began(self, started: float, timeout: float) -> int:
+    def began(self, started: float, timeout: float, *, streamed: bool = False) -> int:
         """A call starts `started` seconds into the turn: the previous one is over. Its
         number, counted over the turn."""
         self.close()
         first = not self.records
         asked = Asked(
-            self.earlier + self.made + 1, started, timeout, self.resumed if first else None
+            self.earlier + self.made + 1,
+            started,
+            timeout,
+            self.resumed if first else None,
+            streamed,
         )
         self._current = _InProgress(asked)
         return asked.iteration

@@ -19,6 +19,10 @@ fixed order:
   the checkpoint of a `waiting` state and the resume record (`ResumeRecord`,
   approvals.py). The turn is not done (nor in flight); another job resumes it.
 
+Each write carries the turn's events since the last (`Checkpoint.events`, the
+event log: events.py); only text deltas, coalesced, and the start of a round of
+tools are written on their own, through `events`.
+
 `should_stop` is asked before every model call, and `wait_stop` is awaited beside
 the turn from its first model call to its end (started again at the next call if
 it raised): when it returns during a call, the call is aborted and the turn ends
@@ -31,11 +35,12 @@ flag). `report` gets every reported ending.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Protocol
 
 from ..observe.report import Report, Reporter, log_report
 from ..state import PublishedState
-from ..store.records import Checkpoint, ResumeRecord
+from ..store.records import Checkpoint, NewEvent, ResumeRecord, TurnEvent
 from ..usage import Usage
 
 
@@ -77,6 +82,11 @@ class Hooks(Protocol):
         record, then the checkpoint of its `waiting` state. The turn is not done."""
         ...
 
+    async def events(self, batch: Sequence[NewEvent]) -> None:
+        """Write events that cannot wait for the turn's next write: coalesced text deltas
+        (and what was pending before them), the start of a round of tools."""
+        ...
+
     def report(self, report: Report) -> None:
         """Report an ending that someone should see, or an incident (a tool that raised)."""
         ...
@@ -97,6 +107,8 @@ class LocalHooks:
         """Final writes so far: one per turn, whatever happened."""
         self.reports: list[Report] = []
         self.usage = Usage()
+        self.log: list[TurnEvent] = []
+        """Every event the turn wrote, numbered from 1, in order."""
         self.stop_requested = False
         self._stopping = asyncio.Event()
 
@@ -122,12 +134,22 @@ class LocalHooks:
     async def record_usage(self, usage: Usage) -> None:
         self.usage = usage.copy()
 
+    async def events(self, batch: Sequence[NewEvent]) -> None:
+        self.keep(batch)
+
+    def keep(self, batch: Sequence[NewEvent]) -> None:
+        """Number and keep `batch` in the log."""
+        last = len(self.log)
+        self.log.extend(TurnEvent(last + i, k, b) for i, (k, b) in enumerate(batch, 1))
+
     async def checkpoint(self, checkpoint: Checkpoint) -> None:
+        self.keep(checkpoint.events)
         self.checkpoints.append(checkpoint)
         self.usage = checkpoint.usage.copy()
         self.published.append(checkpoint.state)
 
     async def finish(self, final: Checkpoint) -> None:
+        self.keep(final.events)
         self.final = final
         self.finishes += 1
         self.usage = final.usage.copy()

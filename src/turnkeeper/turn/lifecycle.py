@@ -11,6 +11,11 @@
        │                                   (`resume_after_crash`; past `max_resumes`: failed)
     waiting ──stop_waiting()─▶ stopped     a Stop, or nobody answered within the timeout
 
+Each exit writes the turn's last event of the run in the same transaction as its end
+(`turn.ended`) or its wait (`turn.waiting`, after `approval.requested`); a turn ended
+from the store, or queued again after a crash, first retracts the text its run
+streamed and never showed (`events.unsettled`).
+
 The loop calls `finish` and `wait` from its finalisation; the job, the sweeper and the
 API call the others. A turn someone else must end is taken over and ended in one store
 transaction (`Store.end_turn`), its end computed by a pure function of what was read
@@ -32,11 +37,12 @@ from ..outcomes import Ending, Outcome, ending, unfinished
 from ..providers import wire_format
 from ..state import PublishedState
 from ..store import EXPIRED, WAITING, FenceLost, Holder, Store
-from ..store.records import Checkpoint, Recovery, ResumeRecord, Taken
+from ..store.records import Checkpoint, NewEvent, Recovery, ResumeRecord, Taken
 from ..usage import Usage
 from ..wire import Message, ToolResult, ToolUse
-from . import approvals
+from . import approvals, events
 from .approvals import Resume
+from .events import Emitter
 from .hooks import Hooks
 from .model_call import CallRoom
 
@@ -85,6 +91,7 @@ class Leaving(Protocol):
 
     hooks: Hooks
     room: CallRoom
+    events: Emitter
     state: PublishedState
     usage: Usage
     resume: Resume
@@ -94,7 +101,9 @@ class Leaving(Protocol):
 
     def answer(self, results: Sequence[ToolResult]) -> None: ...
 
-    def written_since(self) -> Checkpoint: ...
+    def publish(self, state: PublishedState, *emitted: NewEvent) -> None: ...
+
+    def written_since(self, emitted: Sequence[NewEvent]) -> Checkpoint: ...
 
     def report(self, event: str, message: str, level: int, **about: Any) -> None: ...
 
@@ -104,14 +113,16 @@ async def finish(turn: Leaving, end: Ending) -> None:
     answers stand), the ended state, the watchers told. A final write that fails is
     reported here as the turn's failure (unless its ending is one already, or the turn
     was taken over: its new holder says how it ended)."""
+    turn.events.retract(end.key or "")
     if turn.pending:
         why = f"not run: the turn ended ({end.outcome.value})"
         known = turn.resume.answered
         turn.answer([known.get(u.id) or ToolResult(u.id, why, True) for u in turn.pending])
-    turn.state = turn.state.ended(end, text=turn.unshown, usage=turn.usage)
+    final = turn.state.ended(end, text=turn.unshown, usage=turn.usage)
+    turn.publish(final, events.ended(final))
     turn.room.watch.turn_ended(end, turn.usage)
     try:
-        await turn.hooks.finish(turn.written_since())
+        await turn.hooks.finish(turn.written_since(await turn.events.settle()))
     except FenceLost:
         raise
     except Exception as e:
@@ -126,9 +137,12 @@ async def finish(turn: Leaving, end: Ending) -> None:
 async def wait(turn: Leaving, record: ResumeRecord) -> None:
     """The turn waits for a person: its `waiting` state and resume record written; the
     watchers told it is no longer in flight (its span ends `waiting`)."""
-    turn.state = turn.state.waiting(turn.unshown, turn.usage, (*turn.cards,), record.approvals)
+    asked = record.approvals
+    turn.publish(
+        turn.state.waiting(turn.unshown, turn.usage, (*turn.cards,), asked), *events.waiting(asked)
+    )
     turn.room.watch.turn_waiting(turn.usage)
-    await turn.hooks.wait(turn.written_since(), record)
+    await turn.hooks.wait(turn.written_since(await turn.events.settle()), record)
 
 
 # ---- exits made from the store: what was recovered, ended in one transaction --------
@@ -154,12 +168,15 @@ def tail(taken: Taken, not_run: str) -> list[Message]:
 
 def ended(taken: Taken, end: Ending, not_run: str) -> Checkpoint:
     """The final write of a turn ended from what was recovered: its tail, the recovered
-    state ended with `end` (`done: true`), the usage as last recorded."""
+    state ended with `end` (`done: true`), the usage as last recorded; its events retract
+    what its run streamed and never showed, then say it ended."""
     recovery = taken.recovery
     state = recovery.state.ended(end, text=None, usage=recovery.usage)
+    withdrawn = events.unsettled(taken.streamed, recovery.state, end.key)
     return Checkpoint(
-        recovery.turn_id, recovery.usage.iterations, tail(taken, not_run), state, recovery.usage
-    )
+        recovery.turn_id, recovery.usage.iterations, tail(taken, not_run), state, recovery.usage,
+        events=[*withdrawn, events.ended(state)],
+    )  # fmt: skip
 
 
 def unfinished_end(taken: Taken) -> Checkpoint:
@@ -216,13 +233,18 @@ async def resume_crashed(
     if done >= max_resumes:
         why = f"its worker stopped again after {done} resumes (at most {max_resumes})"
         reporter(_report(taken, "resume_refused", why, logging.ERROR))
-        whole = Taken(taken, record, await store.cancel_requested(turn_id))
+        streamed = await events.streamed(store, turn_id)
+        whole = Taken(taken, record, await store.cancel_requested(turn_id), streamed)
         await store.finish(turn_id, taken.fence, unfinished_end(whole))
         end = unfinished(whole.cancel)
         reporter(_finalised(taken, end, expired=False))
         return end
     state = taken.state.requeued()
-    await store.requeue(turn_id, taken.fence, record.requeued(taken.checkpointed), state)
+    # the next run streams into the same bubble anew: what this one streamed is withdrawn
+    withdrawn = events.unsettled(await events.streamed(store, turn_id), taken.state,
+                                 unfinished(False).key)  # fmt: skip
+    await store.requeue(turn_id, taken.fence, record.requeued(taken.checkpointed), state,
+                        withdrawn)  # fmt: skip
     await queue.enqueue(turn_id)
     message = (
         "its worker stopped; resumed from its last checkpoint"

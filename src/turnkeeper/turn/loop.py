@@ -11,6 +11,8 @@ state moves only through its own transitions; model calls happen in the turn's
 `CallRoom` (`model_call.py`), which tells the turn's `CallLog` what the trace
 records, and each response's tools run as a round (`tool_round.py`: run, or first
 wait for a person's yes; a resumed turn's last ones), whose `Round` the loop applies.
+What happens is told as it happens to the turn's event log (`events.py`), each
+write carrying its events.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
-from typing import Any, assert_never
+from typing import Any
 
 from ..budget import Budget
 from ..cards import Card
@@ -28,45 +30,26 @@ from ..credentials import redact_text
 from ..errors import ProviderError
 from ..observe.report import Report
 from ..observe.watchers import Watcher, watch_turn, watched_tools
-from ..outcomes import Ending, Outcome, Status, Stop, ending, unfinished
+from ..outcomes import Ending, Outcome, Status, decide, ending, unfinished
 from ..providers import Provider
 from ..state import PublishedState
-from ..store.records import Checkpoint, ResumeRecord
+from ..store.records import Checkpoint, EventType, NewEvent, ResumeRecord
 from ..tools import NoTools, Toolset
 from ..tools.context import running
 from ..usage import Usage
 from ..wire import Message, Reply, ToolResult, ToolSpec, ToolUse
-from . import lifecycle, tool_round
+from . import events, lifecycle, tool_round
 from .activity import caption
 from .approvals import Resume
 from .call_log import CallLog
 from .clock import TurnClock
+from .events import Emitter
 from .hooks import Hooks, LocalHooks
 from .model_call import CallRoom
 from .setting import TurnSetting
 from .stop_race import StopRace
 from .tool_round import Round, ToolRunner
 from .trace import Trace
-
-
-def decide(reply: Reply) -> Outcome | None:
-    """What a response means for the turn: the outcome it ends with, or None when the turn
-    goes on (tools to run, or a paused turn to re-send)."""
-    match reply.stop:
-        case Stop.TOOL_USE | Stop.PAUSE_TURN | Stop.COMPACTION:
-            return None
-        case Stop.END_TURN:
-            return Outcome.FINISHED
-        case Stop.MAX_TOKENS:
-            return Outcome.TRUNCATED
-        case Stop.REFUSAL:
-            return Outcome.REFUSED
-        case Stop.CONTEXT_EXCEEDED:
-            return Outcome.CONTEXT_EXCEEDED
-        case Stop.OTHER:
-            return Outcome.FAILED
-        case _ as unreachable:
-            assert_never(unreachable)
 
 
 @dataclass
@@ -117,6 +100,7 @@ async def run_turn(
         toolset=watched_tools(toolset or NoTools(), watch),
         budget=budget or Budget(),
         hooks=hooks,
+        events=Emitter(hooks),
         clock=clock,
         log=log,
         room=CallRoom(provider, clock, StopRace(hooks.wait_stop), log, watch),
@@ -140,6 +124,8 @@ class _Turn:
     toolset: Toolset
     budget: Budget
     hooks: Hooks
+    events: Emitter
+    """The turn's events on their way to the hooks (events.py)."""
     clock: TurnClock
     log: CallLog
     room: CallRoom
@@ -163,7 +149,7 @@ class _Turn:
         self.written = (self.prior, 0)
         """History messages and model calls already handed to the hooks."""
         self.deadline = self.clock.started + self.budget.deadline - self.resume.working
-        self.tools = ToolRunner(self.toolset, self.clock, self.report)
+        self.tools = ToolRunner(self.toolset, self.clock, self.report, self.events)
 
     # ---- the loop -------------------------------------------------------
 
@@ -175,6 +161,7 @@ class _Turn:
             if not self.resume.asked:
                 self.history.append(self.provider.user_message(question))
             self.state = self.state.running()
+            self.events.emit(EventType.TURN_STARTED, {})
             await self.hooks.started(self.state)
             async with backstop:
                 tools = await self.toolset.list_tools()
@@ -221,8 +208,9 @@ class _Turn:
 
     async def call(self, tools: Sequence[ToolSpec], timeout: float) -> Reply | None:
         """One model call, raced against a stop; None, the turn ended, on failure or stop."""
+        self.events.begin(events.next_bubble(self.state))
         try:
-            called = await self.room.call(self.history, tools, timeout)
+            called = await self.room.call(self.history, tools, timeout, self.events.text)
         except ProviderError as error:
             self.end(Outcome.FAILED, str(error), key=error.key, details=error.describe())
             return None
@@ -238,7 +226,8 @@ class _Turn:
         if reply.keep:
             self.history.append(reply.message)
         self.pending = reply.tool_uses
-        self.activity = caption(reply.steps, self.activity, self.activities)
+        was, self.activity = self.activity, caption(reply.steps, self.activity, self.activities)
+        self.events.replied(reply.text, outcome, was, self.activity)
         self.log.decided("continue" if outcome is None else outcome.value, self.activity)
 
     # ---- tools ----------------------------------------------------------
@@ -283,12 +272,17 @@ class _Turn:
             self.unshown = reply.text
 
     async def iteration_done(self) -> None:
-        self.state = self.state.iterated(self.activity, self.unshown, self.usage, (*self.cards,))
+        self.publish(self.state.iterated(self.activity, self.unshown, self.usage, (*self.cards,)))
         self.unshown, self.cards = None, []
-        await self.hooks.checkpoint(self.written_since())
+        await self.hooks.checkpoint(self.written_since(await self.events.settle()))
 
-    def written_since(self) -> Checkpoint:
-        """What changed since the last write, with the current state."""
+    def publish(self, state: PublishedState, *emitted: NewEvent) -> None:
+        """Move to `state`, with the events of the cards it shows, then `emitted`."""
+        self.events.moved(self.state, state, *emitted)
+        self.state = state
+
+    def written_since(self, emitted: Sequence[NewEvent]) -> Checkpoint:
+        """What changed since the last write, with the current state and its events."""
         messages, calls = self.written
         self.written = (len(self.history), self.log.made)
         return Checkpoint(
@@ -298,6 +292,7 @@ class _Turn:
             state=self.state,
             usage=self.usage.copy(),
             calls=self.log.since(calls),
+            events=emitted,
         )
 
     # ---- how the turn ends ---------------------------------------------

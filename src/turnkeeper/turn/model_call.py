@@ -16,14 +16,16 @@ passing inside a call that ignored its timeout (`overran`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ProviderError, ProviderFailed, ProviderUnavailable, timed_out
 from ..observe import prices
 from ..observe.watched import CallEnd
 from ..observe.watchers import UNWATCHED, TurnWatch
-from ..providers import Provider
+from ..providers import Provider, takes_text
 from ..usage import Usage
 from ..wire import Message, Reply, ToolSpec
 from .call_log import Called, CallLog
@@ -63,32 +65,42 @@ class CallRoom:
         """The model requested, as the provider describes itself."""
         self.cache_ttl = "1h" if described.get("prompt_cache") == "1h" else "5m"
         """The TTL of the prompt cache's marks: its writes are priced at it."""
+        self.streams = takes_text(provider)
+        """The provider hands each piece of answer text to an `on_text` callback."""
+        self._pieces: _Pieces | None = None
+        """The text the call in flight streamed."""
 
     async def call(
-        self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
+        self,
+        history: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        timeout: float,
+        on_text: Callable[[str], None] | None = None,
     ) -> Priced | None:
         """One model call, logged, raced against a stop: None if the stop came first and
-        the call was aborted; any failure comes out as a `ProviderError`."""
+        the call was aborted; any failure comes out as a `ProviderError`. `on_text` gets
+        each piece of answer text as it arrives, if the provider streams."""
         started = self.clock.now()
-        iteration = self.log.began(started - self.clock.started, timeout)
+        streamed = on_text is not None and self.streams
+        iteration = self.log.began(started - self.clock.started, timeout, streamed=streamed)
         self.watch.call_started(iteration)
         try:
-            reply = await self.race.unless_stopped(self.provider.complete(history, tools, timeout))
+            reply = await self.race.unless_stopped(self._complete(history, tools, timeout, on_text))
         except BaseException as e:  # a cancel too (the deadline's backstop, the task's): timed
             duration = self.clock.now() - started
             if not isinstance(e, Exception):
                 self.log.ended(Called(duration))
-                end = CallEnd(iteration, duration, self.requested, error="CancelledError")
+                end = self._end(iteration, duration, self.requested, error="CancelledError")
                 self.watch.call_ended(end)  # its span ends, cut short
                 raise
             error = provider_error(e, timeout)
             self.log.ended(Called(duration, error=error))
-            self.watch.call_ended(CallEnd(iteration, duration, self.requested, error=str(error)))
+            self.watch.call_ended(self._end(iteration, duration, self.requested, error=str(error)))
             raise error from e
         duration = self.clock.now() - started
         if reply is None:
             self.log.ended(Called(duration, stopped=True), decision="stopped")
-            self.watch.call_ended(CallEnd(iteration, duration, self.requested, stopped=True))
+            self.watch.call_ended(self._end(iteration, duration, self.requested, stopped=True))
             return None
         return Priced(reply, self._answered(iteration, duration, reply))
 
@@ -101,17 +113,34 @@ class CallRoom:
         self.log.ended(Called(duration, reply.raw, None, reply.raw_stop, tools, usage, model))
         if self.watch is not UNWATCHED:  # a record per call only for someone who reads it
             self.watch.call_ended(
-                CallEnd(
-                    iteration,
-                    duration,
-                    model,
-                    usage,
-                    reply.raw_stop,
-                    tools=tools,
-                    text=reply.text,
+                self._end(
+                    iteration, duration, model, usage=usage, finish_reason=reply.raw_stop,
+                    tools=tools, text=reply.text,
                 )
-            )
+            )  # fmt: skip
         return usage
+
+    def _complete(
+        self,
+        history: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        timeout: float,
+        on_text: Callable[[str], None] | None,
+    ) -> Coroutine[Any, Any, Reply]:
+        self._pieces = None
+        if on_text is None or not self.streams:
+            return self.provider.complete(history, tools, timeout)
+        self._pieces = pieces = _Pieces(on_text)
+        return self.provider.complete(history, tools, timeout, on_text=pieces)
+
+    def _end(self, iteration: int, duration: float, model: str | None, **fields: Any) -> CallEnd:
+        """What the watchers are told of a call that ended, with what it streamed."""
+        pieces = self._pieces
+        if pieces is None:
+            return CallEnd(iteration, duration, model, **fields)
+        return CallEnd(
+            iteration, duration, model, **fields, pieces=pieces.count, first_text=pieces.first
+        )
 
     def overran(self) -> str:
         """The turn's deadline passed in real time: a provider or a toolset ignored its
@@ -130,6 +159,23 @@ class CallRoom:
         """The turn is over: stop waiting for a stop; the last call's record is built."""
         self.race.close()
         self.log.close()
+
+
+class _Pieces:
+    """A call's `on_text`, counting the pieces and timing the first (in real time, not on
+    the turn's clock: the trace keeps that clock, and a replay gives it back)."""
+
+    def __init__(self, on_text: Callable[[str], None]) -> None:
+        self.on_text = on_text
+        self.count = 0
+        self.first: float | None = None
+        self.started = time.monotonic()
+
+    def __call__(self, piece: str) -> None:
+        if self.first is None:
+            self.first = time.monotonic() - self.started
+        self.count += 1
+        self.on_text(piece)
 
 
 def provider_error(e: Exception, timeout: float) -> ProviderError:

@@ -21,8 +21,10 @@ from ..credentials import redact_text
 from ..store.records import ResumeRecord
 from ..tools import Toolset
 from ..wire import ToolResult, ToolUse
+from . import events
 from .approvals import Resume, waiting_record
 from .clock import TurnClock
+from .events import Emitter
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,11 +47,16 @@ class ToolRunner:
     toolset: Toolset
     clock: TurnClock
     report: Callable[..., None]
+    events: Emitter
+    """The turn's events: a tool's start is written as it starts, its end with the
+    turn's next write."""
 
     async def ran(self, uses: Sequence[ToolUse], timeout: float) -> Round:
         """Run the uses concurrently within `timeout`: their results, in order, and how long
         they took. A tool still running when the timeout fires is answered with an error
         result; the others keep theirs."""
+        self.events.pending.extend(events.tools_started(uses))
+        await self.events.write_now()  # a reader sees the tools run while they run
         started = self.clock.now()
         results: list[ToolResult | None] = [None] * len(uses)
 
@@ -67,13 +74,12 @@ class ToolRunner:
             if not scope.expired():
                 raise
         took = self.clock.now() - started
-        return Round(
-            tuple(
-                r or ToolResult(u.id, f"{u.name} did not finish within {timeout:.1f} s", True)
-                for u, r in zip(uses, results, strict=True)
-            ),
-            took,
+        answered = tuple(
+            r or ToolResult(u.id, f"{u.name} did not finish within {timeout:.1f} s", True)
+            for u, r in zip(uses, results, strict=True)
         )
+        self.events.pending.extend(events.tools_ended(answered))
+        return Round(answered, took)
 
     async def run_tool(self, use: ToolUse, timeout: float) -> ToolResult:
         """One tool use's result; a tool that raised is reported and answered as an error."""

@@ -112,6 +112,8 @@ def call_json(call: ModelCall) -> Json:
             record[name] = value
     if call.usage is not None and call.usage.cost_usd is not None:
         record["cost_usd"] = call.usage.cost_usd
+    if call.streamed:
+        record["streamed"] = True
     return record
 
 
@@ -206,6 +208,7 @@ def _call(record: Json, wire: str, n: int) -> ModelCall:
         model=record.get("model"),
         stopped=record.get("stopped") is True,
         resumed=record.get("resumed"),
+        streamed=record.get("streamed") is True,
     )
 
 

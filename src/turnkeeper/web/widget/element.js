@@ -57,7 +57,7 @@ export class TurnkeeperChat extends HTMLElement {
     // A catalog the server lists but does not serve: English rather than nothing.
     const [shown, entries] = own.ok && own.body ? [lang, own.body] : [DEFAULT_LOCALE, en.body];
     this.catalog = new Catalog(shown, entries, en.body);
-    this.name = name;
+    this.name = this.catalog.text("assistant.name") || name; // the reader's locale's name
     this.users = users;
     return true;
   }
