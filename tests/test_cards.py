@@ -183,7 +183,7 @@ def test_the_transcript_prints_a_card_as_plain_text() -> None:
     ]
     assert transcript(messages, "en").splitlines() == [
         "You: my order?",
-        "bot: Order A-1001",
+        "Assistant: Order A-1001",
         "Status: shipped",
         "Total: 42.5",
         "Note: ",
@@ -207,7 +207,7 @@ def test_run_prints_the_card_a_tool_returned(
     assert main(["run", "--script", str(script), "where is A-7?"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "You: where is A-7?",
-        "bot: Order A-7",
+        "Assistant: Order A-7",
         "Status: shipped",
-        "bot: Shipped.",
+        "Assistant: Shipped.",
     ]

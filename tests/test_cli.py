@@ -13,6 +13,8 @@ import pytest
 
 from tests.scripts import answer, asks, body, text, tool_use
 from turnkeeper.cli import main
+from turnkeeper.cli.run import exit_code, transcript
+from turnkeeper.outcomes import Outcome
 
 
 def write_script(path: Path, responses: list[dict[str, Any]]) -> Path:
@@ -78,26 +80,78 @@ def test_run_prints_the_conversation_in_the_readers_language(
     monkeypatch.delenv("LC_ALL", raising=False)
     monkeypatch.delenv("LC_MESSAGES", raising=False)
     monkeypatch.setenv("LANG", "es_ES.UTF-8")
-    assert main(["run", "--script", str(script), "hola"]) == 0
+    assert main(["run", "--script", str(script), "hola"]) == 3
     out = capsys.readouterr().out
     assert out.splitlines() == [
         "Tú: hola",
-        "asistente: La respuesta se cortó antes de estar completa, así que no se muestra.",
+        "Assistant: La respuesta se cortó antes de estar completa, así que no se muestra.",
     ]
     monkeypatch.setenv("LC_ALL", "en_US.UTF-8")
-    assert main(["run", "--script", str(script), "hi"]) == 0
+    assert main(["run", "--script", str(script), "hi"]) == 3
     assert "The answer was cut off" in capsys.readouterr().out
 
 
-def test_run_exits_0_whatever_the_outcome(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_the_assistants_lines_are_labelled_with_its_name() -> None:
+    """As the widget labels them: the demo assistant's name under `run`, an app's its own;
+    never `bot`."""
+    messages = [{"role": "user", "text": "hi"}, {"role": "bot", "text": "hello"}]
+    assert transcript(messages, "en") == "You: hi\nAssistant: hello"
+    assert transcript(messages, "en", name="Shop helper").splitlines()[1] == "Shop helper: hello"
+
+
+EXPECTED_EXITS = {
+    Outcome.FINISHED: 0,
+    Outcome.FAILED: 1,
+    Outcome.ITERATION_LIMIT: 1,
+    Outcome.TIME_LIMIT: 1,
+    Outcome.STOPPED: 1,
+    Outcome.TRUNCATED: 3,
+    Outcome.REFUSED: 3,
+    Outcome.CONTEXT_EXCEEDED: 3,
+}
+
+
+def test_every_outcome_has_its_exit_status() -> None:
+    """A new outcome fails here until its exit status is decided (and written in --help)."""
+    assert set(EXPECTED_EXITS) == set(Outcome)
+    assert {o: exit_code(o) for o in Outcome} == EXPECTED_EXITS
+    assert exit_code(None) == 1, "a turn left waiting did not finish"
+
+
+def test_run_help_gives_the_exit_statuses() -> None:
+    done = cli("run", "--help")
+    assert done.returncode == 0
+    epilog = done.stdout.split("exit status:", 1)[1]
+    by_code = {line.split()[0]: line for line in epilog.splitlines() if line.strip()}
+    for outcome, code in EXPECTED_EXITS.items():
+        assert outcome.value in by_code[str(code)]
+    assert "2  unusable arguments" in epilog
+
+
+@pytest.mark.parametrize(
+    ("steps", "argv", "status", "code"),
+    [
+        ([answer("done")], [], "finished", 0),
+        (
+            [asks(tool_use("read_file", {"path": "x"}))] * 3,
+            ["--max-iterations", "2"],
+            "iteration_limit",
+            1,
+        ),
+        ([asks(tool_use("read_file", {"path": "x"}))], [], "failed", 1),  # the script runs out
+        ([body([text("cut")], "max_tokens")], [], "truncated", 3),
+        ([body([], "refusal")], [], "refused", 3),
+        ([body([], "model_context_window_exceeded")], [], "context_exceeded", 3),
+    ],
+)
+def test_run_exits_with_the_status_of_the_turns_outcome(
+    tmp_path: Path, steps: list[dict[str, Any]], argv: list[str], status: str, code: int
 ) -> None:
-    script = write_script(tmp_path / "s.json", [asks(tool_use("read_file", {"path": "x"}))] * 3)
-    code = main(["run", "--script", str(script), "--max-iterations", "2", "--json", "q"])
-    captured = capsys.readouterr()
-    assert code == 0
-    assert json.loads(captured.out)["status"] == "iteration_limit"
-    assert "iteration_limit" in captured.err
+    """A script can tell: 0 finished, 1 failed or capped, 3 no full answer."""
+    script = write_script(tmp_path / "s.json", steps)
+    done = cli("run", "--script", str(script), *argv, "--json", "q")
+    assert json.loads(done.stdout)["status"] == status, done.stderr
+    assert done.returncode == code, done.stderr
 
 
 @pytest.mark.parametrize(
@@ -200,7 +254,7 @@ def test_a_time_limit_replays_identically(
     )
     trace_path = tmp_path / "t.json"
     argv = ["run", "--script", str(script), "--root", str(todo_root), "--trace", str(trace_path)]
-    assert main([*argv, "--deadline", "0.5", "q"]) == 0
+    assert main([*argv, "--deadline", "0.5", "q"]) == 1  # time_limit
     trace = json.loads(trace_path.read_text())
     assert trace["outcome"] == "time_limit"
     assert trace["calls"] == []
@@ -210,7 +264,7 @@ def test_a_time_limit_replays_identically(
 def test_a_reported_exit_is_one_line_on_stderr(tmp_path: Path) -> None:
     script = write_script(tmp_path / "s.json", [body([text("cut")], "max_tokens")])
     done = cli("run", "--script", str(script), "q")
-    assert done.returncode == 0
+    assert done.returncode == 3  # truncated
     assert done.stderr.splitlines() == [
         "turnkeeper: truncated: response truncated on max_tokens after 1 iteration: "
         "stop_reason 'max_tokens'"

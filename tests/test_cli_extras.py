@@ -119,3 +119,63 @@ def test_a_missing_key_and_a_missing_extra_are_said_together(
     assert done.stderr.count("\n") == 1, done.stderr
     assert key in done.stderr
     assert f"pip install -e '.[{extra}]'" in done.stderr
+
+
+BASE_INSTALL_LACKS = [
+    "uvicorn",
+    "starlette",
+    "prometheus_client",
+    "psycopg",
+    "psycopg_pool",
+    "procrastinate",
+    "anthropic",
+    "openai",
+    "mcp",
+    "httpx2",
+]
+"""What `pip install -e .` alone leaves out (every extra's modules)."""
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["serve", "--port", "9"], "turnkeeper serve needs the server extra"),
+        (["worker", "--database", NOWHERE], "turnkeeper worker needs the postgres extra"),
+        (["worker"], "turnkeeper worker needs the postgres extra"),
+    ],
+)
+def test_with_only_the_base_install_each_command_names_the_extra_it_needs(
+    tmp_path: Path, argv: list[str], says: str
+) -> None:
+    """Not "metrics needs the server extra": the command, and the extra that installs it."""
+    done = cli_without(BASE_INSTALL_LACKS, argv, tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert says in done.stderr
+    assert "metrics" not in done.stderr
+
+
+def test_asgi_without_the_server_extra_raises_missing_extra(tmp_path: Path) -> None:
+    """Not a raw `No module named 'starlette'`: turnkeeper's MissingExtra, naming the extra."""
+    script = HIDE.replace(
+        "from turnkeeper.cli import main\nsys.exit(main(sys.argv[2:]))",
+        "from turnkeeper import Assistant\n"
+        "from turnkeeper.errors import MissingExtra\n"
+        "try:\n"
+        "    Assistant().asgi()\n"
+        "except MissingExtra as e:\n"
+        "    print(e)\n",
+    )
+    for hidden in ("starlette", "prometheus_client", ",".join(BASE_INSTALL_LACKS)):
+        done = subprocess.run(
+            [sys.executable, "-c", script, hidden],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == (
+            "Assistant.asgi() needs the server extra: pip install -e '.[server]' "
+            "in turnkeeper's checkout\n"
+        )

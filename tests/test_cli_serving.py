@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -95,3 +99,42 @@ def test_frame_ancestors_and_public_metrics_reach_the_server_settings() -> None:
     assert settings.public_metrics is True
     assert (default.frame_ancestors, default.public_metrics) == ((), False)
     assert default.metrics_port == 9100
+
+
+def test_a_port_in_use_is_one_line_and_exit_2_before_the_banner(tmp_path: Path) -> None:
+    """As every other startup error: no banner announcing an address it cannot serve, no
+    uvicorn error after it."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        environ = {
+            k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))
+        }
+        done = subprocess.run(
+            [sys.executable, "-m", "turnkeeper", "serve", "--port", str(busy)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+            env=environ | {"TURNKEEPER_PROVIDER": "demo"},
+        )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        f"turnkeeper: error: port {busy} is in use on 127.0.0.1: stop what listens there, "
+        "or choose another with --port\n"
+    )
+    assert not (tmp_path / "turnkeeper.db").exists(), "nothing opened before the port is had"
+
+
+@pytest.mark.parametrize(
+    "argv", [["worker"], ["serve", "--no-worker"], ["serve", "--database", "mysql://x/y"]]
+)
+def test_hints_name_the_postgresql_url_form_unredacted(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The form survives the redaction every error line goes through: no `***@host:port`."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "postgresql://USER@HOST:5432/DBNAME" in err
+    assert "***" not in err

@@ -70,7 +70,7 @@ def test_on_a_terminal_run_shows_the_caption_elapsed_time_and_outcome(tmp_path: 
     assert CLEAR in shown
     assert "Leyó un archivo · " in shown, "the caption, in the reader's language"
     assert " s" in shown.split("Leyó un archivo · ", 1)[1]
-    assert "asistente: your todos: write tests" in shown
+    assert "Assistant: your todos: write tests" in shown
     assert shown.rstrip().splitlines()[-1].startswith("Terminado · ")
 
 
@@ -80,7 +80,7 @@ def test_piped_or_with_json_run_prints_only_the_result(tmp_path: Path) -> None:
     piped = subprocess.run(
         [*argv, "todo?"], capture_output=True, text=True, cwd=REPO, env=environment(), check=True
     )
-    assert piped.stdout == "You: todo?\nbot: your todos: write tests\n"
+    assert piped.stdout == "You: todo?\nAssistant: your todos: write tests\n"
     as_json = on_a_terminal(
         ["run", "--script", str(script), "--root", str(root), "--json", "todo?"], environment()
     )
@@ -117,8 +117,8 @@ async def test_on_a_terminal_the_answer_is_printed_as_it_arrives(tmp_path: Path)
     result = await _turn("todo?", provider, tmp_path, Budget(), (), line)
     first = "your todos: write tests"[:12]
     assert first not in seen[0], "nothing printed before the first piece"
-    assert f"bot: {first}" in seen[1], "the first piece was printed before the second came"
+    assert f"Assistant: {first}" in seen[1], "the first piece was printed before the second came"
     assert "You: todo?\n" in seen[1]
     messages = result.state.to_json()["messages"]
     assert transcript(messages, "en", _printed(result.state, line)) == ""
-    assert "bot: your todos: write tests\n" in out.getvalue()
+    assert "Assistant: your todos: write tests\n" in out.getvalue()

@@ -155,7 +155,7 @@ def test_blocks_of_every_shape_the_api_sends_still_run(
     path = tmp_path / "s.json"
     path.write_text(json.dumps([body([thinking, search, text("done")], "end_turn")]), "utf-8")
     assert main(["run", "--script", str(path), "q"]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == "bot: done"
+    assert capsys.readouterr().out.splitlines()[-1] == "Assistant: done"
 
 
 @pytest.mark.parametrize("name", ["replay", "show"])

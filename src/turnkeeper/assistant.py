@@ -32,10 +32,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .budget import Budget
-from .errors import ConfigError
+from .errors import ConfigError, require_extra
 from .i18n import DEFAULT, Catalogs, keys, locale_tag, shorter
 from .providers import Provider
 from .providers.cache_marks import ttl_of
+from .providers.demo import Where
 from .providers.select import NAMES, ModelSettings, choose_provider
 from .tools import CombinedToolset, Toolset
 from .tools.files import DEMO_ROOT, read_file_tool
@@ -193,10 +194,12 @@ class Assistant:
         provider: str | None = None,
         model: str | None = None,
         demo_pause: float = 0.0,
+        demo_where: Where = Where.APP,
     ) -> Provider:
         """The model this assistant talks to: `provider` and `model` (the command line's)
         over its own, over the environment's rule; every request carries its settings.
-        A `Provider` the assistant was given is used as it is."""
+        A `Provider` the assistant was given is used as it is. The demo model says how to
+        select a real one where it runs (`demo_where`)."""
         if provider is None and self.provider is not None and not isinstance(self.provider, str):
             return self.provider
         return choose_provider(
@@ -204,6 +207,7 @@ class Assistant:
             model or self.model,
             environ,
             demo_pause=demo_pause,
+            demo_where=demo_where,
             settings=self.model_settings(),
         )
 
@@ -228,8 +232,9 @@ class Assistant:
         are left to `turnkeeper worker module:assistant` processes. `authenticate`
         (default: the assistant's own) makes conversations belong to your users. Pages of
         `cors_origins` may call it, pages of `frame_ancestors` frame it; `public_metrics`
-        answers `/metrics` under the prefix.
+        answers `/metrics` under the prefix. Without the server extra, `MissingExtra`.
         """
+        require_extra("Assistant.asgi()", "server", ("starlette", "prometheus_client"))
         from .serving.mounted import AssistantApp
 
         return AssistantApp(

@@ -17,6 +17,9 @@ A `ProviderError` never escapes `run_turn`: the loop turns it into the outcome
 
 from __future__ import annotations
 
+import importlib.util
+from collections.abc import Iterable
+
 from .credentials import redact_text
 
 
@@ -36,6 +39,19 @@ class MissingExtra(ConfigError):
             f"{what} needs the {extra} extra: pip install -e '.[{extra}]' in turnkeeper's checkout"
         )
         self.extra = extra
+
+
+def require_extra(what: str, extra: str, modules: Iterable[str]) -> None:
+    """`MissingExtra` saying `what` needs `extra` unless every one of `modules` (the extra's
+    top-level modules) can be imported: checked before the first import, whose error would
+    name a module (or another feature) rather than the extra to install."""
+    for module in modules:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ImportError:
+            found = False
+        if not found:
+            raise MissingExtra(what, extra)
 
 
 class TurnError(TurnkeeperError):

@@ -3,8 +3,15 @@ run by the host's lifespan, with the host's own users; a turn runs in the host's
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -164,3 +171,44 @@ async def test_mounted_it_keeps_metrics_private_and_frames_only_where_told(
     assert (hidden, shown) == (404, 200)
     assert private.endswith("frame-ancestors 'self'")
     assert framed.endswith("frame-ancestors 'self' https://docs.example")
+
+
+TINY_HOST = """
+from starlette.applications import Starlette
+from starlette.routing import Mount
+from turnkeeper import Assistant
+
+chat = Assistant(name="Tiny helper").asgi(database="sqlite:///tiny.db")
+app = Starlette(routes=[Mount("/assistant", app=chat)], lifespan=chat.lifespan)
+"""
+
+
+def test_under_plain_uvicorn_a_mounted_assistant_says_one_banner_line(tmp_path: Path) -> None:
+    """uvicorn's own log config shows no `turnkeeper.*` INFO record: the banner is one line
+    on stderr, said once the host's lifespan has started it."""
+    (tmp_path / "host.py").write_text(TINY_HOST, encoding="utf-8")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
+    environ.pop("TURNKEEPER_PROVIDER", None)
+    argv = [sys.executable, "-m", "uvicorn", "host:app", "--port", "0"]
+    with subprocess.Popen(
+        argv, cwd=tmp_path, env=environ, stderr=subprocess.PIPE, text=True
+    ) as uvicorn:
+        lines: queue.Queue[str] = queue.Queue()
+        reader = threading.Thread(target=lambda: any(map(lines.put, uvicorn.stderr or ())))
+        reader.start()
+        said: list[str] = []
+        deadline = time.monotonic() + 60
+        while not any("Application startup complete" in line for line in said):
+            assert time.monotonic() < deadline, said
+            with contextlib.suppress(queue.Empty):
+                said.append(lines.get(timeout=0.5))
+        uvicorn.terminate()
+        reader.join(timeout=30)  # to the pipe's end, before `with` closes it
+    banners = [line for line in said if "turnkeeper" in line]
+    assert len(banners) == 1, said
+    [line] = banners
+    assert line.startswith("turnkeeper ")
+    assert " mounted: " in line
+    assert "mounted ('Tiny helper')" in line
+    assert "database sqlite:///tiny.db" in line
+    assert said.index(line) < len(said) - 1, "before uvicorn says the startup is complete"

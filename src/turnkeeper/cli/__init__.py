@@ -1,8 +1,9 @@
 """The command line: `demo`, `run`, `replay`, `trace`, `serve`, `worker`.
 
-Exit codes: 0 when the command did its work (whatever the turn's outcome), 1
-when a replay differs from its trace, 2 with a one-line error for unusable
-arguments or input.
+Exit codes: 0 when the command did its work (for `run` and `demo`: the turn
+finished), 1 when a replay differs from its trace or a turn failed or hit a cap,
+2 with a one-line error for unusable arguments or input, 3 when the model gave no
+full answer (`run.EXIT_CODES`).
 
 The top floor: may import every other.
 """
@@ -38,13 +39,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_command(commands)
 
     rep = commands.add_parser("replay", help="re-run a traced turn offline and compare")
-    rep.add_argument("trace", type=Path)
+    rep.add_argument("trace", type=Path, metavar="TRACE", help="a trace file (run --trace OUT)")
 
     trace = commands.add_parser("trace", help="read traces")
     trace_commands = trace.add_subparsers(dest="trace_command", required=True, parser_class=_Parser)
     show = trace_commands.add_parser("show", help="one row per model call, and totals")
     show.add_argument("trace", metavar="TRACE_OR_TURN_ID", help="a trace file, or a stored turn")
-    show.add_argument("--json", action="store_true")
+    show.add_argument(
+        "--json", action="store_true", help="print the rows as JSON (default: a table)"
+    )
     show.add_argument(
         "--database", metavar="URL", help="the store of TURN_ID (env TURNKEEPER_DATABASE_URL)"
     )

@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager, suppress
 from typing import TextIO
 
 from .. import i18n
+from ..assistant import Assistant
 from ..observe.report import Reporter
 from ..store.records import Checkpoint, EventType, NewEvent
 from ..turn.hooks import LocalHooks
@@ -33,10 +34,17 @@ class LiveLine:
     language, and the seconds elapsed."""
 
     def __init__(
-        self, stream: TextIO, locale: str, clock: Callable[[], float] = time.monotonic
+        self,
+        stream: TextIO,
+        locale: str,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        name: str = Assistant.name,
     ) -> None:
         self.stream = stream
         self.locale = locale
+        self.name = name
+        """The assistant's name, before its text (as the transcript labels its lines)."""
         self.clock = clock
         self.started = clock()
         self.caption = i18n.resolve("ui.working", locale) or ""
@@ -49,15 +57,14 @@ class LiveLine:
         self.asked_shown = False
 
     def text(self, message: str, delta: str) -> None:
-        """Print a piece of the answer's text as it arrives, after the bot's name."""
+        """Print a piece of the answer's text as it arrives, after the assistant's name."""
         if self.writing != message:
             self.text_done()
             if self.asked is not None and not self.asked_shown:
                 you = i18n.resolve("ui.you", self.locale)
                 self.stream.write(f"{CLEAR}{you}: {self.asked}\n")
                 self.asked_shown = True
-            bot = i18n.resolve("ui.bot", self.locale)
-            self.stream.write(f"{CLEAR}{bot}: ")
+            self.stream.write(f"{CLEAR}{self.name}: ")
             self.writing = message
             self.streamed.add(message)
         self.stream.write(delta)

@@ -15,13 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from .. import i18n
+from ..assistant import Assistant
 from ..budget import DEFAULT_DEADLINE, DEFAULT_MAX_ITERATIONS, Budget
 from ..cards import Card
 from ..credentials import redact_text
 from ..errors import ConfigError, MissingExtra
 from ..observe.report import Report
+from ..outcomes import Outcome
 from ..providers import Provider
-from ..providers.demo import DemoProvider
+from ..providers.demo import DemoProvider, Where
 from ..providers.scripted import ScriptedProvider
 from ..providers.select import NAMES, ModelSettings, choose_provider
 from ..state import PublishedState
@@ -48,9 +50,39 @@ DEMO_QUESTION = "what's on my todo list?"
 
 SDKS = {"ANTHROPIC_API_KEY": "anthropic", "OPENAI_API_KEY": "openai"}
 
+EXIT_CODES: dict[Outcome, int] = {
+    Outcome.FINISHED: 0,
+    Outcome.FAILED: 1,
+    Outcome.ITERATION_LIMIT: 1,
+    Outcome.TIME_LIMIT: 1,
+    Outcome.STOPPED: 1,
+    Outcome.TRUNCATED: 3,
+    Outcome.REFUSED: 3,
+    Outcome.CONTEXT_EXCEEDED: 3,
+}
+"""`run`'s exit status by the turn's outcome: 0 it finished, 1 it failed or hit a cap, 3 the
+model's answer was cut off, refused or out of context (2 is an unusable argument)."""
+
+RUN_EPILOG = """exit status:
+  0  the turn finished
+  1  the turn failed or ended early: failed, iteration_limit, time_limit, stopped
+  2  unusable arguments or input (one line on stderr)
+  3  the model gave no full answer: truncated, refused, context_exceeded"""
+
+
+def exit_code(outcome: Outcome | None) -> int:
+    """The exit status of `run` for a turn that ended with `outcome` (`EXIT_CODES`); None, a
+    turn left waiting for a person's decision, did not finish: 1."""
+    return 1 if outcome is None else EXIT_CODES[outcome]
+
 
 def _add_run_command(commands: Any) -> None:
-    run = commands.add_parser("run", help="run one turn and print it")
+    run = commands.add_parser(
+        "run",
+        help="run one turn and print it",
+        epilog=RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     run.add_argument("question", help="what to ask")
     model = run.add_mutually_exclusive_group()
     model.add_argument(
@@ -96,9 +128,9 @@ def _add_run_command(commands: Any) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="turnkeeper-demo-") as root:
         Path(root, "todo.txt").write_text("write tests", encoding="utf-8")
-        result = _run(DEMO_QUESTION, DemoProvider(), root, Budget())
+        result = _run(DEMO_QUESTION, DemoProvider(where=Where.RUN), root, Budget())
     print(result.state.messages[-1].text or "")
-    return 0
+    return exit_code(result.outcome)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -126,7 +158,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(transcript(messages, locale, _printed(result.state, line)))
     if line is not None:
         print(line.outcome(result.state.status))
-    return 0
+    return exit_code(result.outcome)
 
 
 def _printed(state: PublishedState, line: LiveLine | None) -> set[str]:
@@ -147,7 +179,9 @@ def _run_provider(args: argparse.Namespace) -> Provider:
         raise ConfigError("say which model answers: --script FILE or --provider NAME")
     settings = ModelSettings(prompt_cache=not args.no_prompt_cache)
     with _missing_sdk_too():
-        return choose_provider(args.provider, args.model, os.environ, settings=settings)
+        return choose_provider(
+            args.provider, args.model, os.environ, demo_where=Where.RUN, settings=settings
+        )
 
 
 @contextlib.contextmanager
@@ -224,10 +258,18 @@ def _check_writable(path: Path) -> None:
         raise ConfigError(f"cannot write trace {path}: {e.strerror}") from e
 
 
-def transcript(messages: Sequence[dict[str, Any]], locale: str, shown: Collection[str] = ()) -> str:
-    """The conversation as a person reads it, notices resolved in `locale`, a card as its
-    plain text (`Card.as_text()`); without the messages `shown` already, as they arrived."""
-    you, bot = i18n.resolve("ui.you", locale), i18n.resolve("ui.bot", locale)
+def transcript(
+    messages: Sequence[dict[str, Any]],
+    locale: str,
+    shown: Collection[str] = (),
+    *,
+    name: str = Assistant.name,
+) -> str:
+    """The conversation as a person reads it, the assistant's lines labelled with its `name`
+    (as the widget labels them; default: the demo assistant's), notices resolved in `locale`,
+    a card as its plain text (`Card.as_text()`); without the messages `shown` already, as
+    they arrived."""
+    you, bot = i18n.resolve("ui.you", locale), name
     lines = []
     for m in messages:
         if m.get("id") in shown:

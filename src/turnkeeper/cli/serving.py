@@ -10,10 +10,11 @@ from typing import Any
 
 from ..assistant import Assistant, demo_assistant, load
 from ..credentials import redact_logs
-from ..errors import ConfigError
+from ..errors import ConfigError, require_extra
 from ..observe import logs
 from ..observe.logs import FORMATS
 from ..providers import Provider
+from ..providers.demo import Where
 from ..service import gc_policy
 from ..tools.files import DEMO_ROOT
 from .options import (
@@ -38,6 +39,11 @@ APP_HELP = (
 )
 
 SERVED_DEMO_PAUSE = 1.0
+
+SERVER_MODULES = ("uvicorn", "starlette", "prometheus_client")
+"""What `serve` imports of the server extra (the SDKs in it are checked when chosen)."""
+POSTGRES_MODULES = ("psycopg", "psycopg_pool", "procrastinate", "prometheus_client")
+"""What `worker` imports of the postgres extra."""
 
 
 def _add_serving_commands(commands: Any) -> None:
@@ -94,7 +100,7 @@ def _serving_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--database",
         metavar="URL",
-        help="sqlite:///path.db or postgresql://user@host:port/db "
+        help="sqlite:///path.db or postgresql://USER@HOST:5432/DBNAME "
         "(env TURNKEEPER_DATABASE_URL; default sqlite:///turnkeeper.db)",
     )
     parser.add_argument(
@@ -113,7 +119,13 @@ def _serving_options(parser: argparse.ArgumentParser) -> None:
         help="the folder the demo assistant's read_file reads (default: turnkeeper's demo folder)",
     )
     add_mcp_options(parser)
-    parser.add_argument("--concurrency", type=positive_int, default=4, help="turns at once")
+    parser.add_argument(
+        "--concurrency",
+        type=positive_int,
+        default=4,
+        metavar="N",
+        help="turns this process runs at once (default: 4)",
+    )
     parser.add_argument(
         "--lease", type=seconds, default=30.0, help="seconds a turn's lease lasts (default 30)"
     )
@@ -124,7 +136,10 @@ def _serving_options(parser: argparse.ArgumentParser) -> None:
         help="on SIGINT or SIGTERM, seconds running turns get to finish (default 10)",
     )
     parser.add_argument(
-        "--log-format", choices=FORMATS, default="text", help="text lines or JSON lines"
+        "--log-format",
+        choices=FORMATS,
+        default="text",
+        help="text lines or JSON lines (default: text)",
     )
     add_price_option(parser)
 
@@ -157,7 +172,11 @@ def _provider(args: argparse.Namespace, assistant: Assistant) -> Provider:
         assistant = dataclasses.replace(assistant, prompt_cache=False)
     with _missing_sdk_too():
         return assistant.choose_provider(
-            os.environ, provider=args.provider, model=args.model, demo_pause=SERVED_DEMO_PAUSE
+            os.environ,
+            provider=args.provider,
+            model=args.model,
+            demo_pause=SERVED_DEMO_PAUSE,
+            demo_where=Where(args.command),
         )
 
 
@@ -187,6 +206,7 @@ def _settings(args: argparse.Namespace) -> Any:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    require_extra("turnkeeper serve", "server", SERVER_MODULES)
     from ..serving.server import serve
 
     logs.configure(args.log_format)
@@ -201,6 +221,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
+    require_extra("turnkeeper worker", "postgres", POSTGRES_MODULES)
     from ..serving.server import work
 
     logs.configure(args.log_format)

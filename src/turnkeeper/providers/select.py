@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import ConfigError, MissingExtra
 from . import Provider
-from .demo import DemoProvider
+from .demo import DemoProvider, Where
 
 NAMES = ("anthropic", "openai", "demo")
 
@@ -73,10 +73,12 @@ def choose_provider(
     environ: Mapping[str, str],
     *,
     demo_pause: float = 0.0,
+    demo_where: Where = Where.APP,
     settings: ModelSettings = ModelSettings(),
 ) -> Provider:
     """The provider named (or chosen from `environ`), or `ConfigError` saying what is missing;
-    every request carries `settings`; the demo model takes `demo_pause` seconds per call."""
+    every request carries `settings`; the demo model takes `demo_pause` seconds per call and
+    says how to select a real model where it runs (`demo_where`)."""
     name = name or environ.get("TURNKEEPER_PROVIDER") or _default_name(environ)
     model = model or environ.get("TURNKEEPER_MODEL") or None
     if name == "anthropic":
@@ -84,7 +86,7 @@ def choose_provider(
     if name == "openai":
         return _openai(model, environ, settings)
     if name == "demo":
-        return DemoProvider(pause=demo_pause)
+        return DemoProvider(pause=demo_pause, where=demo_where)
     raise ConfigError(f"unknown provider {name!r}; choose one of: {', '.join(NAMES)}")
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -23,10 +24,11 @@ from starlette.responses import JSONResponse
 from starlette.routing import Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .. import __version__
 from ..api.headers import SecurityHeaders, security_headers
 from ..service.queue import LocalQueue
 from ..store import DEFAULT_URL, parse_url
-from .server import DEFAULT_GRACE, Settings, banner, http_app, require_postgres, running
+from .server import DEFAULT_GRACE, Settings, banner_rows, http_app, require_postgres, running
 
 if TYPE_CHECKING:
     from ..assistant import Assistant, Authenticate
@@ -61,7 +63,7 @@ class AssistantApp:
             require_postgres(
                 url,
                 "asgi(worker=False)",
-                "(database='postgresql://user@host:port/db'); with SQLite, leave worker=True "
+                "(database='postgresql://USER@HOST:5432/DBNAME'); with SQLite, leave worker=True "
                 "and turns run in your process",
             )
         self.assistant = assistant
@@ -98,8 +100,7 @@ class AssistantApp:
         async with running(self.settings, assistant, provider) as service:
             app = self._app = http_app(service, self.settings, assistant, self.authenticate)
             users = self.authenticate is not None
-            lines = banner("mounted", self.settings, assistant, provider, users=users)
-            logger.info("\n".join(line for line in lines if "address" not in line))
+            say(started(banner_rows("mounted", self.settings, assistant, provider, users=users)))
             try:
                 yield
             finally:
@@ -107,6 +108,22 @@ class AssistantApp:
                 if isinstance(service.queue, LocalQueue):
                     await service.queue.drain(self.grace)
                 app.state.streams.close()  # its readers resume by cursor
+
+
+def started(rows: dict[str, str]) -> str:
+    """The banner of a mounted assistant as one line (the host says its own address)."""
+    said = "; ".join(f"{k} {v}" for k, v in rows.items() if k != "address")
+    return f"turnkeeper {__version__} mounted: {said}"
+
+
+def say(line: str) -> None:
+    """`line` logged at INFO where the host's logging has handlers (it chose what to show);
+    else on stderr: under plain `uvicorn host:app` nothing handles `turnkeeper.*` records,
+    and the banner would never be seen."""
+    if logger.hasHandlers():
+        logger.info(line)
+    else:
+        print(line, file=sys.stderr, flush=True)
 
 
 async def _not_started(scope: Scope, receive: Receive, send: Send) -> None:

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import signal
+import socket
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -104,7 +106,7 @@ def require_postgres(url: str, what: str, hint: str = "") -> None:
             f"{what} needs a PostgreSQL database "
             + (
                 hint
-                or "(--database postgresql://user@host:port/db); with SQLite, "
+                or "(--database postgresql://USER@HOST:5432/DBNAME); with SQLite, "
                 "`turnkeeper serve` runs turns itself"
             )
         )
@@ -118,6 +120,7 @@ async def serve(settings: Settings, assistant: Assistant, provider: Provider) ->
         raise MissingExtra("turnkeeper serve", "server") from e
 
     async with (
+        _listening(settings.host, settings.port) as sock,
         running(settings, assistant, provider) as service,
         _exposed(service.metrics, settings.metrics_port, service.store, settings.sweep_interval),
     ):
@@ -129,7 +132,28 @@ async def serve(settings: Settings, assistant: Assistant, provider: Provider) ->
         )
         server = _GracefulServer(config, service.queue, settings.grace, app.state.streams.close)
         announce(banner("serve", settings, assistant, provider), settings.log_format)
-        await server.serve()
+        await server.serve(sock)
+
+
+@contextlib.asynccontextmanager
+async def _listening(host: str, port: int) -> AsyncIterator[socket.socket]:
+    """A socket bound to `host`:`port` for uvicorn, bound before anything is opened or
+    announced: a port in use is one line (`ConfigError`), not a banner then uvicorn's error."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds it
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        if e.errno == errno.EADDRINUSE:
+            raise ConfigError(
+                f"port {port} is in use on {host}: stop what listens there, "
+                "or choose another with --port"
+            ) from None
+        raise ConfigError(f"cannot listen on {host}:{port}: {e.strerror}") from None
+    with sock:
+        yield sock
 
 
 @contextlib.asynccontextmanager
@@ -231,6 +255,19 @@ def banner(
 ) -> list[str]:
     """What a serving process runs, one line per setting, the password left out; `users`
     says whether readers sign in (default: whether the assistant has `authenticate`)."""
+    rows = banner_rows(command, settings, assistant, provider, users=users)
+    return [f"turnkeeper {__version__} {command}"] + [f"  {k:<12} {v}" for k, v in rows.items()]
+
+
+def banner_rows(
+    command: str,
+    settings: Settings,
+    assistant: Assistant,
+    provider: Provider,
+    *,
+    users: bool | None = None,
+) -> dict[str, str]:
+    """The banner's settings by name (`banner`)."""
     users = assistant.authenticate is not None if users is None else users
     described = provider.describe()
     model = f"{described.get('provider')} {described.get('model')}"
@@ -266,7 +303,7 @@ def banner(
         rows["tools"] = f"read_file in {settings.root}" + (
             " (the demo folder)" if settings.root == DEMO_ROOT else ""
         )
-    return [f"turnkeeper {__version__} {command}"] + [f"  {k:<12} {v}" for k, v in rows.items()]
+    return rows
 
 
 def announce(lines: Sequence[str], log_format: str = "text") -> None:
@@ -299,8 +336,8 @@ class _GracefulServer:
         self.hurried: asyncio.Task[None] | None = None
         self.loop = asyncio.get_running_loop()
 
-    async def serve(self) -> None:
-        await self.server.serve()
+    async def serve(self, sock: socket.socket) -> None:
+        await self.server.serve(sockets=[sock])
         if self.draining is not None:
             await self.draining
 

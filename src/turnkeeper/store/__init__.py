@@ -7,7 +7,7 @@ each a dialect (`dialect.py`) and an executor:
 - `sqlite`: one file in WAL mode, the embedded default (`sqlite:///turnkeeper.db`);
   its calls run on a thread of their own, writes batched (`group_commit.py`).
 - `postgres`: PostgreSQL through psycopg 3, shared by the API and any number of
-  workers on other machines (`postgresql://user@host:port/dbname`); its calls run
+  workers on other machines (`postgresql://USER@HOST:5432/DBNAME`); its calls run
   on a pool that waits out an outage for a turn's writes (`pooled.py`, `pool.py`).
 
 A turn moves `queued` → `running` → one terminal status. A worker `claim`s it

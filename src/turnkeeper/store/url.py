@@ -2,7 +2,7 @@
 
 sqlite:///relative/path.db      a file relative to the current directory
 sqlite:////absolute/path.db     an absolute path
-postgresql://user@host:port/db  a PostgreSQL database (any libpq URL)
+postgresql://USER@HOST:5432/DBNAME  a PostgreSQL database (any libpq URL)
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ..errors import ConfigError
 DEFAULT_URL = "sqlite:///turnkeeper.db"
 
 FORMS = (
-    "sqlite:///relative/path.db, sqlite:////absolute/path.db or postgresql://user@host:port/dbname"
+    "sqlite:///relative/path.db, sqlite:////absolute/path.db or postgresql://USER@HOST:5432/DBNAME"
 )
 
 
