@@ -88,8 +88,8 @@ WIRE_CODE = ("wire.py", "providers/", "api/ui_stream.py", "tools/", "api/openapi
 """Issue 27's exclusions. The wire code: `wire.py` and `providers/` (each adapter builds
 its provider's own request JSON and folds its responses, kept verbatim: the history is the
 provider's JSON, not a typed copy of it) and `api/ui_stream.py` (the AI SDK's UI message
-stream parts, a protocol with no Python types of its own); tool arguments (`tools/`: what a model sends a
-tool is JSON by definition); the OpenAPI document."""
+stream parts, a protocol with no Python types of its own); tool arguments (`tools/`: what
+a model sends a tool is JSON by definition); the OpenAPI document."""
 
 JSON_EDGES = {"to_json", "from_json", "as_dict", "from_dict", "describe", "summary", "bare"}
 """Functions that write or read JSON (a JSON edge), where a `dict` is the honest type."""
