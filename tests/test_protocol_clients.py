@@ -300,3 +300,18 @@ def test_chat_dropped_stream_reconnected(app: Served) -> None:
     assert again["text"] == LONGER
     assert got["afterwards"] is None
     assert got["status"] == 204
+
+
+def test_ag_ui_stop_is_cancelled_and_a_late_resume_expired(app: Served) -> None:
+    app.model.script = [
+        answer(LONGER),
+        asks(tool_use("delete_file", {"path": "b.txt"}, id="toolu_ag_late")),
+    ]
+    got = app.node("ag_ui_stop")
+    stopped = got["stopped"]
+    assert stopped["status"] == 202, got
+    assert stopped["error"] is None, got
+    assert stopped["outcome"] == {"type": "cancelled"}
+    expired = got["expired"]
+    assert expired["cancelled"] == 202
+    assert expired["event"]["code"] == "expired", got

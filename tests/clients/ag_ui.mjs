@@ -14,6 +14,7 @@ export function agent(base, { threadId, token } = {}) {
       const response = await fetch(url, { ...init, headers });
       kept.token = response.headers.get("x-turnkeeper-token") ?? kept.token;
       kept.status = response.status;
+      kept.turn = response.headers.get("x-turnkeeper-turn") ?? kept.turn;
       return response;
     },
   });
@@ -46,6 +47,15 @@ export function text(events) {
     .filter((e) => e.type === "TEXT_MESSAGE_CONTENT")
     .map((e) => e.delta)
     .join("");
+}
+
+/** Stop the turn the agent's last response followed (Stop is not a dropped connection). */
+export async function stop(base, agent) {
+  const response = await fetch(`${base}/api/turns/${agent.kept.turn}/cancel`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${agent.kept.token}` },
+  });
+  return response.status;
 }
 
 export function print(value) {

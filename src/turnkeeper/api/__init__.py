@@ -34,7 +34,7 @@ from .headers import JsonCORSMiddleware, SecurityHeaders, security_headers
 from .limits import MAX_BODY, BodyLimit
 from .metrics import endpoint as exposition
 from .openapi import DOCUMENT
-from .protocols import TOKEN_HEADER, Protocols
+from .protocols import TOKEN_HEADER, TURN_HEADER, Protocols
 from .routes import Routes
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def _cors(origins: Sequence[str]) -> list[Middleware]:
             allow_origins=list(origins),
             allow_methods=["GET", "POST"],
             allow_headers=["authorization", "content-type"],
-            expose_headers=[TOKEN_HEADER],
+            expose_headers=[TOKEN_HEADER, TURN_HEADER],
         )
     ]
 

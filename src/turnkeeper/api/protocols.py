@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 
 TOKEN_HEADER = "x-turnkeeper-token"
 """The header that carries a new conversation's token when the assistant has no sign-in."""
+TURN_HEADER = "x-turnkeeper-turn"
+"""The header that names the turn a response follows (what `POST /api/turns/{id}/cancel`
+stops)."""
 NO_QUESTION = "The newest message must be the user's question, as text."
 UNKNOWN_INTERRUPT = "No turn of this thread waits on that interrupt."
 EXPIRED = "That interrupt is no longer answered: its turn stopped waiting."
@@ -84,7 +87,8 @@ class Protocols:
             return self._sse(_ag_ui_error(given, e), {})
         history = transcript_messages(await self._transcript(thread))
         run = AgUiRun(thread, given.run_id, turn_id, resolve, history=history)
-        return self._sse(self._ag_ui_events(run, turn_id, after), _token(token))
+        headers = {TURN_HEADER: turn_id, **_token(token)}
+        return self._sse(self._ag_ui_events(run, turn_id, after), headers)
 
     async def _ag_ui_events(self, run: AgUiRun, turn_id: str, after: int) -> AsyncIterator[bytes]:
         encoder, n = EventEncoder(), 0
@@ -199,9 +203,8 @@ class Protocols:
         record = await self.store.resume_record(turn_id)
         decisions = dict(record.decisions) if record is not None else {}
         parts = UiStream(turn_id, self._resolver(request), decisions)
-        return self._sse(
-            self._ui_parts(parts, turn_id, after, through_waits), {**HEADERS, **_token(token)}
-        )
+        headers = {**HEADERS, TURN_HEADER: turn_id, **_token(token)}
+        return self._sse(self._ui_parts(parts, turn_id, after, through_waits), headers)
 
     async def _ui_parts(
         self, parts: UiStream, turn_id: str, after: int, through_waits: bool
