@@ -76,6 +76,8 @@ class Emitter:
         """What the call in flight streamed, in order (whitespace not yet emitted apart)."""
         self._held = ""
         """Leading whitespace of the call in flight, not emitted until text follows it."""
+        self._unwritten = 0
+        """Text deltas in `pending` (a counter: nothing rescans the batch it goes out in)."""
         self._last = -math.inf
         self._flushing: asyncio.Task[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
@@ -142,6 +144,7 @@ class Emitter:
             self.pending[-1] = (EventType.TEXT_DELTA, {"delta": joined, "message": self.message})
         else:
             self.pending.append((EventType.TEXT_DELTA, {"delta": text, "message": self.message}))
+            self._unwritten += 1
         if write:
             self._schedule()
 
@@ -163,22 +166,37 @@ class Emitter:
 
     async def _flush(self) -> None:
         batch, self.pending = self.pending, []
+        deltas, self._unwritten = self._unwritten, 0
         try:
             assert self.write is not None, "scheduled only for hooks that write events"
             await self.write(batch)
-            self.deltas += sum(1 for kind, _ in batch if kind is EventType.TEXT_DELTA)
+            self.deltas += deltas
         except Exception as e:  # the turn's next write carries them instead
             logger.warning("writing a turn's text deltas failed; the next write takes them: %s", e)
             self.pending[:0] = batch
+            self._unwritten += deltas
         finally:
             self._last = self.clock()
             self._flushing = None
-        if any(kind is EventType.TEXT_DELTA for kind, _ in self.pending):
+        if self._unwritten:
             self._schedule()
+
+    def _take(self) -> list[NewEvent]:
+        """What is pending, handed over: the deltas in it count as written."""
+        batch, self.pending = self.pending, []
+        self.deltas += self._unwritten
+        self._unwritten = 0
+        return batch
 
     async def settle(self) -> list[NewEvent]:
         """Every event not written yet, in order, for the write the turn makes now (after
         the deltas' write in flight, if any, has ended)."""
+        if self._timer is not None or self._flushing is not None:
+            await self._quiet()
+        return self._take()
+
+    async def _quiet(self) -> None:
+        """No timer armed, no flush in flight: what they would write goes with the caller's."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -187,17 +205,15 @@ class Emitter:
         if self._timer is not None:  # set as that flush ended: what it would write goes now
             self._timer.cancel()
             self._timer = None
-        batch, self.pending = self.pending, []
-        self.deltas += sum(1 for kind, _ in batch if kind is EventType.TEXT_DELTA)
-        return batch
 
     async def write_now(self) -> None:
         """Write what is pending in a write of its own (a round of tools starts)."""
         if self.write is None:
             return  # the turn's next write takes them
-        batch = await self.settle()
-        if batch:
-            await self.write(batch)
+        if self._timer is not None or self._flushing is not None:
+            await self._quiet()
+        if self.pending:
+            await self.write(self._take())
 
 
 def tool_output(text: str) -> str:

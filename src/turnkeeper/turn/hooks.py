@@ -107,8 +107,9 @@ class LocalHooks:
         """Final writes so far: one per turn, whatever happened."""
         self.reports: list[Report] = []
         self.usage = Usage()
-        self.log: list[TurnEvent] = []
-        """Every event the turn wrote, numbered from 1, in order."""
+        self._kept: list[NewEvent] = []
+        """Every event the turn wrote, in order, numbered only when `log` is read."""
+        self._log: list[TurnEvent] = []
         self.stop_requested = False
         self._stopping = asyncio.Event()
 
@@ -138,9 +139,17 @@ class LocalHooks:
         self.keep(batch)
 
     def keep(self, batch: Sequence[NewEvent]) -> None:
-        """Number and keep `batch` in the log."""
-        last = len(self.log)
-        self.log.extend(TurnEvent(last + i, k, b) for i, (k, b) in enumerate(batch, 1))
+        """Keep `batch` in the log (numbered when the log is read: nothing per write)."""
+        self._kept += batch
+
+    @property
+    def log(self) -> list[TurnEvent]:
+        """Every event the turn wrote, numbered from 1, in order."""
+        log, kept = self._log, self._kept
+        for seq in range(len(log) + 1, len(kept) + 1):
+            kind, body = kept[seq - 1]
+            log.append(TurnEvent(seq, kind, body))
+        return log
 
     async def checkpoint(self, checkpoint: Checkpoint) -> None:
         self.keep(checkpoint.events)
