@@ -122,7 +122,6 @@ assistant = Assistant(
             "ui.send": "Envoyer",
             "ui.stop": "Arrêter",
             "ui.you": "Vous",
-            "ui.bot": "assistant",
             "ui.working": "En cours…",
             "ui.sign_in": "Connectez-vous pour parler à l’assistant.",
             "ui.connection_trouble": "Impossible de joindre l’assistant. Nouvel essai en cours…",
