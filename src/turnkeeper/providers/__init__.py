@@ -13,6 +13,7 @@ which the answer's text leaves a call while it is still arriving.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeAlias
@@ -81,9 +82,23 @@ class Provider(Protocol):
 
 def takes_text(provider: Provider) -> bool:
     """Whether `provider.complete` takes `on_text`. A provider of one's own written before
-    the seam does not: call it without (its answers arrive whole, as its `Reply`)."""
+    the seam does not: call it without (its answers arrive whole, as its `Reply`). Read once
+    per function (every turn asks: a signature costs more than a model call's bookkeeping)."""
+    complete = getattr(provider.complete, "__func__", provider.complete)
     try:
-        parameters = inspect.signature(provider.complete).parameters
+        return _takes_text(complete)
+    except TypeError:  # not hashable: read it each time
+        return _reads_on_text(complete)
+
+
+@functools.lru_cache(maxsize=256)
+def _takes_text(complete: Callable[..., object]) -> bool:
+    return _reads_on_text(complete)
+
+
+def _reads_on_text(complete: Callable[..., object]) -> bool:
+    try:
+        parameters = inspect.signature(complete).parameters
     except (TypeError, ValueError):
         return False
     return "on_text" in parameters or any(
