@@ -49,7 +49,7 @@ def test_run_prints_and_traces_no_key_a_server_echoes(
         )
         sent = " ".join(v for r in server.requests for v in r.headers.values())
     assert API_KEY in sent, "the key was sent, so the server could echo it"
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # the turn failed: `run` says so
     assert json.loads(done.stdout)["status"] == "failed"
     assert "invalid key" in done.stderr, "the failure is reported, redacted"
     for what, text in {
