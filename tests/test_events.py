@@ -367,6 +367,6 @@ async def test_trace_show_prints_which_calls_streamed(tmp_path: Path) -> None:
     calls = read_trace(tmp_path / "t.json").calls
     assert calls[0].streamed is True, "the trace file keeps it"
     shown = timeline.render(timeline.rows(calls), "finished")
-    assert "end_turn, streamed" in shown
+    assert "end_turn,streamed" in shown
     stored = timeline.render(timeline.stored_rows([calls[0].summary()]), "finished")
-    assert "end_turn, streamed" in stored
+    assert "end_turn,streamed" in stored

@@ -332,7 +332,7 @@ def test_a_failed_call_shows_its_error_type_and_no_growth(
     trace = tmp_path / "trace.json"
     assert (
         main(["run", "--script", str(script), "--root", str(tmp_path), "--trace", str(trace), "q"])
-        == 0
+        == 1  # the turn failed: `run` says so
     )
     capsys.readouterr()
     table, document = shown([str(trace)], capsys)

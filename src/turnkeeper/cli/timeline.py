@@ -308,7 +308,7 @@ def _ending(r: Row) -> str:
         return "stopped"
     if not _answered(r):
         return "cut short"
-    return f"{r.stop_reason}, streamed" if r.streamed else str(r.stop_reason)
+    return f"{r.stop_reason},streamed" if r.streamed else str(r.stop_reason)  # one column
 
 
 def _answered(r: Row) -> bool:
