@@ -153,7 +153,7 @@ async def listening(store: Any, n: int) -> None:
     )
     async with asyncio.timeout(60):
         # Polling: the workers start in other processes.
-        while (await store._one(sql))[0] < n:  # noqa: ASYNC110
+        while (await store._one(sql, ()))[0] < n:  # noqa: ASYNC110
             await asyncio.sleep(0.02)
 
 
