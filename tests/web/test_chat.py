@@ -79,7 +79,7 @@ def test_the_lang_attribute_wins_over_the_browsers_languages(
         expect(chat.input).to_have_attribute("placeholder", "Pregunta algo…")
         chat.ask("hola")
         expect(chat.answers).to_have_text(["hola"])
-        expect(chat.locator(".bubble.bot .who")).to_have_text(["Assistant"])
+        expect(chat.locator(".bubble.bot .who")).to_have_text(["Asistente"])  # its Spanish name
 
 
 def test_the_widget_loads_as_a_module_too(browser: Browser, served: Served) -> None:

@@ -66,6 +66,8 @@ def test_the_next_question_is_written_while_the_assistant_works_and_sent_after(
         expect(chat.questions).to_have_text(["first question"])
         served.model.release()
         expect(chat.answers).to_have_text(["first answer"])
+        # The answer streams in before the turn is done: sending waits for done.
+        expect(chat.stop).to_be_hidden()
         expect(chat.input).to_have_value("second question")
         chat.page.keyboard.press("Enter")
         expect(chat.answers).to_have_text(["first answer", "second answer"])
@@ -108,5 +110,5 @@ def test_the_bubbles_are_labelled_you_and_the_assistants_name(
         chat = Chat(served.page(browser, locale="es-ES"))
         chat.ask("hola")
         expect(chat.answers).to_have_text(["hola"])
-        expect(chat.locator(".who")).to_have_text(["Tú", "Assistant"])
+        expect(chat.locator(".who")).to_have_text(["Tú", "Asistente"])  # its Spanish name
         expect(chat.locator(".threads")).to_be_hidden()  # tokens: no list of conversations

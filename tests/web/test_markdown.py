@@ -67,6 +67,8 @@ SEEN = {
     ),
 }
 LOCALES = {"en": ("en-US", "You", "Send"), "es": ("es-ES", "Tú", "Enviar")}
+NAMES = {"en": "Assistant", "es": "Asistente"}
+"""The demo assistant's name in each locale (`assistant.name`)."""
 
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
@@ -100,7 +102,7 @@ def test_an_answer_in_markdown_is_drawn_as_markdown(
         # The reader's own words are never Markdown: shown as typed.
         expect(chat.questions).to_have_text([f"**{strong}**?"])
         expect(chat.locator(".bubble.user strong")).to_have_count(0)
-        expect(chat.locator(".who")).to_have_text([you, "Assistant"])
+        expect(chat.locator(".who")).to_have_text([you, NAMES[lang]])
         width = chat.page.evaluate("document.documentElement.scrollWidth")
         log = chat.locator(".log").evaluate("e => [e.scrollWidth, e.clientWidth]")
         assert width <= viewport["width"]
