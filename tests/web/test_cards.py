@@ -79,7 +79,9 @@ def test_a_tools_card_is_drawn_as_a_card_with_only_its_https_link(
         expect(card).not_to_contain_text("Insecure page")
         expect(card.locator(".who")).to_have_text(NAME)
         expect(chat.locator(".bubble.bot .markdown strong")).to_have_text(["Shipped"])
-        # In order: the question, the text before the tool, the card, the answer.
+        # In order: the question, the text before the tool, the card, the answer (once the
+        # published state has replaced the streamed bubble: no bubble is live any more).
+        expect(chat.locator(".bubble.live")).to_have_count(0)
         kinds = chat.locator(".bubble").evaluate_all(
             "bubbles => bubbles.map(b => b.classList.contains('card') ? 'card' : b.className)"
         )
