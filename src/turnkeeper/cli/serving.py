@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import dataclasses
 import os
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ..assistant import Assistant, demo_assistant, load
@@ -209,21 +210,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     require_extra("turnkeeper serve", "server", SERVER_MODULES)
     from ..serving.server import serve
 
-    logs.configure(args.log_format)
-    redact_logs()
-    use_prices(args)
-    settings = _settings(args)
-    assistant = _assistant(args)
-    provider = _provider(args, assistant)
-    gc_policy.apply()
-    asyncio.run(serve(settings, assistant, provider))
-    return 0
+    return _process(args, serve)
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
     require_extra("turnkeeper worker", "postgres", POSTGRES_MODULES)
     from ..serving.server import work
 
+    return _process(args, work)
+
+
+def _process(args: argparse.Namespace, run: Callable[..., Coroutine[Any, Any, None]]) -> int:
+    """What `serve` and `worker` share: logs, redaction, prices, the assistant and its
+    provider, the GC policy; then `run` until the process stops."""
     logs.configure(args.log_format)
     redact_logs()
     use_prices(args)
@@ -231,5 +230,5 @@ def cmd_worker(args: argparse.Namespace) -> int:
     assistant = _assistant(args)
     provider = _provider(args, assistant)
     gc_policy.apply()
-    asyncio.run(work(settings, assistant, provider))
+    asyncio.run(run(settings, assistant, provider))
     return 0
