@@ -129,3 +129,20 @@ async def test_a_write_on_a_connection_ended_before_it_said_so_is_sent_again(
     assert terminate_connections(own_database) >= 1
     assert await pg_store.claim(turn.turn_id, 30.0, "anthropic") == 1
     assert await pg_store.cancel_requested(turn.turn_id) is False
+
+
+async def test_a_transaction_on_a_connection_ended_before_it_said_so_is_sent_again(
+    pg_store: Store, own_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same for a write of several statements: its `BEGIN` meets the ended
+    connection, nothing of it ran, and the whole transaction is sent once more (the
+    turn's final write took this path in CI and the turn failed)."""
+    conversation_id = await pg_store.create_conversation("hash")
+
+    async def not_yet(db: object) -> None:
+        """The check, as it is when the server's word has not arrived yet."""
+
+    monkeypatch.setattr(pg_store.pool, "_check", not_yet)  # type: ignore[attr-defined]
+    assert terminate_connections(own_database) >= 1
+    turn = await pg_store.create_turn(conversation_id, "still here?")
+    assert (await pg_store.turn(turn.turn_id)) is not None

@@ -2,9 +2,9 @@
 
 A read and a write of one statement run on an autocommit connection: each statement
 is its own transaction, one round trip. A write of several statements runs in one
-transaction. A program that ran outside a transaction is sent once more, on a
-connection the pool checks, when the server ended its connection instead of
-answering (`ENDED_UNRUN`): nothing it wrote ran.
+transaction. A program is sent once more, on a connection the pool checks, when the
+server ended its connection instead of answering (`ENDED_UNRUN`): nothing it wrote
+ran, or it ran in a transaction that ended with the connection.
 
 While the database cannot be reached, a request for a connection fails within a
 second (`pool.py`: the API answers 503), and a turn's calls (`turn=True`: its
@@ -91,17 +91,17 @@ class Pooled:
             await backoff.wait()
 
     async def _run(self, program: Program[T], transaction: bool) -> T:
-        if transaction:
-            async with self.pool.connection() as db, db.transaction():
-                return await _run_on(db, program)
         try:
-            return await self._run_once(program)
+            return await self._run_once(program, transaction)
         except ENDED_UNRUN:  # nothing ran: once more, on a connection the pool checks
-            return await self._run_once(program)
+            return await self._run_once(program, transaction)
 
-    async def _run_once(self, program: Program[T]) -> T:
+    async def _run_once(self, program: Program[T], transaction: bool) -> T:
         async with self.pool.connection() as db:
-            return await _run_on(db, program)
+            if not transaction:
+                return await _run_on(db, program)
+            async with db.transaction():
+                return await _run_on(db, program)
 
 
 async def _run_on(db: Connection, program: Program[T]) -> T:
