@@ -21,7 +21,9 @@ connected; `check()` holds them to the same rules when a process starts.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
 import logging
 import math
 import sys
@@ -38,6 +40,7 @@ from .providers import Provider
 from .providers.cache_marks import ttl_of
 from .providers.demo import Where
 from .providers.select import NAMES, ModelSettings, choose_provider
+from .store.records import Fate, Owner
 from .tools import CombinedToolset, Toolset
 from .tools.files import DEMO_ROOT, read_file_tool
 from .tools.functions import FunctionToolset, Tool, ToolFunction, function_tool
@@ -175,6 +178,25 @@ class Assistant:
             approval_timeout=float(self.approval_timeout),
         )
 
+    @property
+    def owner(self) -> Owner:
+        """Who a turn this assistant queues belongs to: its name and the fingerprint of its
+        tools and settings. A worker claims only the turns of its own fingerprint, so a
+        process started with another assistant (or the demo one) never answers them."""
+        return Owner(self.name, fingerprint(self))
+
+    @property
+    def fate(self) -> Fate:
+        """The settings recorded with each turn it queues, which every process that runs,
+        sweeps or ends the turn applies (`--resume-after-crash` given where it was queued
+        decides, whichever process sweeps it)."""
+        return Fate(
+            self.resume_after_crash,
+            self.max_resumes,
+            float(self.approval_timeout),
+            self.budget.as_dict(),
+        )
+
     def model_settings(self) -> ModelSettings:
         """What goes with every request of this assistant's turns: the instructions,
         `max_tokens`, temperature, thinking's budget, the prompt cache and streaming."""
@@ -247,6 +269,27 @@ class Assistant:
             frame_ancestors=tuple(frame_ancestors),
             public_metrics=public_metrics,
         )
+
+
+def fingerprint(a: Assistant) -> str:
+    """Twelve hex digits of a hash of what makes an assistant itself: its name, instructions,
+    model settings, the Python tools' names, descriptions and schemas, and which tools wait
+    for approval or may run again. Not what a turn records for itself (`fate`), nor what a
+    process may set apart (the provider chosen at start, the prompt cache, MCP servers,
+    whose tools are known only once connected)."""
+    functions = a._functions.specs()
+    resuming = a.resuming
+    identity = {
+        "name": a.name,
+        "instructions": a.instructions,
+        "model": a.model,
+        "settings": [a.max_tokens, a.temperature, a.thinking],
+        "tools": [[s.name, s.description, s.input_schema] for s in functions],
+        "needs_approval": sorted(resuming.needs_approval),
+        "idempotent": sorted(resuming.idempotent),
+    }
+    text = json.dumps(identity, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 def _named(provider: str | Provider | None) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from contextlib import closing
 from dataclasses import dataclass, replace
 from typing import Any
@@ -127,9 +128,15 @@ async def checkpointed_before(old: Store, store_url: str, row: str) -> Before:
     turn's row holding the same state (`row="behind"`: still the state published before,
     as a release that published after checkpointing left it when it died in between)."""
     conversation_id, turn_id = created_before(store_url, new_token()[1], "what's up?")
-    fence = await old.claim(turn_id, 30, "anthropic")
+    # the previous release's claim (the current one reads columns it did not have)
+    execute(
+        store_url,
+        "UPDATE turns SET status = 'running', fence = fence + 1, lease_expires = ?,"
+        " wire = 'anthropic' WHERE turn_id = ?",
+        [(time.time() + 30, turn_id)],
+    )
+    fence = 1
     queued = await old.state_after(turn_id, 0)
-    assert fence is not None
     assert queued is not None
     started = PublishedState.from_json(queued).running()
     state = started.iterated(activity=None, text="looking it up", usage=Usage(iterations=1))

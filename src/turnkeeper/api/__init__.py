@@ -21,6 +21,7 @@ from ..i18n import Catalogs
 from ..observe.metrics import Metrics
 from ..service.queue import Queue
 from ..store import Store
+from ..store.records import Fate, Owner
 from . import widget
 from .errors import (
     ApiError,
@@ -58,15 +59,15 @@ def create_app(
     metrics: Metrics | None = None,
     frame_ancestors: Sequence[str] = (),
     public_metrics: bool = False,
+    owner: Owner | None = None,
+    fate: Fate | None = None,
 ) -> Starlette:
-    """The API and the widget's files of the assistant called `name`, its sentences from
-    `catalogs` (default: the shipped ones); with `authenticate`, conversations belong to
-    signed-in users. Pages of `cors_origins` may call it (none by default); `metrics` are
-    the instruments its turns count into (`app.state.metrics`), served at `/metrics` only
-    if `public_metrics`; pages of `frame_ancestors` may frame the chat (api/headers.py)."""
-    catalogs = catalogs or Catalogs()
-    routes = Routes(store, queue, catalogs=catalogs, authenticate=authenticate)
-    metrics = metrics or Metrics()
+    """The API and widget of the assistant `name` (`owner`; its turns queued with `fate`), in
+    `catalogs`; with `authenticate`, conversations are users'. Pages of `cors_origins` may
+    call it, of `frame_ancestors` frame it; `metrics` count its turns (public_metrics)."""
+    catalogs, metrics = catalogs or Catalogs(), metrics or Metrics()
+    routes = Routes(store, queue, catalogs=catalogs, authenticate=authenticate, owner=owner)
+    routes.fate = fate
     app = Starlette(
         routes=[
             # The poll first: most requests are polls, and routes are matched in order.

@@ -247,7 +247,14 @@ class Protocols:
     ) -> tuple[str, int]:
         locale = self.routes._locale({}, request)
         try:
-            turn = await self.store.create_turn(conversation_id, text, user=user, locale=locale)
+            turn = await self.store.create_turn(
+                conversation_id,
+                text,
+                user=user,
+                locale=locale,
+                owner=self.routes.owner,
+                fate=self.routes.fate,
+            )
         except Busy:
             raise ApiError(409, BUSY) from None
         await self._enqueue(turn.turn_id)

@@ -29,6 +29,7 @@ from ..i18n import Catalogs, accepted, locale_tag
 from ..outcomes import Status
 from ..service.queue import Queue
 from ..store import UNCLAIMED, Busy, Store, hash_token, new_token
+from ..store.records import Fate, Owner
 from ..turn.lifecycle import fail, stop_waiting
 from ..usage import Usage
 from .errors import ApiError
@@ -65,9 +66,14 @@ class Routes:
         *,
         catalogs: Catalogs | None = None,
         authenticate: Authenticate | None = None,
+        owner: Owner | None = None,
+        fate: Fate | None = None,
     ) -> None:
         self.store = store
         self.queue = queue
+        self.owner = owner
+        """The assistant whose turns this API queues: each turn records it, and its `fate`."""
+        self.fate = fate
         self.owners = Owners(store)
         self.catalogs = catalogs or Catalogs()
         self.authenticate = authenticate
@@ -109,7 +115,9 @@ class Routes:
         text = _question(body)
         locale = self._locale(body, request)
         try:
-            turn = await self.store.create_turn(conversation_id, text, user=user, locale=locale)
+            turn = await self.store.create_turn(
+                conversation_id, text, user=user, locale=locale, owner=self.owner, fate=self.fate
+            )
         except Busy:
             running = await self.store.open_turn(conversation_id)
             return JSONResponse({"error": BUSY, "turn_id": running}, 409)

@@ -27,7 +27,7 @@ from ..outcomes import Outcome, ending
 from ..providers import Provider
 from ..state import PublishedState
 from ..store import UNCLAIMED, FenceLost, Store, held_by
-from ..store.records import Checkpoint, NewEvent, ResumeRecord
+from ..store.records import Checkpoint, Fate, NewEvent, Owner, ResumeRecord
 from ..tools import NoTools, Toolset
 from ..turn import lifecycle
 from ..turn.activity import ACTIVITIES
@@ -127,7 +127,10 @@ class TurnJob:
     watcher: Watcher | None = None
     """Spans and metrics of the turns (default: spans if a tracer provider is configured)."""
     resuming: Resuming = field(default_factory=Resuming)
-    """Which tools wait for approval or may run again, and whether a crash resumes a turn."""
+    """Which tools wait for approval or may run again, and whether a crash resumes a turn
+    (a turn queued with its own `Fate` is run by that instead)."""
+    owner: Owner | None = None
+    """The assistant this job serves: it claims only that assistant's turns (None: any)."""
     _leases: Leases = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -140,14 +143,17 @@ class TurnJob:
 
     async def run(self, turn_id: str) -> Outcome | None:
         """Run the turn if it is still queued; its outcome, or None if someone else has it."""
+        fingerprint = None if self.owner is None else self.owner.fingerprint
         try:
-            fence = await self.store.claim(turn_id, self.lease, self.provider.wire.name)
+            fence = await self.store.claim(
+                turn_id, self.lease, self.provider.wire.name, fingerprint
+            )
         except Exception as e:
             logger.exception("turn %s: the claim failed; finalising it unclaimed: %s", turn_id, e)
             await lifecycle.fail(self.store, turn_id, UNCLAIMED, reporter=self.reporter)
             return Outcome.FAILED
         if fence is None:
-            logger.info("turn %s is not queued any more; not running it again", turn_id)
+            await self._not_claimed(turn_id)
             return None
         try:
             async with self._leases.held(turn_id, fence) as lost:
@@ -156,11 +162,27 @@ class TurnJob:
             logger.warning("%s; the turn is left as its new holder wrote it", e)
             return None
 
+    async def _not_claimed(self, turn_id: str) -> None:
+        """Say why a turn handed to this job was not claimed: it is not queued any more, or
+        another assistant queued it (it stays queued, for a process of its own)."""
+        turn = await self.store.turn(turn_id)
+        owner = None if turn is None else turn.owner
+        if turn is None or turn.done or owner is None or owner == self.owner:
+            logger.info("turn %s is not queued any more; not running it again", turn_id)
+            return
+        logger.warning(
+            "turn %s belongs to assistant %s; this process serves %s: left queued for a"
+            " `turnkeeper worker APP` of its own assistant",
+            turn_id,
+            owner,
+            self.owner,
+        )
+
     async def _run(self, turn_id: str, fence: int, lost: asyncio.Event) -> Outcome | None:
         hooks = StoreHooks(self.store, turn_id, fence, self.reporter)
         try:
-            async with asyncio.timeout(self.timeout):
-                return await self._turn(turn_id, hooks)
+            async with asyncio.timeout(self.timeout) as clock:
+                return await self._turn(turn_id, hooks, clock)
         except FenceLost:
             raise
         except asyncio.CancelledError:
@@ -190,22 +212,27 @@ class TurnJob:
         if start is None or start.state.status is not Outcome.STOPPED:
             self.reporter(_job_failed(turn_id, why))
 
-    async def _turn(self, turn_id: str, hooks: StoreHooks) -> Outcome | None:
+    async def _turn(
+        self, turn_id: str, hooks: StoreHooks, clock: asyncio.Timeout
+    ) -> Outcome | None:
         start = await self.store.start(turn_id)
         assert start is not None, "a claimed turn exists"
         turn = start.turn
+        budget, resuming = self._fated(turn.fate)
+        # the job's clock, on the turn's own deadline
+        clock.reschedule(asyncio.get_running_loop().time() + budget.deadline + self.margin)
         history = await self.store.history(turn.conversation_id)
         # A turn queued again (after a wait or a crash) has published more than `queued`.
         record = await self.store.resume_record(turn_id) if start.state.version > 1 else None
         hooks.crash_resumes = 0 if record is None else record.resumes
-        resume = self.resuming.resume(record, history, self.provider.wire, start.state.usage)
+        resume = resuming.resume(record, history, self.provider.wire, start.state.usage)
         try:
             result = await run_turn(
                 turn.question,
                 provider=self.provider,
                 toolset=self.toolset,
                 history=history,
-                budget=self.budget,
+                budget=budget,
                 hooks=hooks,
                 watcher=self.watcher,
                 setting=TurnSetting(
@@ -225,6 +252,38 @@ class TurnJob:
         if result.outcome is None and await self.store.cancel_requested(turn_id):
             await lifecycle.stop_waiting(self.store, turn_id, reporter=self.reporter)  # a Stop came
         return result.outcome
+
+    def _fated(self, fate: Fate | None) -> tuple[Budget, Resuming]:
+        """The budget and the crash and approval settings a turn runs under: those it was
+        queued with, else this job's own."""
+        if fate is None:
+            return self.budget, self.resuming
+        return budget_of(fate), fated(self.resuming, fate)
+
+
+def budget_of(fate: Fate) -> Budget:
+    """The `Budget` a turn was queued with."""
+    b, default = fate.budget, Budget()
+    return Budget(
+        max_iterations=int(b.get("max_iterations", default.max_iterations)),
+        deadline=b.get("deadline", default.deadline),
+        call_timeout=b.get("call_timeout", default.call_timeout),
+        margin=b.get("margin", default.margin),
+        min_call=b.get("min_call", default.min_call),
+        tool_timeout=b.get("tool_timeout", default.tool_timeout),
+    )
+
+
+def fated(resuming: Resuming, fate: Fate | None) -> Resuming:
+    """A process's `Resuming` with the turn's own crash and approval settings, if it has any."""
+    if fate is None:
+        return resuming
+    return replace(
+        resuming,
+        resume_after_crash=fate.resume_after_crash,
+        max_resumes=fate.max_resumes,
+        approval_timeout=fate.approval_timeout,
+    )
 
 
 class _Reported(Exception):

@@ -14,7 +14,11 @@ a turn and handing it over). Nothing stays queued with no job behind it.
 
 With `resume_after_crash` (resume.py), a turn whose lease expired is queued again
 from its last checkpoint instead (at most `max_resumes` times); and a turn that
-waited for a person longer than `approval_timeout` ends `stopped`.
+waited for a person longer than `approval_timeout` ends `stopped`. Each of these is
+the turn's own setting, recorded when it was queued (`records.Fate`): the sweeper's
+process applies its own only to a turn queued before turns recorded theirs. Turns
+left queued are the concern of their own assistant's sweeper (`owner`) only: a
+process of another assistant never claims them, and must not end them either.
 
 While the store cannot be reached, sweeps fail; the first failure is logged and
 the sweeper tries again every interval. Once it reaches the store again it
@@ -36,9 +40,10 @@ from ..observe.report import Reporter, log_report
 from ..outcomes import Ending
 from ..store import EXPIRED, UNCLAIMED, FenceLost, Store
 from ..store.events import RETENTION
+from ..store.records import Owner
 from ..turn.lifecycle import Enqueue, WaitEnd, fail, resume_crashed, stop_waiting
 from ..turn.resume import Resuming
-from .job import DEFAULT_LEASE
+from .job import DEFAULT_LEASE, fated
 
 if TYPE_CHECKING:  # prometheus-client comes with the server and postgres extras
     from ..observe.metrics import Metrics
@@ -79,7 +84,10 @@ class Sweeper:
         resuming: Resuming | None = None,
         requeue: Enqueue | None = None,
         event_retention: float = RETENTION,
+        owner: Owner | None = None,
     ) -> None:
+        self.owner = owner
+        """The assistant this sweeper's process serves: the queued turns it ends are its own."""
         self.resuming = resuming or Resuming()
         self.requeue = requeue
         """Where a crashed turn that resumes is queued again (needed to resume one)."""
@@ -118,11 +126,14 @@ class Sweeper:
         return swept
 
     async def _expired(self, turn_id: str) -> Ending | None:
-        """Resume the turn if crashed turns resume (None), else end it through `fail()`: its
-        `Ending` (None too if it was not there to take). One take-over either way."""
-        if not (self.resuming.resume_after_crash and self.requeue is not None):
+        """Resume the turn if it was queued to resume after a crash (None), else end it through
+        `fail()`: its `Ending` (None too if it was not there to take). One take-over either
+        way."""
+        turn = await self.store.turn(turn_id)
+        resuming = fated(self.resuming, None if turn is None else turn.fate)
+        if not (resuming.resume_after_crash and self.requeue is not None):
             return await fail(self.store, turn_id, EXPIRED, reporter=self.reporter)
-        max_resumes = self.resuming.max_resumes
+        max_resumes = resuming.max_resumes
         try:
             return await resume_crashed(
                 self.store, turn_id, self.requeue, max_resumes, reporter=self.reporter
@@ -154,7 +165,8 @@ class Sweeper:
     async def _unheld(self) -> list[str]:
         if self.queue is None:
             return []
-        waiting = await self.store.queued(older_than=self.unheld_after)
+        mine = None if self.owner is None else self.owner.fingerprint
+        waiting = await self.store.queued(older_than=self.unheld_after, fingerprint=mine)
         if not waiting:
             return []
         held = await self.queue.holding()  # read after: a turn claimed meanwhile is not queued

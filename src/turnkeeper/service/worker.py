@@ -23,6 +23,8 @@ from typing import Any
 
 from ..errors import MissingExtra
 from ..i18n import counted
+from ..store import Store
+from ..store.records import Owner
 from .job import TurnJob
 from .queue import say_how_it_ended
 from .sweeper import Sweeper
@@ -44,6 +46,23 @@ logger = logging.getLogger("turnkeeper.worker")
 
 TASK = "turnkeeper.run_turn"
 QUEUE = "turnkeeper_turns"
+"""The queue of turns that record no assistant (queued before turns recorded one)."""
+
+
+def queue_of(owner: Owner | None) -> str:
+    """The procrastinate queue of an assistant's turns: a worker listens only on its own
+    assistant's (and on `QUEUE`), so it never even fetches another assistant's turns."""
+    return QUEUE if owner is None else f"{QUEUE}.{owner.fingerprint}"
+
+
+async def defer(app: procrastinate.App, store: Store | None, turn_id: str) -> None:
+    """Defer the turn's job on its own assistant's queue (as the store records it)."""
+    turn = None if store is None else await store.turn(turn_id)
+    queue = queue_of(None if turn is None else turn.owner)
+    deferrer = app.configure_task(TASK, queue=queue, queueing_lock=turn_id)
+    await deferrer.defer_async(turn_id=turn_id)
+
+
 HEARTBEAT = 10.0
 """Seconds between a worker's heartbeats (procrastinate's default)."""
 STALLED_AFTER = 30.0
@@ -225,10 +244,12 @@ class RidingJobManager(JobManager):
 
 
 class ProcrastinateQueue:
-    """Defers turns as procrastinate jobs; `async with` it to open the connection."""
+    """Defers turns as procrastinate jobs, each on its assistant's queue as `store` records
+    it (without a store, on `QUEUE`); `async with` it to open the connection."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, store: Store | None = None) -> None:
         self.app = procrastinate_app(url)
+        self.store = store
 
     async def __aenter__(self) -> ProcrastinateQueue:
         await self.app.open_async()
@@ -238,8 +259,7 @@ class ProcrastinateQueue:
         await self.app.close_async()
 
     async def enqueue(self, turn_id: str) -> None:
-        deferrer = self.app.configure_task(TASK, queue=QUEUE, queueing_lock=turn_id)
-        await deferrer.defer_async(turn_id=turn_id)
+        await defer(self.app, self.store, turn_id)
 
     async def holding(self) -> set[str]:
         return await deferred_turns(self.app)
@@ -247,30 +267,30 @@ class ProcrastinateQueue:
 
 HELD = (
     "SELECT args->>'turn_id' AS turn_id FROM procrastinate_jobs"
-    " WHERE queue_name = %(queue)s AND status IN ('todo', 'doing')"
+    " WHERE task_name = %(task)s AND status IN ('todo', 'doing')"
 )
 
 
 async def deferred_turns(app: procrastinate.App) -> set[str]:
     """The turns with a job waiting (`todo`) or running (`doing`): the sweeper leaves
     those queued turns alone."""
-    rows = await app.connector.execute_query_all_async(HELD, queue=QUEUE)
+    rows = await app.connector.execute_query_all_async(HELD, task=TASK)
     return {str(row["turn_id"]) for row in rows}
 
 
 class DeferredTurns:
-    """The sweeper's view of the procrastinate queue in a worker process: what it holds,
-    and a crashed turn queued again (a new job)."""
+    """The sweeper's view of the procrastinate queues in a worker process: what they hold,
+    and a crashed turn queued again (a new job, on its own assistant's queue)."""
 
-    def __init__(self, app: procrastinate.App) -> None:
+    def __init__(self, app: procrastinate.App, store: Store | None = None) -> None:
         self.app = app
+        self.store = store
 
     async def holding(self) -> set[str]:
         return await deferred_turns(self.app)
 
     async def enqueue(self, turn_id: str) -> None:
-        deferrer = self.app.configure_task(TASK, queue=QUEUE, queueing_lock=turn_id)
-        await deferrer.defer_async(turn_id=turn_id)
+        await defer(self.app, self.store, turn_id)
 
 
 class StalledJobs:
@@ -292,7 +312,7 @@ class StalledJobs:
     async def retire(self) -> int:
         """Retire the stalled jobs and prune the dead workers; how many jobs were retired."""
         stalled = await self.manager.get_stalled_jobs(
-            queue=QUEUE, seconds_since_heartbeat=self.stalled_after
+            task_name=TASK, seconds_since_heartbeat=self.stalled_after
         )
         retired = 0
         for found in stalled:
@@ -314,7 +334,7 @@ class StalledJobs:
         while True:
             try:
                 if failing:
-                    await self.manager.get_stalled_jobs(queue=QUEUE)  # does it answer?
+                    await self.manager.get_stalled_jobs(task_name=TASK)  # does it answer?
                     failing, resumes = 0, time.monotonic() + self.stalled_after
                 elif time.monotonic() >= resumes:
                     await self.retire()
@@ -377,9 +397,9 @@ async def run_worker(
         update_heartbeat_interval=heartbeat,
         stalled_worker_timeout=stalled_after,
     )
-    sweeper = sweeper or Sweeper(job.store, lease=job.lease, resuming=job.resuming)
-    sweeper.queue = sweeper.queue or DeferredTurns(app)
-    sweeper.requeue = sweeper.requeue or DeferredTurns(app)
+    sweeper = sweeper or Sweeper(job.store, lease=job.lease, resuming=job.resuming, owner=job.owner)
+    sweeper.queue = sweeper.queue or DeferredTurns(app, job.store)
+    sweeper.requeue = sweeper.requeue or DeferredTurns(app, job.store)
     async with app.open_async():
         sweeping = asyncio.create_task(sweeper.run(), name="sweeper")
         try:
@@ -396,8 +416,10 @@ async def run_worker(
 
 
 def turn_worker(app: procrastinate.App, job: TurnJob, **options: Any) -> TurnWorker:
-    """The worker of the turns queue, and the task it runs each turn's job with."""
-    worker = TurnWorker(app, queues=[QUEUE], **options)
+    """The worker of the job's assistant's queue (and of the turns that record none), and
+    the task it runs each turn's job with."""
+    queues = sorted({queue_of(job.owner), QUEUE})
+    worker = TurnWorker(app, queues=queues, **options)
 
     async def run_turn(turn_id: str) -> None:
         worker.turns.add(turn_id)

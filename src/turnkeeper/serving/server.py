@@ -43,7 +43,7 @@ from ..service.sweeper import Holding, Sweeper
 from ..store import DEFAULT_URL, Store, open_store, parse_url
 from ..tools import CombinedToolset
 from ..tools.files import DEMO_ROOT
-from ..turn.resume import Resuming
+from .owners import tell_other_owners
 
 if TYPE_CHECKING:
     from ..assistant import Assistant, Authenticate
@@ -169,7 +169,7 @@ async def running(
         job = _job(store, assistant, provider, tools, settings, metrics)
         async with (
             _queue(settings, job) as queue,
-            _sweeping(store, settings, queue, metrics, job.resuming, assistant.event_retention),
+            _sweeping(store, settings, queue, metrics, job, assistant.event_retention),
         ):
             yield Service(store, queue, metrics)
 
@@ -193,6 +193,8 @@ def http_app(
         metrics=service.metrics,
         frame_ancestors=settings.frame_ancestors,
         public_metrics=settings.public_metrics,
+        owner=assistant.owner,
+        fate=assistant.fate,
     )
 
 
@@ -214,6 +216,7 @@ async def work(settings: Settings, assistant: Assistant, provider: Provider) -> 
             lease=settings.lease,
             resuming=job.resuming,
             event_retention=float(assistant.event_retention),
+            owner=job.owner,
         )
         announce(banner("worker", settings, assistant, provider), settings.log_format)
         await run_worker(
@@ -242,6 +245,7 @@ def _job(
         activities=assistant.activities,
         watcher=watchers(metrics),
         resuming=assistant.resuming,
+        owner=assistant.owner,
     )
 
 
@@ -424,6 +428,7 @@ async def _resources(
             assistant.check(await tools.list_tools())
             store = await open_store(settings.database)
             try:
+                await tell_other_owners(store, assistant.owner, settings.app)
                 yield store, tools
             finally:
                 await store.close()
@@ -437,7 +442,8 @@ async def _resources(
 async def _queue(settings: Settings, job: TurnJob) -> AsyncIterator[Queue]:
     if settings.worker:
         local = LocalQueue(job, concurrency=settings.concurrency)
-        for turn_id in await job.store.queued():  # left queued when the process last stopped
+        mine = None if job.owner is None else job.owner.fingerprint
+        for turn_id in await job.store.queued(fingerprint=mine):  # left when it last stopped
             await local.enqueue(turn_id)
         try:
             yield local
@@ -446,7 +452,7 @@ async def _queue(settings: Settings, job: TurnJob) -> AsyncIterator[Queue]:
     else:
         from ..service.worker import ProcrastinateQueue
 
-        async with ProcrastinateQueue(settings.database) as deferred:
+        async with ProcrastinateQueue(settings.database, job.store) as deferred:
             yield deferred
 
 
@@ -456,7 +462,7 @@ async def _sweeping(
     settings: Settings,
     queue: Queue,
     metrics: Metrics,
-    resuming: Resuming,
+    job: TurnJob,
     event_retention: float,
 ) -> AsyncIterator[None]:
     holding = queue if isinstance(queue, Holding) else None
@@ -466,9 +472,10 @@ async def _sweeping(
         queue=holding,
         metrics=metrics,
         lease=settings.lease,
-        resuming=resuming,
+        resuming=job.resuming,
         requeue=queue,
         event_retention=float(event_retention),
+        owner=job.owner,
     )
     task = asyncio.create_task(sweeper.run())
     try:

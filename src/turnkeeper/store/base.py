@@ -27,8 +27,10 @@ from .records import (
     Checkpoint,
     ConversationSummary,
     Ended,
+    Fate,
     Guard,
     NewEvent,
+    Owner,
     Recovery,
     ResumeRecord,
     Taken,
@@ -141,10 +143,22 @@ class Store(Protocol):
         ...
 
     async def create_turn(
-        self, conversation_id: str, question: str, *, user: str | None = None, locale: str = "en"
+        self,
+        conversation_id: str,
+        question: str,
+        *,
+        user: str | None = None,
+        locale: str = "en",
+        owner: Owner | None = None,
+        fate: Fate | None = None,
     ) -> Turn:
-        """Queue a turn (version 1, `queued`) asked by `user` in `locale`; `Busy` while the
-        conversation has one not done."""
+        """Queue a turn (version 1, `queued`) asked by `user` in `locale`, for the assistant
+        `owner`, with its `fate`; `Busy` while the conversation has one not done."""
+        ...
+
+    async def owners(self, fingerprint: str) -> list[tuple[Owner, int]]:
+        """The assistants other than `fingerprint`'s that have turns not done, and how many
+        each has, most first."""
         ...
 
     async def turn(self, turn_id: str) -> Turn | None:
@@ -190,12 +204,16 @@ class Store(Protocol):
         """The conversation's history in its wire format, oldest first."""
         ...
 
-    async def queued(self, older_than: float = 0.0) -> list[str]:
-        """Turns waiting to be claimed (for at least `older_than` seconds), oldest first."""
+    async def queued(self, older_than: float = 0.0, fingerprint: str | None = None) -> list[str]:
+        """Turns waiting to be claimed (for at least `older_than` seconds), oldest first;
+        with `fingerprint`, only those of that assistant (or of none)."""
         ...
 
-    async def claim(self, turn_id: str, lease: float, wire: str) -> int | None:
-        """Move a queued turn to running under a lease; its fence, or None if not queued."""
+    async def claim(
+        self, turn_id: str, lease: float, wire: str, fingerprint: str | None = None
+    ) -> int | None:
+        """Move a queued turn to running under a lease; its fence, or None if not queued or,
+        with `fingerprint`, if another assistant queued it."""
         ...
 
     async def renew(self, turn_id: str, fence: int, lease: float) -> bool:
@@ -434,6 +452,16 @@ RESUMES = """
 """
 """A turn that waits and resumes (approvals.py): its resume record, when its wait for a
 person began, and when it was queued again (the unheld sweep counts from then)."""
+OWNED = """
+    ALTER TABLE turns ADD COLUMN assistant {text};
+    ALTER TABLE turns ADD COLUMN fingerprint {text};
+    ALTER TABLE turns ADD COLUMN fate {json};
+    ALTER TABLE turns ADD COLUMN approval_timeout {seconds};
+    CREATE INDEX turns_by_owner ON turns (fingerprint) WHERE {not_done}
+"""
+"""What a turn needs travels with it: the assistant that queued it (its name and
+fingerprint) and the settings that decide its fate (`records.Fate`), its approval
+timeout also as a column for the sweep of unanswered turns (existing rows: none)."""
 
 
 def recovered_state(
@@ -444,9 +472,21 @@ def recovered_state(
     return replace(state, version=max(version, state.version))
 
 
-def turn_start(row: Sequence[Any], stored: dict[str, Any], bubbles: list[Any]) -> TurnStart:
-    """What `start` hands back: the turn from `row` (`START`'s columns before the state),
-    and its stored state with its bubbles."""
-    turn_id, conversation_id, question, version, offset, done, user, locale = row[:8]
-    turn = Turn(turn_id, conversation_id, question, version, offset, bool(done), user, locale)
+def turn_start(
+    row: Sequence[Any], stored: dict[str, Any], bubbles: list[Any], load: Callable[[Any], Any]
+) -> TurnStart:
+    """What `start` hands back: the turn from `row` (`START`'s columns but the state and its
+    count), and its stored state with its bubbles."""
+    turn = turn_of((*row[:8], *row[10:]), load)
     return TurnStart(turn, PublishedState.from_json({**stored, "messages": bubbles}))
+
+
+def turn_of(row: Sequence[Any], load: Callable[[Any], Any]) -> Turn:
+    """The turn a `turn` row holds (its owner and fate columns last, `load` reading JSON)."""
+    turn_id, conversation_id, question, version, offset, done, user, locale = row[:8]
+    assistant, fingerprint, fate = row[8:11]
+    return Turn(
+        turn_id, conversation_id, question, version, offset, bool(done), user, locale,
+        None if fingerprint is None else Owner(assistant, fingerprint),
+        None if fate is None else Fate.from_json(dict(load(fate))),
+    )  # fmt: skip

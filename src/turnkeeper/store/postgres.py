@@ -162,6 +162,12 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
         "the turn's event log: `turn_events`",
         log.EVENTS_TABLE.format(text="text", json="json", time="double precision", now=NOW),
     ),
+    (
+        "what a turn needs travels with it: its `assistant`, `fingerprint`, `fate`",
+        base.OWNED.format(
+            text="text", json="jsonb", seconds="double precision", not_done="NOT done"
+        ),
+    ),
 )
 
 
@@ -311,6 +317,7 @@ DIALECT = Dialect(
         "now": NOW,
         "stamp": "clock_timestamp()",
         "ago": "clock_timestamp() - make_interval(secs => ?)",
+        "waited": "extract(epoch from clock_timestamp() - waiting_since)",
         "true": "true",
         "false": "false",
         "least": "LEAST",

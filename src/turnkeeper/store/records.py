@@ -170,6 +170,54 @@ class Turn:
     """The application's id of the user who asked it (None: asked with the token alone)."""
     locale: str = "en"
     """The asking reader's locale."""
+    owner: Owner | None = None
+    """The assistant that queued it (None: queued before turns recorded one)."""
+    fate: Fate | None = None
+    """The settings it was queued with (None: the running process's own apply)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The assistant a turn belongs to: its name, and the fingerprint of its tools and
+    settings (`Assistant.owner`). Only a process serving that fingerprint claims the turn."""
+
+    assistant: str
+    fingerprint: str
+
+    def __str__(self) -> str:
+        return f"{self.assistant!r} (fingerprint {self.fingerprint})"
+
+
+@dataclass(frozen=True, slots=True)
+class Fate:
+    """The settings that decide what happens to a turn, recorded when it is queued so that
+    whichever process runs, sweeps or ends it applies the same: whether a crash resumes it
+    (and how often), how long it may wait for a person, and its budget."""
+
+    resume_after_crash: bool = False
+    max_resumes: int = 2
+    approval_timeout: float = 24 * 3600.0
+    budget: Mapping[str, float] = field(default_factory=dict)
+    """`Budget.as_dict()` (the store knows no `Budget`; the job makes one of it)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """As the turn's `fate` column keeps it."""
+        return {
+            "resume_after_crash": self.resume_after_crash,
+            "max_resumes": self.max_resumes,
+            "approval_timeout": self.approval_timeout,
+            "budget": dict(self.budget),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Fate:
+        """Read back what `to_json` wrote."""
+        return cls(
+            bool(data["resume_after_crash"]),
+            int(data["max_resumes"]),
+            float(data["approval_timeout"]),
+            dict(data["budget"]),
+        )
 
 
 @dataclass(frozen=True, slots=True)

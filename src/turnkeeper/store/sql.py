@@ -31,6 +31,7 @@ from .base import (
     recovered_state,
     refused,
     transcript_page,
+    turn_of,
     turn_start,
 )
 from .cancellations import Cancellations
@@ -39,8 +40,10 @@ from .records import (
     Checkpoint,
     ConversationSummary,
     Ended,
+    Fate,
     Guard,
     NewEvent,
+    Owner,
     Recovery,
     ResumeRecord,
     Taken,
@@ -127,18 +130,34 @@ class SqlStore:
         return [ConversationSummary(*row) for row in rows]
 
     async def create_turn(
-        self, conversation_id: str, question: str, *, user: str | None = None, locale: str = "en"
+        self,
+        conversation_id: str,
+        question: str,
+        *,
+        user: str | None = None,
+        locale: str = "en",
+        owner: Owner | None = None,
+        fate: Fate | None = None,
     ) -> Turn:
         turn_id, sql, d = new_id("t"), self.sql, self.dialect
+        owned = (
+            None if owner is None else owner.assistant,
+            None if owner is None else owner.fingerprint,
+            None if fate is None else d.jsonb(fate.to_json()),
+            None if fate is None else fate.approval_timeout,
+        )
 
         def steps() -> Steps[Turn]:
             (offset,) = yield One(sql.offset, (conversation_id,))
             first = published.queued(turn_id, conversation_id, question, int(offset))
             usage = d.jsonb(first.usage.as_dict())
             row = (turn_id, conversation_id, question, d.json(first.bare()), offset, usage)
-            yield Exec(sql.create_turn, (*row, user, locale))
+            yield Exec(sql.create_turn, (*row, user, locale, *owned))
             yield Exec(sql.first_bubble, (turn_id, d.json(first.messages[0].to_json())))
-            return Turn(turn_id, conversation_id, question, 1, int(offset), False, user, locale)
+            return Turn(
+                turn_id, conversation_id, question, 1, int(offset), False, user, locale, owner,
+                fate,
+            )  # fmt: skip
 
         try:
             return await self.executor.write(steps)
@@ -147,10 +166,11 @@ class SqlStore:
 
     async def turn(self, turn_id: str) -> Turn | None:
         row = await self._one(self.sql.turn, (turn_id,))
-        if row is None:
-            return None
-        turn_id_, conversation_id, question, version, offset, done, user, locale = row
-        return Turn(turn_id_, conversation_id, question, version, offset, bool(done), user, locale)
+        return None if row is None else turn_of(row, self.dialect.load)
+
+    async def owners(self, fingerprint: str) -> list[tuple[Owner, int]]:
+        rows = await self._all(self.sql.owners, (fingerprint,))
+        return [(Owner(str(a), str(f)), int(n)) for a, f, n in rows]
 
     async def open_turn(self, conversation_id: str) -> str | None:
         row = await self._one(self.sql.open_turn, (conversation_id,))
@@ -162,7 +182,7 @@ class SqlStore:
             if row is None:
                 return None
             bubbles = yield from self._bubbles(turn_id, row[9])
-            return turn_start(row, self.dialect.load(row[8]), bubbles)
+            return turn_start(row, self.dialect.load(row[8]), bubbles, self.dialect.load)
 
         return await self.executor.read(steps)
 
@@ -213,12 +233,14 @@ class SqlStore:
         load = self.dialect.load
         return [load(b) for (b,) in rows]
 
-    async def queued(self, older_than: float = 0.0) -> list[str]:
-        rows = await self._all(self.sql.queued, (older_than,))
+    async def queued(self, older_than: float = 0.0, fingerprint: str | None = None) -> list[str]:
+        rows = await self._all(self.sql.queued, (older_than, fingerprint, fingerprint))
         return [str(t) for (t,) in rows]
 
-    async def claim(self, turn_id: str, lease: float, wire: str) -> int | None:
-        statement = One(self.sql.claim, (lease, wire, turn_id))
+    async def claim(
+        self, turn_id: str, lease: float, wire: str, fingerprint: str | None = None
+    ) -> int | None:
+        statement = One(self.sql.claim, (lease, wire, turn_id, fingerprint, fingerprint))
         row: Any = await self.executor.write(statement, one=True)
         return None if row is None else int(row[0])
 
@@ -440,6 +462,8 @@ class SqlStore:
             self.hub.wake(turn_id)
 
     async def waiting(self, older_than: float) -> list[str]:
+        """The turns that waited longer than their own approval timeout (`older_than` for a
+        turn queued without one)."""
         rows = await self._all(self.sql.waiting, (older_than,))
         return [str(t) for (t,) in rows]
 

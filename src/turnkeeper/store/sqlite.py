@@ -208,6 +208,10 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         "the turn's event log: `turn_events`",
         log.EVENTS_TABLE.format(text="TEXT", json="TEXT", time="REAL", now=NOW),
     ),
+    (
+        "what a turn needs travels with it: its `assistant`, `fingerprint`, `fate`",
+        base.OWNED.format(text="TEXT", json="TEXT", seconds="REAL", not_done="done = 0"),
+    ),
 )
 
 
@@ -250,6 +254,7 @@ DIALECT = Dialect(
         "now": NOW,
         "stamp": NOW,
         "ago": f"{NOW} - ?",
+        "waited": f"{NOW} - waiting_since",
         "true": "1",
         "false": "0",
         "least": "min",

@@ -12,6 +12,10 @@ from dataclasses import dataclass, fields
 
 from .dialect import Dialect
 
+OWNED_BY = "COALESCE(fingerprint, ?, '') = COALESCE(?, fingerprint, '')"
+"""The turn is the assistant's whose fingerprint is given twice: true for a turn that
+records none, and when none is given."""
+
 
 @dataclass(frozen=True, slots=True)
 class Statements:
@@ -43,18 +47,24 @@ class Statements:
     offset: str = "SELECT COALESCE(SUM(n_messages), 0) FROM turns WHERE conversation_id = ?"
     create_turn: str = (
         "INSERT INTO turns (turn_id, conversation_id, question, status, version, state,"
-        " n_messages, message_offset, usage, asked_by, locale, created)"
-        " VALUES (?, ?, ?, 'queued', 1, ?, 1, ?, ?, ?, ?, {stamp})"
+        " n_messages, message_offset, usage, asked_by, locale, assistant, fingerprint, fate,"
+        " approval_timeout, created)"
+        " VALUES (?, ?, ?, 'queued', 1, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, {stamp})"
     )
     first_bubble: str = "INSERT INTO bubbles (turn_id, n, body) VALUES (?, 0, ?)"
     turn: str = (
         "SELECT turn_id, conversation_id, question, version, message_offset, done, asked_by,"
-        " locale FROM turns WHERE turn_id = ?"
+        " locale, assistant, fingerprint, fate FROM turns WHERE turn_id = ?"
+    )
+    owners: str = (
+        "SELECT assistant, fingerprint, COUNT(*) FROM turns WHERE done = {false}"
+        " AND fingerprint IS NOT NULL AND fingerprint <> ? GROUP BY assistant, fingerprint"
+        " ORDER BY COUNT(*) DESC"
     )
     open_turn: str = "SELECT turn_id FROM turns WHERE conversation_id = ? AND done = {false}"
     start: str = (
         "SELECT turn_id, conversation_id, question, version, message_offset, done, asked_by,"
-        " locale, state, n_messages FROM turns WHERE turn_id = ?"
+        " locale, state, n_messages, assistant, fingerprint, fate FROM turns WHERE turn_id = ?"
     )
     state_after: str = (
         "SELECT version, CASE WHEN version > ? THEN state END, n_messages FROM turns"
@@ -82,11 +92,12 @@ class Statements:
     history: str = "SELECT body FROM messages WHERE conversation_id = ? ORDER BY seq"
     queued: str = (
         "SELECT turn_id FROM turns WHERE status = 'queued'"
-        " AND COALESCE(requeued, created) <= {ago} ORDER BY seq"
+        " AND COALESCE(requeued, created) <= {ago} AND " + OWNED_BY + " ORDER BY seq"
     )
     claim: str = (
         "UPDATE turns SET status = 'running', fence = fence + 1, lease_expires = {now} + ?,"
-        " wire = ? WHERE turn_id = ? AND status = 'queued' AND done = {false} RETURNING fence"
+        " wire = ? WHERE turn_id = ? AND status = 'queued' AND done = {false}"
+        " AND " + OWNED_BY + " RETURNING fence"
     )
     renew: str = (
         "UPDATE turns SET lease_expires = {now} + ?"
@@ -133,8 +144,9 @@ class Statements:
     )
     waiting: str = (
         "SELECT turn_id FROM turns WHERE status = 'waiting' AND done = {false}"
-        " AND waiting_since <= {ago} ORDER BY waiting_since"
+        " AND {waited} >= COALESCE(approval_timeout, ?) ORDER BY waiting_since"
     )
+    """The turns that waited longer than their own approval timeout (else the one given)."""
 
     # ---- the event log (events.py)
     last_event: str = "SELECT COALESCE(MAX(seq), 0) FROM turn_events WHERE turn_id = ?"
