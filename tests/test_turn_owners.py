@@ -42,7 +42,8 @@ async def test_a_turn_records_its_assistant_and_its_fate(store: Store) -> None:
     assert turn is not None
     assert (turn.owner, turn.fate) == (APP_OWNER, fate)
     start = await store.start(turn_id)
-    assert start is not None and start.turn.fate == fate
+    assert start is not None
+    assert start.turn.fate == fate
 
 
 async def test_only_the_turns_own_assistant_claims_it(store: Store) -> None:
@@ -62,7 +63,8 @@ async def test_a_turn_that_records_no_assistant_is_anyones(store: Store) -> None
 
 
 async def test_a_sweeper_ends_a_wait_after_the_turns_own_approval_timeout(store: Store) -> None:
-    from tests.api.test_turn_exits import ASKS, GATE, Ran
+    from tests.api.test_approvals import Ran
+    from tests.api.test_turn_exits import ASKS, GATE
     from turnkeeper.providers.scripted import ScriptedProvider
     from turnkeeper.service.job import TurnJob
 
@@ -75,7 +77,8 @@ async def test_a_sweeper_ends_a_wait_after_the_turns_own_approval_timeout(store:
     patient = Sweeper(store, resuming=Resuming(approval_timeout=7200.0), reporter=lambda r: None)
     assert await patient.sweep() == [short], "each turn waits as long as it was queued to"
     still = await store.state_after(long, 0)
-    assert still is not None and still["status"] == "waiting"
+    assert still is not None
+    assert still["status"] == "waiting"
 
 
 class Held:
@@ -108,7 +111,8 @@ def test_the_fingerprint_tells_assistants_apart_but_not_the_settings_a_turn_reco
     assert app.owner.fingerprint != demo_assistant().owner.fingerprint
     same = Assistant(name="Assistant", tools=[helper], resume_after_crash=True)
     assert same.owner == app.owner, "fate travels with the turn, not in the fingerprint"
-    assert same.fate.resume_after_crash and not app.fate.resume_after_crash
+    assert same.fate.resume_after_crash
+    assert not app.fate.resume_after_crash
 
 
 @pytest.mark.postgres
