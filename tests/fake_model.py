@@ -10,6 +10,9 @@ A request whose client hung up before the server read it (a call a Stop
 aborted, read late on a busy machine) is kept apart in `abandoned` and takes
 nothing from the script: the next test's script is not the stopped turn's.
 
+A script entry may be a function of the request's headers (lower-cased) that returns
+the body: a model server that echoes what it was sent.
+
 A request that asks for `stream: true` (the Anthropic adapter streams by
 default) is answered with the event stream of the same scripted body
 (`tests/streams.py`), `gap` seconds between its events; a client that hangs up
@@ -72,7 +75,7 @@ class FakeModelServer:
     def release(self) -> None:
         self.released.set()
 
-    def _answer(self, path: str, payload: Any) -> Any:
+    def _answer(self, path: str, payload: Any, headers: dict[str, str] | None = None) -> Any:
         if path == "/tool-started":
             with self._lock:
                 self.tool_starts.append(str(payload.get("tool")))
@@ -92,6 +95,8 @@ class FakeModelServer:
                 "type": "error",
                 "error": {"type": "invalid_request_error", "message": "no more"},
             }
+        if callable(entry):  # an answer made of the request's headers (one that echoes them)
+            return entry({k.lower(): v for k, v in (headers or {}).items()})
         return entry
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
@@ -105,7 +110,7 @@ class FakeModelServer:
                     with fake._lock:
                         fake.abandoned.append(payload)
                     return
-                answer = fake._answer(self.path, payload)
+                answer = fake._answer(self.path, payload, dict(self.headers.items()))
                 try:
                     if isinstance(payload, dict) and payload.get("stream") is True:
                         self._stream(answer)

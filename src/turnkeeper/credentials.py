@@ -98,6 +98,66 @@ def redact_value(value: Any) -> Any:
     return value
 
 
+def hide_secrets(value: Any) -> Any:
+    """`value` with every exact kept secret in its strings replaced by `***`, and nothing
+    else changed: what a model said or a tool returned keeps its structure, its blocks and
+    every other character (a pattern that merely looks like a credential stays: it may be
+    the answer). The same value (not a copy) when it holds no kept secret."""
+    if not _kept_longest_first:
+        return value
+    if isinstance(value, str):
+        return _hidden(value)
+    if isinstance(value, dict):
+        hidden = {k: hide_secrets(v) for k, v in value.items()}
+        return value if all(hidden[k] is v for k, v in value.items()) else hidden
+    if isinstance(value, list):
+        items = [hide_secrets(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return value
+
+
+def _hidden(text: str) -> str:
+    for secret in _kept_longest_first:
+        if secret in text:
+            text = text.replace(secret, HIDDEN)
+    return text
+
+
+class SecretStream:
+    """Text that arrives in pieces (a streamed answer), passed on with the kept secrets
+    hidden, even one split across pieces: an end of the text so far that begins a kept
+    secret is held back until the next piece shows whether it is one, or `end()`. Text
+    that begins none (nearly all of it) passes at once."""
+
+    def __init__(self) -> None:
+        self.held = ""
+
+    def feed(self, piece: str) -> str:
+        """The part of the text so far that can be passed on now, secrets hidden."""
+        text = _hidden(self.held + piece)
+        cut = _secret_begins(text)
+        self.held = text[cut:]
+        return text[:cut]
+
+    def end(self) -> str:
+        """What was held back, once no more text comes."""
+        held, self.held = _hidden(self.held), ""
+        return held
+
+
+def _secret_begins(text: str) -> int:
+    """The first place from which the rest of `text` begins a kept secret (the length of
+    `text` if none: all of it may be passed on)."""
+    secrets = _kept_longest_first
+    if not secrets:
+        return len(text)
+    for i in range(max(len(text) - len(secrets[0]) + 1, 0), len(text)):
+        tail = text[i:]
+        if any(s.startswith(tail) for s in secrets):
+            return i
+    return len(text)
+
+
 def keep_secret(*values: str | None) -> None:
     """Hide these values (API keys, passwords, tokens) in every text redacted from now on."""
     global _kept_longest_first

@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from ..credentials import SecretStream, hide_secrets
 from ..errors import ProviderError, ProviderFailed, ProviderUnavailable, timed_out
 from ..observe import prices
 from ..observe.watched import CallEnd
 from ..observe.watchers import UNWATCHED, TurnWatch
 from ..providers import Provider, takes_text
 from ..usage import Usage
-from ..wire import Message, Reply, ToolSpec
+from ..wire import Message, Reply, ToolSpec, ToolUse
 from .call_log import Called, CallLog
 from .clock import TurnClock
 from .stop_race import StopRace
@@ -102,6 +103,9 @@ class CallRoom:
             self.log.ended(Called(duration, stopped=True), decision="stopped")
             self.watch.call_ended(self._end(iteration, duration, self.requested, stopped=True))
             return None
+        reply = secrets_hidden(reply)
+        if self._pieces is not None:
+            self._pieces.end()
         return Priced(reply, self._answered(iteration, duration, reply))
 
     def _answered(self, iteration: int, duration: float, reply: Reply) -> Usage:
@@ -163,19 +167,47 @@ class CallRoom:
 
 class _Pieces:
     """A call's `on_text`, counting the pieces and timing the first (in real time, not on
-    the turn's clock: the trace keeps that clock, and a replay gives it back)."""
+    the turn's clock: the trace keeps that clock, and a replay gives it back). The kept
+    secrets are hidden in what it passes on, one split across pieces too (`SecretStream`)."""
 
     def __init__(self, on_text: Callable[[str], None]) -> None:
         self.on_text = on_text
         self.count = 0
         self.first: float | None = None
         self.started = time.monotonic()
+        self.secrets = SecretStream()
 
     def __call__(self, piece: str) -> None:
         if self.first is None:
             self.first = time.monotonic() - self.started
         self.count += 1
-        self.on_text(piece)
+        passed = self.secrets.feed(piece)
+        if passed:
+            self.on_text(passed)
+
+    def end(self) -> None:
+        """The call answered: pass on what was held back."""
+        held = self.secrets.end()
+        if held:
+            self.on_text(held)
+
+
+def secrets_hidden(reply: Reply) -> Reply:
+    """The reply with the process's kept secrets (API keys, URLs' user-info, as given and as
+    HTTP Basic encodes it) replaced in its message, text, tool inputs and raw body, before
+    anything of it is stored, published, traced or printed (docs/design.md §10). Only the
+    exact strings change: every block and field stays as the model gave it."""
+    message = hide_secrets(reply.message)
+    if message is reply.message and hide_secrets(reply.raw) is reply.raw:
+        return reply
+    uses = tuple(ToolUse(u.id, u.name, hide_secrets(u.input)) for u in reply.tool_uses)
+    return replace(
+        reply,
+        message=message,
+        text=hide_secrets(reply.text),
+        tool_uses=uses,
+        raw=hide_secrets(reply.raw),
+    )
 
 
 def provider_error(e: Exception, timeout: float) -> ProviderError:

@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..credentials import redact_text
+from ..cards import Card
+from ..credentials import hide_secrets, redact_text
 from ..store.records import ResumeRecord
 from ..tools import Toolset
 from ..wire import ToolResult, ToolUse
@@ -93,7 +94,7 @@ class ToolRunner:
     async def run_tool(self, use: ToolUse, timeout: float) -> ToolResult:
         """One tool use's result; a tool that raised is reported and answered as an error."""
         try:
-            return await self.toolset.call(use, timeout)
+            return secrets_hidden(await self.toolset.call(use, timeout))
         except Exception as e:
             raised = redact_text(f"{type(e).__name__}: {e}")  # stored, and sent to the model
             self.report(
@@ -103,6 +104,20 @@ class ToolRunner:
                 details={"tool": use.name, "exception": type(e).__name__},
             )
             return ToolResult(use.id, f"{use.name} failed: {raised}", True)
+
+
+def secrets_hidden(result: ToolResult) -> ToolResult:
+    """The result with the process's kept secrets replaced in its content and card, before
+    the model, the store or a reader sees it (docs/design.md §10); nothing else changes."""
+    content = hide_secrets(result.content)
+    card = result.card
+    if card is not None:
+        shown = card.to_json()
+        if hide_secrets(shown) is not shown:
+            card = Card.from_json(hide_secrets(shown))
+    if content is result.content and card is result.card:
+        return result
+    return replace(result, content=content, card=card)
 
 
 async def waiting(
