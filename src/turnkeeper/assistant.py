@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from .budget import Budget
 from .errors import ConfigError, require_extra
 from .i18n import DEFAULT, Catalogs, keys, locale_tag, shorter
-from .providers import Provider
+from .providers import MAX_RESPONSE, Provider
 from .providers.cache_marks import ttl_of
 from .providers.demo import Where
 from .providers.select import NAMES, ModelSettings, choose_provider
@@ -92,6 +92,9 @@ class Assistant:
     stream: bool = True
     """Stream every model call (Anthropic and OpenAI-compatible alike), the answer's text
     arriving as it is written; False makes plain calls. The history is the same either way."""
+    max_response: int = MAX_RESPONSE
+    """The most content one model response may hold, in bytes (default 4 MiB): a larger one
+    is read no further, nothing of it is kept, and the turn fails (`errors.ai_too_large`)."""
     budget: Budget = field(default_factory=Budget)
     authenticate: Authenticate | None = None
     """Who the reader is, for `serve` and `asgi()`: with it, conversations belong to users."""
@@ -207,6 +210,7 @@ class Assistant:
             self.thinking,
             self.prompt_cache,
             self.stream,
+            self.max_response,
         )
 
     def choose_provider(
@@ -346,6 +350,9 @@ def _check_model_settings(a: Assistant) -> None:
         value = getattr(a, name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise ConfigError(f"{name} must be a whole number of tokens, got {value!r}")
+    most = a.max_response
+    if isinstance(most, bool) or not isinstance(most, int) or most < 1:
+        raise ConfigError(f"max_response must be a positive number of bytes, got {most!r}")
     if a.max_tokens is not None and a.max_tokens < 1:
         raise ConfigError(f"max_tokens must be at least 1, got {a.max_tokens}")
     if a.thinking is not None and not (a.thinking >= 1024 and (a.max_tokens or 0) > a.thinking):

@@ -97,6 +97,13 @@ class ProviderFailed(ProviderError):
     key = "errors.ai_failed"
 
 
+class ResponseTooLarge(ProviderFailed):
+    """The response's content passed the most an answer may hold (`max_response`): read no
+    further, and nothing of it kept."""
+
+    key = "errors.ai_too_large"
+
+
 class ScriptExhausted(ProviderFailed):
     """The scripted model was asked for more responses than it holds."""
 
@@ -107,7 +114,8 @@ def timed_out(timeout: float) -> str:
 
 
 ERROR_KINDS: dict[str, type[ProviderError]] = {
-    cls.__name__: cls for cls in (ProviderUnavailable, ProviderFailed, ScriptExhausted)
+    cls.__name__: cls
+    for cls in (ProviderUnavailable, ProviderFailed, ScriptExhausted, ResponseTooLarge)
 }
 
 

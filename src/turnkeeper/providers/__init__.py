@@ -25,6 +25,11 @@ from . import chat_api, messages_api
 WIRES: dict[str, WireFormat] = {w.name: w for w in (messages_api.WIRE, chat_api.WIRE)}
 """Every wire format by the name the store records with a turn."""
 
+MAX_RESPONSE = 4 * 1024 * 1024
+"""The most content one response may hold, in bytes (decoded, before it is parsed): 4 MiB,
+far above any real answer. A larger one is `ResponseTooLarge`, read no further, and the
+turn fails with `errors.ai_too_large` (`Assistant(max_response=)` sets another)."""
+
 TextSink: TypeAlias = Callable[[str], None]
 """Called with each piece of a reply's visible answer text, in order, as it arrives.
 

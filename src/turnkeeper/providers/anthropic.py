@@ -28,7 +28,7 @@ import httpx2
 from ..credentials import keep_secret, keep_url_secrets, redact_logger, redact_url
 from ..errors import ProviderError
 from ..wire import Message, ToolSpec
-from . import TextSink, cache_marks, messages_api, sdk
+from . import MAX_RESPONSE, TextSink, cache_marks, messages_api, sdk
 from .attempts import DEFAULT_MAX_RETRIES, DEFAULT_MIN_ATTEMPT, event_hooks
 from .messages_stream import MessageFold
 
@@ -78,6 +78,7 @@ class AnthropicProvider(sdk.SdkProvider):
         max_retries: int = DEFAULT_MAX_RETRIES,
         min_attempt: float = DEFAULT_MIN_ATTEMPT,
         transport: httpx2.AsyncBaseTransport | None = None,
+        max_response: int = MAX_RESPONSE,
     ) -> None:
         """`server_tools` (e.g. web search) and `mcp_servers` go to the API as given.
 
@@ -87,9 +88,10 @@ class AnthropicProvider(sdk.SdkProvider):
         `transport` replaces the HTTP transport under the SDK's client (an
         `httpx2.MockTransport` in tests and benchmarks); the attempt hooks stay.
         `prompt_cache` is True (the 5-minute cache), "5m", "1h" or False (no marks).
-        `stream=False` makes plain calls (the request has no `stream` field).
+        `stream=False` makes plain calls; `max_response` bytes of content at most.
         """
         self.model = model
+        self.max_response = max_response
         self.max_tokens = max_tokens
         self.system = system
         self.server_tools = [dict(t) for t in server_tools]

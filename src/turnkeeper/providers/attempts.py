@@ -13,6 +13,11 @@ keep every attempt inside the call:
   `min_attempt` seconds for it, the response is marked `x-should-retry: false`,
   the header both SDKs obey, so the SDK raises that error at once.
 
+A third bounds what is read: with `most` set, each response's body is counted as it
+is read (`Capped`), streamed or not, inside the SDK or out; past `most` bytes it
+raises `ResponseTooLarge`, and no further attempt is sent (a retry would be billed
+for the same huge answer): the call ends with that error.
+
 Each attempt's status code and request id are recorded, so an error raised
 after the call ran out of time still names the last response the server sent.
 The adapters install the hooks with `event_hooks()` and open a call with
@@ -22,16 +27,17 @@ The adapters install the hooks with `event_hooks()` and open a call with
 from __future__ import annotations
 
 import email.utils
+import functools
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..budget import Clock, monotonic
-from ..errors import ProviderError, ProviderFailed, ProviderUnavailable
+from ..errors import ProviderError, ProviderFailed, ProviderUnavailable, ResponseTooLarge
 
 if TYPE_CHECKING:
     import httpx2
@@ -65,6 +71,10 @@ class Attempts:
     status: int | None = None
     request_id: str | None = None
     statuses: list[int] = field(default_factory=list)
+    most: int | None = None
+    """The most content a response may hold, in bytes (None: no bound)."""
+    too_large: ResponseTooLarge | None = None
+    """The error of a response that passed `most`: the call's error, whatever else."""
 
     @classmethod
     @contextmanager
@@ -75,9 +85,10 @@ class Attempts:
         *,
         min_attempt: float = DEFAULT_MIN_ATTEMPT,
         clock: Clock = monotonic,
+        most: int | None = None,
     ) -> Iterator[Attempts]:
         """The attempts of a call starting now, seen by the hooks while the block runs."""
-        attempts = cls(clock() + timeout, max_retries, min_attempt, clock)
+        attempts = cls(clock() + timeout, max_retries, min_attempt, clock, most=most)
         token = _current.set(attempts)
         try:
             yield attempts
@@ -162,6 +173,8 @@ def event_hooks(request_id_header: str) -> dict[str, list[Any]]:
         attempts = _current.get()
         if attempts is None:
             return
+        if attempts.too_large is not None:
+            raise attempts.too_large  # never sent again: it would be as large, and billed
         left = attempts.left()
         if left <= 0:
             import httpx2
@@ -180,8 +193,43 @@ def event_hooks(request_id_header: str) -> dict[str, list[Any]]:
         attempts.saw(response, request_id_header)
         if unavailable_status(response.status_code) and not attempts.retry_fits(response):
             response.headers["x-should-retry"] = "false"
+        if attempts.most is not None:
+            response.stream = capped()(response.stream, attempts, attempts.most)
 
     return {"request": [before], "response": [after]}
+
+
+@functools.cache
+def capped() -> Callable[[Any, Attempts, int], httpx2.AsyncByteStream]:
+    """The class of a response body counted as it is read (made once the HTTP client is
+    loaded: nothing here imports it before)."""
+    import httpx2
+
+    class Capped(httpx2.AsyncByteStream):
+        """A response's body, counted as it is read: `ResponseTooLarge` once it passes
+        `most` bytes, kept on the call's `attempts`."""
+
+        def __init__(self, stream: Any, attempts: Attempts, most: int) -> None:
+            self.stream = stream
+            self.attempts = attempts
+            self.most = most
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            size = 0
+            async for chunk in self.stream:
+                size += len(chunk)
+                if size > self.most:
+                    self.attempts.too_large = ResponseTooLarge(
+                        f"the response passed {self.most:,} bytes of content ({size:,} read):"
+                        " refused, nothing of it kept"
+                    )
+                    raise self.attempts.too_large
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self.stream.aclose()
+
+    return Capped
 
 
 def _with_keys(timeouts: dict[str, float | None]) -> dict[str, float | None]:

@@ -129,6 +129,8 @@ class MessageFold:
 def _extend(block: dict[str, Any], key: str, value: Any) -> None:
     current = block.get(key)
     if isinstance(value, str) and isinstance(current, str) and key != "signature":
-        block[key] = current + value
+        block[key] = None  # `current` the one reference: extended in place, not copied
+        current += value  # (a long answer's text is not copied once per delta)
+        block[key] = current
     else:
         block[key] = value

@@ -23,7 +23,7 @@ import openai
 from ..credentials import keep_secret, keep_url_secrets, redact_logger, redact_url
 from ..errors import ProviderError
 from ..wire import Message, ToolSpec
-from . import TextSink, chat_api, sdk
+from . import MAX_RESPONSE, TextSink, chat_api, sdk
 from .attempts import DEFAULT_MAX_RETRIES, DEFAULT_MIN_ATTEMPT, event_hooks
 from .chat_stream import ChatFold
 
@@ -69,14 +69,17 @@ class OpenAIProvider(sdk.SdkProvider):
         base_url: str | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
         min_attempt: float = DEFAULT_MIN_ATTEMPT,
+        max_response: int = MAX_RESPONSE,
     ) -> None:
         """`api_key` and `base_url` default to the SDK's `OPENAI_API_KEY` and `OPENAI_BASE_URL`.
 
         `max_tokens` is sent only when given (servers differ on its default);
         `extra_body` is merged into every request as is. `stream=False` makes plain
-        calls (the request has no `stream` field).
+        calls (the request has no `stream` field). `max_response`: the most content a
+        response may hold, in bytes (default 4 MiB).
         """
         self.model = model
+        self.max_response = max_response
         self.max_tokens = max_tokens
         self.system = system
         self.extra_body = dict(extra_body or {})

@@ -32,7 +32,7 @@ import httpx2
 
 from ..errors import ProviderError, ProviderFailed, ProviderUnavailable, timed_out
 from ..wire import Message, Reply, ToolResult, ToolSpec, WireFormat
-from . import TextSink, sse
+from . import MAX_RESPONSE, TextSink, sse
 from .attempts import Attempts, root_cause
 
 ErrorBody = Callable[[object, int], ProviderError | None]
@@ -59,6 +59,8 @@ class SdkProvider:
     """The SDK's async client."""
     max_retries: int
     min_attempt: float
+    max_response: int = MAX_RESPONSE
+    """The most content a response may hold, in bytes (`providers.MAX_RESPONSE`)."""
 
     def request(
         self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
@@ -87,6 +89,7 @@ class SdkProvider:
             timeout,
             max_retries=self.max_retries,
             min_attempt=self.min_attempt,
+            most=self.max_response,
         )
 
     async def aclose(self) -> None:
@@ -108,13 +111,15 @@ async def complete(
     *,
     max_retries: int,
     min_attempt: float,
+    most: int | None = None,
 ) -> Reply:
     """`parse` of the JSON body `send()` got within `timeout` seconds, or a `ProviderError`.
 
     The SDK's attempts share the call's clock (`attempts`). The call stops a
     little before its timeout, so that the loop gets this error, naming the
     attempts, rather than cutting the call off itself."""
-    with Attempts.opened(timeout, max_retries, min_attempt=min_attempt) as attempts:
+    opened = Attempts.opened(timeout, max_retries, min_attempt=min_attempt, most=most)
+    with opened as attempts:
         try:
             async with asyncio.timeout(timeout - min(0.25, timeout / 20)):
                 body = await send()
@@ -155,6 +160,8 @@ def provider_error(
     errors: SdkErrors, e: Exception, attempts: Attempts, timeout: float
 ) -> ProviderError:
     """The turnkeeper error for anything the SDK (or its HTTP client) raised."""
+    if attempts.too_large is not None:  # whatever the SDK made of it
+        return attempts.too_large
     if isinstance(e, ProviderError):  # the response itself said what went wrong
         return attempts.error(type(e), str(e), status=e.status)
     if isinstance(e, TimeoutError | errors.timeout_error | httpx2.TimeoutException):

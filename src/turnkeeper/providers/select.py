@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import ConfigError, MissingExtra
-from . import Provider
+from . import MAX_RESPONSE, Provider
 from .demo import DemoProvider, Where
 
 NAMES = ("anthropic", "openai", "demo")
@@ -43,6 +43,8 @@ class ModelSettings:
     OpenAI-compatible servers cache long prefixes by themselves: nothing is sent to them."""
     stream: bool = True
     """Stream every call (both SDK adapters); False makes plain calls."""
+    max_response: int = MAX_RESPONSE
+    """The most content one response may hold, in bytes; a larger one fails the turn."""
 
     def anthropic(self) -> dict[str, Any]:
         """The keyword arguments of `AnthropicProvider` these settings give."""
@@ -52,7 +54,11 @@ class ModelSettings:
         if self.thinking is not None:
             extra["thinking"] = {"type": "enabled", "budget_tokens": self.thinking}
         given = {"system": self.system, "max_tokens": self.max_tokens, "extra_body": extra}
-        chosen = {"prompt_cache": self.prompt_cache, "stream": self.stream}
+        chosen = {
+            "prompt_cache": self.prompt_cache,
+            "stream": self.stream,
+            "max_response": self.max_response,
+        }
         return {k: v for k, v in given.items() if v} | chosen
 
     def openai(self) -> dict[str, Any]:
@@ -64,7 +70,8 @@ class ModelSettings:
             )
         extra = {} if self.temperature is None else {"temperature": self.temperature}
         given = {"system": self.system, "max_tokens": self.max_tokens, "extra_body": extra}
-        return {k: v for k, v in given.items() if v} | {"stream": self.stream}
+        chosen = {"stream": self.stream, "max_response": self.max_response}
+        return {k: v for k, v in given.items() if v} | chosen
 
 
 def choose_provider(

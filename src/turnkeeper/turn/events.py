@@ -47,6 +47,26 @@ class Writes(Protocol):
     async def events(self, batch: Sequence[NewEvent]) -> None: ...
 
 
+class Streamed:
+    """How much text a call streamed, kept as its length and its last characters rather
+    than the text itself: an answer may be megabytes long (`max_response`), and the reply
+    holds it already."""
+
+    TAIL = 64
+
+    def __init__(self) -> None:
+        self.length = 0
+        self.tail = ""
+
+    def add(self, text: str) -> None:
+        self.length += len(text)
+        self.tail = (self.tail + text[-self.TAIL :])[-self.TAIL :]
+
+    def begins(self, text: str) -> bool:
+        """Whether `text` begins with what was streamed (its length and last characters)."""
+        return len(text) >= self.length and text[: self.length].endswith(self.tail)
+
+
 class Emitter:
     """One turn's events on their way to `hooks`: pending until the turn's next write,
     text deltas coalesced into at most one write of their own per `every` seconds."""
@@ -72,8 +92,8 @@ class Emitter:
         """When the first piece of text arrived (the clock's reading), if one did."""
         self.message: str | None = None
         """The bubble the text of the call in flight streams into."""
-        self._streamed: list[str] = []
-        """What the call in flight streamed, in order (whitespace not yet emitted apart)."""
+        self._streamed = Streamed()
+        """How much the call in flight streamed (whitespace not yet emitted apart)."""
         self._held = ""
         """Leading whitespace of the call in flight, not emitted until text follows it."""
         self._unwritten = 0
@@ -90,7 +110,7 @@ class Emitter:
 
     def begin(self, message: str) -> None:
         """A model call starts: its text streams into the bubble `message`."""
-        self.message, self._streamed, self._held = message, [], ""
+        self.message, self._streamed, self._held = message, Streamed(), ""
 
     def text(self, piece: str) -> None:
         """The provider's `on_text`: a piece of answer text, as it arrives."""
@@ -98,7 +118,7 @@ class Emitter:
             return
         if self.first_delta is None:
             self.first_delta = self.clock()
-        if not self._streamed and not (self._held + piece).strip():
+        if not self._streamed.length and not (self._held + piece).strip():
             self._held += piece
             return
         self._delta(self._held + piece)
@@ -106,10 +126,10 @@ class Emitter:
 
     def complete(self, text: str) -> None:
         """The call's reply is shown with `text`: stream what of it has not been."""
-        streamed = "".join(self._streamed)
-        if text.startswith(streamed) and len(text) > len(streamed):
-            self._delta(text[len(streamed) :], write=False)  # the turn's next write takes it
-        elif not text.startswith(streamed):
+        streamed = self._streamed
+        if streamed.begins(text) and len(text) > streamed.length:
+            self._delta(text[streamed.length :], write=False)  # the turn's next write takes it
+        elif not streamed.begins(text):
             logger.warning("the streamed text is not the start of the reply's text")
         self.message = None
 
@@ -131,13 +151,13 @@ class Emitter:
 
     def retract(self, key: str) -> None:
         """The call's text never stands: withdraw what it streamed, if anything."""
-        if self.message is not None and self._streamed:
+        if self.message is not None and self._streamed.length:
             self.emit(EventType.TEXT_RETRACTED, {"message": self.message, "key": key})
         self.message = None
 
     def _delta(self, text: str, *, write: bool = True) -> None:
         assert self.message is not None
-        self._streamed.append(text)
+        self._streamed.add(text)
         last = self.pending[-1] if self.pending else None
         if last is not None and last[0] is EventType.TEXT_DELTA:
             joined = last[1]["delta"] + text
