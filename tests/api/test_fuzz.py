@@ -8,9 +8,12 @@ ids, so bodies and queries reach the handlers instead of stopping at `404`.
 Both positive and negative cases are generated, a bounded number per
 operation, so the run stays well under a minute.
 
-Every check runs but `ignored_auth`, which expects `401`/`403` for a missing or
-wrong token: the contract answers `404`, exactly as for an unknown id, so ids
-cannot be probed (tests/security/test_access.py holds the API to that).
+Both ways readers are known are fuzzed: tokens, and sign-in (`authenticate`, here an
+`x-user` header the document does not declare: it is the host application's; half
+the cases send the owner's). With tokens every check runs but `ignored_auth`, which
+expects `401`/`403` for a missing or wrong token: the contract answers `404`, exactly
+as for an unknown id, so ids cannot be probed (tests/security/test_access.py holds the
+API to that). With sign-in, no operation declares a scheme, and every check runs.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from schemathesis.core.result import Ok
 from schemathesis.generation import GenerationMode
 from schemathesis.python.asgi import get_client
 from schemathesis.specs.openapi.checks import ignored_auth
+from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from tests.api.test_routes import HeldQueue
@@ -40,8 +44,9 @@ EXAMPLES = 40
 class FuzzedApp:
     """The API on a SQLite store that the lifespan opens and closes."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, users: bool = False) -> None:
         self.url = f"sqlite:///{path}"
+        self.users = users
         self.store: Store | None = None
         self.app: Any = None
 
@@ -56,7 +61,8 @@ class FuzzedApp:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 self.store = await open_store(self.url)
-                self.app = create_app(self.store, HeldQueue())
+                authenticate = signed_in if self.users else None
+                self.app = create_app(self.store, HeldQueue(), authenticate=authenticate)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 if self.store is not None:
@@ -65,32 +71,31 @@ class FuzzedApp:
                 return
 
 
-@pytest.fixture
-def fuzzed(tmp_path: Path) -> FuzzedApp:
-    return FuzzedApp(tmp_path / "turnkeeper.db")
+def signed_in(request: Request) -> str | None:
+    """The host application's sign-in, as a test stands it in: an `x-user` header."""
+    return request.headers.get("x-user")
 
 
 def real_ids(app: FuzzedApp) -> dict[str, str]:
-    """A conversation with one queued turn: its ids and token."""
+    """A conversation with one queued turn: its ids, and the header that opens it."""
     with get_client(app) as client:  # type: ignore[arg-type]
-        created = client.post("/api/conversations").json()
-        auth = f"Bearer {created['token']}"
+        signed = {"x-user": "reader-1"} if app.users else {}
+        created = client.post("/api/conversations", headers=signed).json()
+        opens = signed or {"authorization": f"Bearer {created['token']}"}
         turn = client.post(
             f"/api/conversations/{created['conversation_id']}/turns",
             json={"text": "hello"},
-            headers={"authorization": auth},
+            headers=opens,
         ).json()
-    return {
-        "conversation_id": created["conversation_id"],
-        "turn_id": turn["turn_id"],
-        "authorization": auth,
-    }
+    return {"conversation_id": created["conversation_id"], "turn_id": turn["turn_id"], **opens}
 
 
+@pytest.mark.parametrize("users", [False, True], ids=["tokens", "signed-in"])
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
 def test_the_api_holds_to_its_document_under_fuzzing(
-    fuzzed: FuzzedApp, mode: GenerationMode
+    tmp_path: Path, mode: GenerationMode, users: bool
 ) -> None:
+    fuzzed = FuzzedApp(tmp_path / "turnkeeper.db", users)
     schema = schemathesis.openapi.from_asgi("/openapi.json", fuzzed)
     operations = [r.ok() for r in schema.get_all_operations() if isinstance(r, Ok)]
     assert len(operations) == 12
@@ -115,7 +120,8 @@ def test_the_api_holds_to_its_document_under_fuzzing(
         if owner and not operation.path.endswith("/events"):
             for name in case.path_parameters or {}:
                 case.path_parameters[name] = ids[name]
-            case.headers = {**(case.headers or {}), "authorization": ids["authorization"]}
-        case.call_and_validate(excluded_checks=[ignored_auth])
+            opens = {k: ids[k] for k in ("authorization", "x-user") if k in ids}
+            case.headers = {**(case.headers or {}), **opens}
+        case.call_and_validate(excluded_checks=[] if users else [ignored_auth])
 
     fuzz()

@@ -7,7 +7,7 @@ and observing; never `serving` or the command line, which build the app."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
@@ -23,6 +23,7 @@ from ..service.queue import Queue
 from ..store import Store
 from ..store.records import Fate, Owner
 from . import widget
+from .contract import served
 from .errors import (
     ApiError,
     api_error,
@@ -34,7 +35,6 @@ from .errors import (
 from .headers import JsonCORSMiddleware, SecurityHeaders, security_headers
 from .limits import MAX_BODY, BodyLimit
 from .metrics import endpoint as exposition
-from .openapi import DOCUMENT
 from .protocols import TOKEN_HEADER, TURN_HEADER, Protocols
 from .routes import Routes
 
@@ -42,9 +42,14 @@ if TYPE_CHECKING:
     from ..assistant import Authenticate
 
 
-async def openapi(request: Request) -> Response:
-    """`GET /openapi.json`: the OpenAPI document, generated from the models in `api/openapi.py`."""
-    return JSONResponse(DOCUMENT)
+def openapi(users: bool) -> Callable[[Request], Awaitable[Response]]:
+    """`GET /openapi.json`: the OpenAPI document, generated from the models in
+    `api/openapi.py`, as this app serves it (`contract.served`: its readers, its prefix)."""
+
+    async def document(request: Request) -> Response:
+        return JSONResponse(served(users, str(request.scope.get("root_path", ""))))
+
+    return document
 
 
 def create_app(
@@ -82,7 +87,7 @@ def create_app(
             ),
             *Protocols(routes).endpoints(),
             *widget.routes(name, catalogs, users=authenticate is not None),
-            Route("/openapi.json", openapi),
+            Route("/openapi.json", openapi(authenticate is not None)),
             *([Route("/metrics", exposition(store, metrics))] if public_metrics else []),
         ],
         middleware=_middleware(cors_origins, frame_ancestors, max_body),

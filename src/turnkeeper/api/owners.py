@@ -39,6 +39,13 @@ class Owners:
             found = self._keep(self._conversations, turn_id, turn.conversation_id)
         return found
 
+    def knows(self, turn_id: str | None = None, conversation_id: str | None = None) -> bool:
+        """Whether the turn's conversation (or the conversation's guard) is remembered: a
+        lookup of it reads nothing."""
+        if turn_id is not None:
+            return turn_id in self._conversations
+        return conversation_id in self._guards
+
     async def guard(self, conversation_id: str) -> Guard | None:
         """The conversation's token hash and owner, or None if there is no such conversation."""
         found = self._guards.get(conversation_id)

@@ -221,7 +221,12 @@ class Routes:
 
     async def _conversation(self, request: Request, user: str | None) -> str:
         conversation_id = request.path_params["conversation_id"]
-        if not _plausible(conversation_id) or not await self._opens(request, conversation_id, user):
+        if not _plausible(conversation_id):
+            raise ApiError(404, NO_CONVERSATION)
+        known = self.owners.knows(conversation_id=conversation_id)
+        if not await self._opens(request, conversation_id, user):
+            if known:  # cost what a lookup of an unknown id costs: one read
+                await self.store.guard(conversation_id)
             raise ApiError(404, NO_CONVERSATION)
         return str(conversation_id)
 
@@ -229,8 +234,11 @@ class Routes:
         turn_id = request.path_params["turn_id"]
         if not _plausible(turn_id):
             raise ApiError(404, NO_TURN)
+        known = self.owners.knows(turn_id=turn_id)
         conversation_id = await self.owners.conversation_of(turn_id)
         if conversation_id is None or not await self._opens(request, conversation_id, user):
+            if known:  # cost what a lookup of an unknown id costs (one read), so a 404 for
+                await self.store.turn(turn_id)  # another's turn tells nothing by its time
             raise ApiError(404, NO_TURN)
         return str(turn_id)
 
