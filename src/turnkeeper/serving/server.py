@@ -193,6 +193,7 @@ def http_app(
         metrics=service.metrics,
         frame_ancestors=settings.frame_ancestors,
         public_metrics=settings.public_metrics,
+        limits=assistant.limits,
     )
 
 
@@ -233,6 +234,7 @@ def _job(
     settings: Settings,
     metrics: Metrics,
 ) -> TurnJob:
+    assistant.check_limits(provider)  # the model is known once chosen where turns run
     return TurnJob(
         store,
         provider,
@@ -242,6 +244,7 @@ def _job(
         activities=assistant.activities,
         watcher=watchers(metrics),
         resuming=assistant.resuming,
+        limits=assistant.limits,
     )
 
 

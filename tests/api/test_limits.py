@@ -1,0 +1,139 @@
+"""Limits per user (issue 31), over HTTP with signed-in users, on both stores: a fake
+Messages API bills 400 tokens a call (300 in, 100 out), so a turn of a tool call and an
+answer is 800 tokens."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests import scripts
+from tests.api.test_routes import HeldQueue, client_for
+from tests.api.test_users import ADA, BOB, by_header
+from tests.fake_model import FakeModelServer, HttpModel
+from tests.models import LOOKUP
+from turnkeeper import Limits
+from turnkeeper.api import create_app
+from turnkeeper.service.job import TurnJob
+from turnkeeper.service.queue import LocalQueue
+from turnkeeper.store import Store
+from turnkeeper.usage import until_midnight
+
+BILLED = scripts.usage(input_tokens=300, output_tokens=100)
+"""What the fake Messages API bills for every call: 400 tokens."""
+
+
+def tool_then_answer() -> list[dict[str, Any]]:
+    """One 800-token turn: a call that asks for `lookup`, then the answer."""
+    asks = scripts.asks(scripts.tool_use("lookup"))
+    asks["usage"] = BILLED
+    return [asks, scripts.answer("found it", usage=BILLED)]
+
+
+@pytest.fixture
+def model() -> Iterator[FakeModelServer]:
+    with FakeModelServer([]) as server:
+        yield server
+
+
+async def ask(
+    client: httpx.AsyncClient, user: dict[str, str], **body: Any
+) -> tuple[httpx.Response, str]:
+    created = await client.post("/api/conversations", headers=user)
+    assert created.status_code == 201
+    conversation_id = created.json()["conversation_id"]
+    asked = await client.post(
+        f"/api/conversations/{conversation_id}/turns",
+        json={"text": "look it up", **body},
+        headers=user,
+    )
+    return asked, conversation_id
+
+
+async def test_a_fourth_turn_within_a_minute_is_429_and_another_user_is_not_affected(
+    store: Store,
+) -> None:
+    held = HeldQueue()
+    app = create_app(store, held, authenticate=by_header, limits=Limits(turns_per_minute=3))
+    async with client_for(app) as client:
+        for _ in range(3):
+            assert (await ask(client, ADA))[0].status_code == 202
+        refused, _ = await ask(client, ADA, locale="es")
+        assert (await ask(client, BOB))[0].status_code == 202
+    assert refused.status_code == 429
+    assert 1 <= int(refused.headers["retry-after"]) <= 60
+    body = refused.json()
+    assert body["key"] == "limits.turns_per_minute"
+    assert body["error"] == "Has hecho demasiadas preguntas en el último minuto."
+    assert body["retry_after"] == int(refused.headers["retry-after"])
+    assert len(held.turn_ids) == 4, "the refused turn was not queued"
+
+
+async def test_a_days_tokens_run_out_inside_a_turn_then_at_the_door(
+    store: Store, model: FakeModelServer
+) -> None:
+    limits = Limits(tokens_per_day=2000)
+    model.script = tool_then_answer() * 3
+    queue = LocalQueue(TurnJob(store, HttpModel(model.url), LOOKUP, limits=limits))
+    app = create_app(store, queue, authenticate=by_header, limits=limits)
+    async with client_for(app) as client:
+        states = []
+        for _ in range(3):
+            asked, _ = await ask(client, ADA)
+            assert asked.status_code == 202, asked.text
+            await queue.join()
+            turn_id = asked.json()["turn_id"]
+            states.append((await client.get(f"/api/turns/{turn_id}", headers=ADA)).json())
+        fourth, _ = await ask(client, ADA)
+        usage = (await client.get("/api/usage", headers=ADA)).json()
+        bob = (await client.get("/api/usage", headers=BOB)).json()
+
+    assert [s["status"] for s in states] == ["finished", "finished", "limit_reached"]
+    assert [s["usage"]["iterations"] for s in states] == [2, 2, 1]
+    last = states[-1]
+    assert (last["done"], last["has_error"], last["stopped"]) == (True, False, False)
+    assert last["messages"][-1]["key"] == "notices.limit_reached"
+    assert len(model.requests) == 5, "the third turn's second call was never made"
+
+    assert fourth.status_code == 429
+    assert fourth.json()["key"] == "limits.tokens_per_day"
+    assert abs(int(fourth.headers["retry-after"]) - until_midnight()) <= 2, "until midnight"
+
+    tokens = usage["tokens_per_day"]
+    assert (tokens["used"], tokens["limit"]) == (2000, 2000)
+    assert abs(tokens["resets_in"] - until_midnight()) <= 2
+    assert usage["turns_per_minute"]["used"] == 3
+    assert bob["tokens_per_day"]["used"] == 0, "bob's ledger is his own"
+
+
+async def test_usage_needs_a_signed_in_user(store: Store) -> None:
+    async with client_for(create_app(store, HeldQueue(), authenticate=by_header)) as client:
+        assert (await client.get("/api/usage")).status_code == 401
+    async with client_for(create_app(store, HeldQueue())) as client:
+        answer = await client.get("/api/usage")
+    assert answer.status_code == 404
+    assert "signed-in" in answer.json()["error"]
+
+
+async def test_without_sign_in_the_limits_count_for_the_whole_assistant(
+    store: Store,
+) -> None:
+    held = HeldQueue()
+    app = create_app(store, held, limits=Limits(turns_per_minute=2))
+    async with client_for(app) as client:
+        answers = []
+        for _ in range(3):
+            created = (await client.post("/api/conversations")).json()
+            auth = {"authorization": f"Bearer {created['token']}"}
+            answers.append(
+                await client.post(
+                    f"/api/conversations/{created['conversation_id']}/turns",
+                    json={"text": "hi"},
+                    headers=auth,
+                )
+            )
+    assert [a.status_code for a in answers] == [202, 202, 429]
+    assert answers[-1].json()["error"] == "You have asked too many questions in the last minute."
