@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from tests import scripts
 from tests.api.test_limits import BILLED
@@ -23,9 +24,9 @@ TURNS = 20
 PER_CALL = 400
 
 
-def endless_lookups(n: int) -> list[object]:
+def endless_lookups(n: int) -> list[dict[str, Any]]:
     """`n` calls that each ask for `lookup` again, each billed 400 tokens."""
-    calls = []
+    calls: list[dict[str, Any]] = []
     for _ in range(n):
         asks = scripts.asks(scripts.tool_use("lookup"))
         asks["usage"] = BILLED
