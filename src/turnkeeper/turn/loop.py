@@ -225,7 +225,7 @@ class _Turn:
         try:
             called = await self.room.call(self.history, tools, timeout, self.events.text)
         except ProviderError as error:
-            self.end(Outcome.FAILED, str(error), key=error.key, details=error.describe())
+            self.end(Outcome(error.outcome), str(error), key=error.notice, details=error.describe())
             return None
         if called is None:  # a stop aborted the call: nothing to append, no usage to count
             self.end(Outcome.STOPPED)
