@@ -60,3 +60,27 @@ def test_usage_of_a_missing_sqlite_file_is_one_line_and_creates_nothing(
         == f"turnkeeper: error: there is no SQLite database at {missing}"
     )
     assert not missing.exists()
+
+
+def test_trace_show_of_a_turn_that_reached_its_limit_says_so(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def spent_turn() -> str:
+        store = await open_store(store_url)
+        try:
+            conversation_id = await store.create_conversation(new_token()[1], owner="ada")
+            turn = await store.create_turn(conversation_id, "look it up", user="ada")
+            asks = scripts.asks(scripts.tool_use("lookup"))
+            asks["usage"] = scripts.usage(input_tokens=300, output_tokens=100)
+            provider = ScriptedProvider([asks, scripts.answer("never asked")])
+            job = TurnJob(store, provider, LOOKUP, limits=Limits(tokens_per_day=400))
+            await job.run(turn.turn_id)
+            return turn.turn_id
+        finally:
+            await store.close()
+
+    turn_id = asyncio.run(spent_turn())
+    assert main(["trace", "show", turn_id, "--database", store_url]) == 0
+    shown = capsys.readouterr().out
+    assert "outcome: limit_reached" in shown
+    assert len([line for line in shown.splitlines() if "tool_use" in line]) == 1, "one call"

@@ -137,3 +137,26 @@ async def test_without_sign_in_the_limits_count_for_the_whole_assistant(
             )
     assert [a.status_code for a in answers] == [202, 202, 429]
     assert answers[-1].json()["error"] == "You have asked too many questions in the last minute."
+
+
+async def test_a_days_cost_is_priced_per_call_and_closes_the_door_at_its_limit(
+    store: Store, model: FakeModelServer
+) -> None:
+    """claude-sonnet-4-6 at $3 in and $15 out per million: a 400-token call is $0.0024."""
+    priced = [dict(body, model="claude-sonnet-4-6") for body in tool_then_answer()]
+    limits = Limits(cost_per_day=0.0048)
+    model.script = priced
+    queue = LocalQueue(TurnJob(store, HttpModel(model.url), LOOKUP, limits=limits))
+    app = create_app(store, queue, authenticate=by_header, limits=limits)
+    async with client_for(app) as client:
+        asked, _ = await ask(client, ADA)
+        await queue.join()
+        state = (await client.get(f"/api/turns/{asked.json()['turn_id']}", headers=ADA)).json()
+        refused, _ = await ask(client, ADA, locale="es")
+        usage = (await client.get("/api/usage", headers=ADA)).json()
+    assert (state["status"], state["usage"]["cost_usd"]) == ("finished", 0.0048)
+    assert refused.status_code == 429
+    assert refused.json()["key"] == "limits.cost_per_day"
+    assert refused.json()["error"] == "Has agotado lo que puedes usar hoy del asistente."
+    assert usage["cost_per_day"]["used"] == pytest.approx(0.0048)
+    assert usage["cost_per_day"]["limit"] == 0.0048
