@@ -161,7 +161,7 @@ class Limits:
 
     @property
     def daily(self) -> bool:
-        """Whether a day's tokens or cost are capped: the turn's writes then meter it."""
+        """Whether a day's tokens or cost are capped (the door reads the day's ledger)."""
         return self.tokens_per_day is not None or self.cost_per_day is not None
 
 

@@ -160,3 +160,22 @@ async def test_a_days_cost_is_priced_per_call_and_closes_the_door_at_its_limit(
     assert refused.json()["error"] == "Has agotado lo que puedes usar hoy del asistente."
     assert usage["cost_per_day"]["used"] == pytest.approx(0.0048)
     assert usage["cost_per_day"]["limit"] == 0.0048
+
+
+async def test_a_tier_without_limits_is_still_counted_and_never_refused(
+    store: Store, model: FakeModelServer
+) -> None:
+    def tiers(user: str | None) -> Limits | None:
+        return None if user == "bob" else Limits(tokens_per_day=400)
+
+    model.script = tool_then_answer() * 2
+    queue = LocalQueue(TurnJob(store, HttpModel(model.url), LOOKUP, limits=tiers))
+    app = create_app(store, queue, authenticate=by_header, limits=tiers)
+    async with client_for(app) as client:
+        for _ in range(2):
+            asked, _ = await ask(client, BOB)
+            assert asked.status_code == 202
+            await queue.join()
+        usage = (await client.get("/api/usage", headers=BOB)).json()
+    assert (usage["tokens_per_day"]["used"], usage["tokens_per_day"]["limit"]) == (1600, None)
+    assert len(model.requests) == 4

@@ -34,7 +34,7 @@ from ..turn.activity import ACTIVITIES
 from ..turn.loop import run_turn
 from ..turn.resume import Resuming
 from ..turn.setting import TurnSetting
-from ..usage import LimitsSetting, Meter, Usage, limits_for
+from ..usage import Limits, LimitsSetting, Meter, Usage, limits_for
 from .leases import Leases
 
 logger = logging.getLogger("turnkeeper.job")
@@ -87,7 +87,7 @@ class StoreHooks:
                 await asyncio.sleep(1.0)
 
     def limit_reached(self) -> str | None:
-        return None  # without daily limits; `MeteredHooks` meters the turn
+        return None  # an assistant without limits; `MeteredHooks` meters the turn
 
     async def started(self, state: PublishedState) -> None:
         await self.store.publish(self.turn_id, self.fence, state)
@@ -120,7 +120,7 @@ class MeteredHooks(StoreHooks):
     recorded before tools run, each checkpoint and the final write what the turn's calls
     billed since the last. The store adds it in the write's own transaction and reads the
     day's totals back, so the check before every model call (`limit_reached`) answers from
-    them with no round trip of its own. A turn without daily limits gets plain
+    them with no round trip of its own. A turn of an assistant without limits gets plain
     `StoreHooks`: no statement is added to its writes."""
 
     def __init__(
@@ -170,7 +170,8 @@ class TurnJob:
     resuming: Resuming = field(default_factory=Resuming)
     """Which tools wait for approval or may run again, and whether a crash resumes a turn."""
     limits: LimitsSetting = None
-    """The assistant's `limits`: a turn whose user has daily ones is metered (`MeteredHooks`)."""
+    """The assistant's `limits`: with any, every turn is metered (`MeteredHooks`), so each
+    user's day is known (`GET /api/usage`) whatever their own limits; without, none is."""
     _leases: Leases = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -237,8 +238,8 @@ class TurnJob:
         start = await self.store.start(turn_id)
         assert start is not None, "a claimed turn exists"
         turn = start.turn
-        limits = limits_for(self.limits, turn.user)
-        if limits is not None and limits.daily:
+        if self.limits is not None:  # an assistant with limits keeps every user's day
+            limits = limits_for(self.limits, turn.user) or Limits()
             meter = Meter(limits, turn.user, start.state.usage)
             hooks = MeteredHooks(self.store, turn_id, hooks.fence, self.reporter, meter)
         history = await self.store.history(turn.conversation_id)

@@ -241,9 +241,9 @@ WRITE = (
     " %s::jsonb, %s::json, %s::json, %s::integer, %s::json)"
 )
 CHARGED_WRITE = (
-    "WITH charged AS (" + ledger.CHARGE.replace("?", "%s") + ") SELECT " + WRITE[7:]
-    + ", tokens, cost_usd FROM charged"
-)  # fmt: skip
+    f"WITH charged AS ({ledger.CHARGE.replace('?', '%s')})"
+    f" SELECT {WRITE.removeprefix('SELECT ')}, tokens, cost_usd FROM charged"
+)
 """The write and the ledger's charge in one statement, the day's totals read back."""
 SHOWN_KEPT = 10_000
 """Turns whose bubble count a store keeps; past it, it forgets them all (a turn it
