@@ -179,3 +179,25 @@ async def test_a_tier_without_limits_is_still_counted_and_never_refused(
         usage = (await client.get("/api/usage", headers=BOB)).json()
     assert (usage["tokens_per_day"]["used"], usage["tokens_per_day"]["limit"]) == (1600, None)
     assert len(model.requests) == 4
+
+
+async def test_the_protocols_answer_the_same_429_in_their_own_shapes(store: Store) -> None:
+    """A turn asked through AG-UI or the AI SDK's chat meets the same door (its first
+    turn is held in the queue; its stream is not read)."""
+    held = HeldQueue()
+    app = create_app(store, held, authenticate=by_header, limits=Limits(turns_per_minute=1))
+    async with client_for(app) as client:
+        assert (await ask(client, ADA))[0].status_code == 202
+        question = {"id": "q", "role": "user", "content": "hi"}
+        run = {"threadId": "thread-1", "runId": "run-1", "messages": [question]}
+        refused_run = await client.post("/api/ag-ui", json=run, headers=ADA)
+        message = {"id": "q", "role": "user", "parts": [{"type": "text", "text": "hi"}]}
+        chat = {"id": "chat-1", "messages": [message]}
+        refused_chat = await client.post("/api/chat", json=chat, headers=ADA)
+    for refused in (refused_run, refused_chat):
+        assert refused.status_code == 429
+        assert refused.json()["key"] == "limits.turns_per_minute"
+        assert 1 <= int(refused.headers["retry-after"]) <= 60
+    assert (refused_run.json()["type"], refused_run.json()["code"]) == ("RUN_ERROR", "rate_limited")
+    assert refused_chat.json()["errorText"] == refused_chat.json()["error"]
+    assert len(held.turn_ids) == 1, "neither was queued"
