@@ -4,6 +4,7 @@ answer is 800 tokens."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -201,3 +202,24 @@ async def test_the_protocols_answer_the_same_429_in_their_own_shapes(store: Stor
     assert (refused_run.json()["type"], refused_run.json()["code"]) == ("RUN_ERROR", "rate_limited")
     assert refused_chat.json()["errorText"] == refused_chat.json()["error"]
     assert len(held.turn_ids) == 1, "neither was queued"
+
+
+async def test_concurrent_questions_of_one_user_are_counted_one_at_a_time(store: Store) -> None:
+    """A script that asks ten questions at once, each in a conversation of its own, gets
+    exactly its three a minute: the door decides in the transaction that creates the turn."""
+    held = HeldQueue()
+    app = create_app(store, held, authenticate=by_header, limits=Limits(turns_per_minute=3))
+    async with client_for(app) as client:
+        conversations = [
+            (await client.post("/api/conversations", headers=ADA)).json()["conversation_id"]
+            for _ in range(10)
+        ]
+        answers = await asyncio.gather(
+            *(
+                client.post(f"/api/conversations/{c}/turns", json={"text": "hi"}, headers=ADA)
+                for c in conversations
+            )
+        )
+    statuses = sorted(a.status_code for a in answers)
+    assert statuses == [202] * 3 + [429] * 7
+    assert len(held.turn_ids) == 3

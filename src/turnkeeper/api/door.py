@@ -14,13 +14,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ..i18n import Catalogs
-from ..store import Store
+from ..store import OverLimit, Store
+from ..store.records import Turn
 from ..usage import (
     MINUTE,
     Limits,
     LimitsSetting,
     limits_for,
-    refused,
     today,
 )
 from .errors import ApiError
@@ -36,22 +36,27 @@ class Door:
         self.limits = limits
         self.catalogs = catalogs
 
-    async def admit(self, user: str | None, locale: str) -> None:
-        """Nothing without limits (no read of the store); else `ApiError(429)` if the
-        minute is full or the day used up, saying so in `locale`."""
+    async def create_turn(
+        self, conversation_id: str, question: str, *, user: str | None, locale: str
+    ) -> Turn:
+        """The store's new turn, held to the asker's limits in its own transaction (so
+        concurrent requests of one user are counted one at a time): `ApiError(429)` saying
+        so in `locale`, nothing created, if the minute is full or the day used up. Without
+        limits, the store is asked nothing more."""
         limits = limits_for(self.limits, user)
-        if limits is None or (limits.turns_per_minute is None and not limits.daily):
-            return
-        refusal = refused(limits, await self.store.ledger(user, today(), MINUTE))
-        if refusal is None:
-            return
-        key, seconds = refusal
-        raise ApiError(
-            429,
-            self.catalogs.resolve(key, locale) or key,
-            fields={"key": key, "retry_after": seconds},
-            headers={"retry-after": str(seconds)},
-        )
+        if limits is not None and limits.turns_per_minute is None and not limits.daily:
+            limits = None
+        try:
+            return await self.store.create_turn(
+                conversation_id, question, user=user, locale=locale, limits=limits
+            )
+        except OverLimit as over:
+            raise ApiError(
+                429,
+                self.catalogs.resolve(over.key, locale) or over.key,
+                fields={"key": over.key, "retry_after": over.retry_after},
+                headers={"retry-after": str(over.retry_after)},
+            ) from None
 
     async def usage(self, request: Request, user: str | None) -> Response:
         """`GET /api/usage`: the signed-in caller's usage today and their limits."""

@@ -245,9 +245,10 @@ class Protocols:
         self, request: Request, conversation_id: str, text: str, user: str | None
     ) -> tuple[str, int]:
         locale = self.routes._locale({}, request)
-        await self.routes.door.admit(user, locale)
         try:
-            turn = await self.store.create_turn(conversation_id, text, user=user, locale=locale)
+            turn = await self.routes.door.create_turn(
+                conversation_id, text, user=user, locale=locale
+            )
         except Busy:
             raise ApiError(409, BUSY) from None
         await self._enqueue(turn.turn_id)

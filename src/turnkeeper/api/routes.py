@@ -112,9 +112,8 @@ class Routes:
         body = await _json_body(request)
         text = _question(body)
         locale = self._locale(body, request)
-        await self.door.admit(user, locale)
         try:
-            turn = await self.store.create_turn(conversation_id, text, user=user, locale=locale)
+            turn = await self.door.create_turn(conversation_id, text, user=user, locale=locale)
         except Busy:
             running = await self.store.open_turn(conversation_id)
             return JSONResponse({"error": BUSY, "turn_id": running}, 409)

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from ..errors import TurnError
 from ..outcomes import TurnStatus
 from ..state import PublishedState
-from ..usage import Charge, Ledger, Usage
+from ..usage import Charge, Ledger, Limits, Usage
 from ..wire import Message
 from .records import (
     Checkpoint,
@@ -57,6 +57,16 @@ def refused(turn_id: str, fence: int) -> FenceLost:
 
 class Busy(TurnError):
     """The conversation already has a turn that is not done."""
+
+
+class OverLimit(TurnError):
+    """A new turn's asker is over a limit (`usage.Limits`): nothing was created. `key` names
+    the limit (`limits.turns_per_minute`, …), `retry_after` the whole seconds to wait."""
+
+    def __init__(self, key: str, retry_after: int) -> None:
+        super().__init__(f"{key}: ask again in {retry_after} s")
+        self.key = key
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,10 +151,17 @@ class Store(Protocol):
         ...
 
     async def create_turn(
-        self, conversation_id: str, question: str, *, user: str | None = None, locale: str = "en"
+        self,
+        conversation_id: str,
+        question: str,
+        *,
+        user: str | None = None,
+        locale: str = "en",
+        limits: Limits | None = None,
     ) -> Turn:
         """Queue a turn (version 1, `queued`) asked by `user` in `locale`; `Busy` while the
-        conversation has one not done."""
+        conversation has one not done; with `limits`, `OverLimit` if the asker's minute is
+        full or day used up, decided in the same transaction (ledger.py)."""
         ...
 
     async def turn(self, turn_id: str) -> Turn | None:

@@ -13,10 +13,12 @@ The door reads the ledger and the subject's turns of the last minute (`ledger()`
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
-from ..usage import Charge, Day, Ledger, Usage, subject
-from .base import refused
+from ..usage import MINUTE, Charge, Day, Ledger, Limits, Usage, refused, subject, today
+from .base import OverLimit
+from .base import refused as fence_refused
 from .dialect import All, Dialect, Exec, Executor, One, Steps
 
 TABLE = """
@@ -72,7 +74,7 @@ async def record_usage(
         row: Any = await executor.write(statement, one=True, turn=True)
         charged(charge, row[1:])
         if row[0] != 1:
-            raise refused(turn_id, fence)
+            raise fence_refused(turn_id, fence)
         return
 
     def steps() -> Steps[int]:
@@ -81,7 +83,22 @@ async def record_usage(
         return changed
 
     if await executor.write(steps, turn=True) != 1:
-        raise refused(turn_id, fence)
+        raise fence_refused(turn_id, fence)
+
+
+def admit(dialect: Dialect, user: str | None, limits: Limits) -> Steps[None]:
+    """The door, in the transaction that creates the turn: the day's row touched (a zero
+    charge: on PostgreSQL it holds the row's lock to the commit, so one asker's new turns
+    are counted one at a time), the asker's turns of the last minute counted; `OverLimit`
+    if the minute is full or the day used up, and nothing is created."""
+    now = datetime.now(UTC)
+    day = yield One(dialect.sql(CHARGE), (subject(user), today(now), 0, 0.0))
+    recent, params = (RECENT, (MINUTE,)) if user is None else (RECENT_OF, (user, MINUTE))
+    ages = yield All(dialect.sql(recent), params)
+    kept = Ledger(tuple(float(a) for (a,) in ages), Day(int(day[0]), float(day[1])))
+    refusal = refused(limits, kept, now)
+    if refusal is not None:
+        raise OverLimit(*refusal)
 
 
 async def ledger(

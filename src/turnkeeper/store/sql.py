@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from .. import state as published
 from ..outcomes import TurnStatus
 from ..state import PublishedState
-from ..usage import Charge, Ledger, Usage
+from ..usage import Charge, Ledger, Limits, Usage
 from ..wire import Message
 from . import events as log
 from . import ledger
@@ -128,11 +128,19 @@ class SqlStore:
         return [ConversationSummary(*row) for row in rows]
 
     async def create_turn(
-        self, conversation_id: str, question: str, *, user: str | None = None, locale: str = "en"
+        self,
+        conversation_id: str,
+        question: str,
+        *,
+        user: str | None = None,
+        locale: str = "en",
+        limits: Limits | None = None,
     ) -> Turn:
         turn_id, sql, d = new_id("t"), self.sql, self.dialect
 
         def steps() -> Steps[Turn]:
+            if limits is not None:
+                yield from ledger.admit(d, user, limits)
             (offset,) = yield One(sql.offset, (conversation_id,))
             first = published.queued(turn_id, conversation_id, question, int(offset))
             usage = d.jsonb(first.usage.as_dict())
