@@ -1,7 +1,8 @@
 """The limits at the API's door (docs/design.md §13): a new turn is let in or refused.
 
-A turn asked over `turns_per_minute`, or by a user whose day is used up, answers `429`
-before anything is queued: its `Retry-After` in whole seconds (until the minute's window
+A turn asked over `turns_per_minute`, or by a user whose day is used up, answers `429`,
+decided in the transaction that would create it (`store/ledger.py`), and nothing is
+queued: its `Retry-After` in whole seconds (until the minute's window
 frees, or the next UTC midnight), and a JSON error with the limit's message `key` and its
 text in the reader's language. `GET /api/usage` shows the caller the same ledger.
 """
@@ -16,13 +17,7 @@ from starlette.responses import JSONResponse, Response
 from ..i18n import Catalogs
 from ..store import OverLimit, Store
 from ..store.records import Turn
-from ..usage import (
-    MINUTE,
-    Limits,
-    LimitsSetting,
-    limits_for,
-    today,
-)
+from ..usage import MINUTE, Limits, LimitsSetting, limits_for, today
 from .errors import ApiError
 
 NO_USAGE = "Usage is shown only to signed-in users; this assistant has no sign-in."

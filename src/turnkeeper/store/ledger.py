@@ -5,9 +5,11 @@ their own transaction: a publish, a checkpoint and the final write through the f
 path (on PostgreSQL, a data-modifying CTE beside the `turnkeeper_write` call: still one
 statement), the usage recorded before tools run alike. Each charge reads the day's totals
 back (`Charge.total`). Nothing is charged, and no statement added, when a write carries
-no `Charge` (an assistant without daily limits).
+no `Charge` (an assistant without limits).
 
-The door reads the ledger and the subject's turns of the last minute (`ledger()`).
+The door decides in the transaction that creates a turn (`admit()`, from
+`create_turn`); `GET /api/usage` and `turnkeeper usage` read the day and the subject's
+turns of the last minute (`ledger()`).
 """
 
 from __future__ import annotations
