@@ -131,3 +131,15 @@ async def test_a_turn_whose_day_is_used_up_ends_limit_reached_before_the_next_ca
     again = await replay(result.trace)
     assert again.outcome is Outcome.LIMIT_REACHED
     assert first_difference(result.trace, again.trace) is None
+
+
+async def test_limit_reached_is_a_metrics_label_from_zero_and_counts_the_turn() -> None:
+    from tests.test_metrics import samples
+    from turnkeeper.observe.metrics import Metrics
+
+    metrics = Metrics()
+    label = ("turnkeeper_turns_total", (("outcome", "limit_reached"),))
+    assert samples(metrics)[label] == 0, "every outcome is a label before any turn"
+    provider = ScriptedProvider([scripts.asks(scripts.tool_use("lookup"))])
+    await run_turn("q", provider=provider, toolset=LOOKUP, hooks=SpentAfter(1), watcher=metrics)
+    assert samples(metrics)[label] == 1
