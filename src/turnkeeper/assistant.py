@@ -21,9 +21,7 @@ connected; `check()` holds them to the same rules when a process starts.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import json
 import logging
 import math
 import sys
@@ -36,16 +34,19 @@ from typing import TYPE_CHECKING, Any
 from .budget import Budget
 from .errors import ConfigError, require_extra
 from .i18n import DEFAULT, Catalogs, keys, locale_tag, shorter
+from .observe import prices
 from .providers import MAX_RESPONSE, Provider
 from .providers.cache_marks import ttl_of
 from .providers.demo import Where
 from .providers.select import NAMES, ModelSettings, choose_provider
+from .service.ownership import fate_of, owner_of
 from .store.records import Fate, Owner
 from .tools import CombinedToolset, Toolset
 from .tools.files import DEMO_ROOT, read_file_tool
 from .tools.functions import FunctionToolset, Tool, ToolFunction, function_tool
 from .turn.activity import ACTIVITIES
 from .turn.resume import Resuming
+from .usage import Limits, LimitsSetting, check_setting
 from .wire import ToolSpec
 
 if TYPE_CHECKING:
@@ -93,8 +94,7 @@ class Assistant:
     """Stream every model call (Anthropic and OpenAI-compatible alike), the answer's text
     arriving as it is written; False makes plain calls. The history is the same either way."""
     max_response: int = MAX_RESPONSE
-    """The most content one model response may hold, in bytes (default 4 MiB): a larger one
-    is read no further, nothing of it is kept, and the turn fails (`errors.ai_too_large`)."""
+    """The most bytes one model response may hold (4 MiB): past it, `errors.ai_too_large`."""
     budget: Budget = field(default_factory=Budget)
     authenticate: Authenticate | None = None
     """Who the reader is, for `serve` and `asgi()`: with it, conversations belong to users."""
@@ -114,6 +114,10 @@ class Assistant:
     event_retention: float = 7 * 24 * 3600.0
     """Seconds a turn's event log is kept after the turn ended (a reload replays it);
     the sweeper deletes it after that."""
+    limits: LimitsSetting = None
+    """`Limits(turns_per_minute=, tokens_per_day=, cost_per_day=)` per signed-in user
+    (without `authenticate`, for the whole assistant), or a function of the user giving
+    theirs (tiers); None: no limits but the per-turn `budget`."""
 
     _functions: FunctionToolset = field(init=False, repr=False, compare=False)
     _toolsets: tuple[Toolset, ...] = field(init=False, repr=False, compare=False)
@@ -183,22 +187,20 @@ class Assistant:
 
     @property
     def owner(self) -> Owner:
-        """Who a turn this assistant queues belongs to: its name and the fingerprint of its
-        tools and settings. A worker claims only the turns of its own fingerprint, so a
-        process started with another assistant (or the demo one) never answers them."""
-        return Owner(self.name, fingerprint(self))
+        """Whom its turns belong to (`ownership.owner_of`): a worker claims only its own."""
+        settings = (self.instructions, self.model, self.max_tokens, self.temperature, self.thinking)
+        return owner_of(self.name, settings, self._functions.specs(), self.resuming)
 
     @property
     def fate(self) -> Fate:
-        """The settings recorded with each turn it queues, which every process that runs,
-        sweeps or ends the turn applies (`--resume-after-crash` given where it was queued
-        decides, whichever process sweeps it)."""
-        return Fate(
-            self.resume_after_crash,
-            self.max_resumes,
-            float(self.approval_timeout),
-            self.budget.as_dict(),
-        )
+        """What each turn it queues records of its settings, for every process to apply."""
+        return fate_of(self.resuming, self.budget)
+
+    def check_limits(self, provider: Provider) -> None:
+        """`ConfigError` if `limits` caps a day's cost and the model `provider` calls (the
+        one chosen where the turns run) has no price."""
+        if isinstance(self.limits, Limits):
+            check_priced(self.limits, _described_model(provider))
 
     def model_settings(self) -> ModelSettings:
         """What goes with every request of this assistant's turns: the instructions,
@@ -275,27 +277,6 @@ class Assistant:
         )
 
 
-def fingerprint(a: Assistant) -> str:
-    """Twelve hex digits of a hash of what makes an assistant itself: its name, instructions,
-    model settings, the Python tools' names, descriptions and schemas, and which tools wait
-    for approval or may run again. Not what a turn records for itself (`fate`), nor what a
-    process may set apart (the provider chosen at start, the prompt cache, MCP servers,
-    whose tools are known only once connected)."""
-    functions = a._functions.specs()
-    resuming = a.resuming
-    identity = {
-        "name": a.name,
-        "instructions": a.instructions,
-        "model": a.model,
-        "settings": [a.max_tokens, a.temperature, a.thinking],
-        "tools": [[s.name, s.description, s.input_schema] for s in functions],
-        "needs_approval": sorted(resuming.needs_approval),
-        "idempotent": sorted(resuming.idempotent),
-    }
-    text = json.dumps(identity, sort_keys=True, default=str, ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
-
-
 def _named(provider: str | Provider | None) -> str | None:
     return provider if isinstance(provider, str) else None
 
@@ -325,7 +306,29 @@ def _check_settings(a: Assistant) -> None:
         raise ConfigError("authenticate must be a function of the request")
     _check_resuming(a)
     _check_model_settings(a)
+    check_setting(a.limits)
+    if isinstance(a.limits, Limits):
+        check_priced(a.limits, a.model or _described_model(a.provider))
     ttl_of(a.prompt_cache)
+
+
+def check_priced(limits: Limits | None, model: str | None) -> None:
+    """`ConfigError` if `limits` caps a day's cost and `model` (when known) has no price:
+    its calls would cost nothing the ledger could count."""
+    if limits is None or limits.cost_per_day is None or model is None:
+        return
+    if prices.current().price(model) is None:
+        raise ConfigError(
+            f"limits has cost_per_day, but the model {model!r} has no price: add it with "
+            "--prices FILE (or TURNKEEPER_PRICES), or cap tokens_per_day instead"
+        )
+
+
+def _described_model(provider: str | Provider | None) -> str | None:
+    if provider is None or isinstance(provider, str):
+        return None
+    model = provider.describe().get("model")
+    return model if isinstance(model, str) else None
 
 
 def _check_resuming(a: Assistant) -> None:
@@ -350,9 +353,8 @@ def _check_model_settings(a: Assistant) -> None:
         value = getattr(a, name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise ConfigError(f"{name} must be a whole number of tokens, got {value!r}")
-    most = a.max_response
-    if isinstance(most, bool) or not isinstance(most, int) or most < 1:
-        raise ConfigError(f"max_response must be a positive number of bytes, got {most!r}")
+    if not (type(a.max_response) is int and a.max_response >= 1):
+        raise ConfigError(f"max_response must be a positive number of bytes: {a.max_response!r}")
     if a.max_tokens is not None and a.max_tokens < 1:
         raise ConfigError(f"max_tokens must be at least 1, got {a.max_tokens}")
     if a.thinking is not None and not (a.thinking >= 1024 and (a.max_tokens or 0) > a.thinking):

@@ -8,7 +8,7 @@ and observing; never `serving` or the command line, which build the app."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -22,6 +22,7 @@ from ..observe.metrics import Metrics
 from ..service.queue import Queue
 from ..store import Store
 from ..store.records import Fate, Owner
+from ..usage import LimitsSetting
 from . import widget
 from .contract import served
 from .errors import (
@@ -64,15 +65,17 @@ def create_app(
     metrics: Metrics | None = None,
     frame_ancestors: Sequence[str] = (),
     public_metrics: bool = False,
+    limits: LimitsSetting = None,
     owner: Owner | None = None,
     fate: Fate | None = None,
 ) -> Starlette:
     """The API and widget of the assistant `name` (`owner`; its turns queued with `fate`), in
     `catalogs`; with `authenticate`, conversations are users'. Pages of `cors_origins` may
-    call it, of `frame_ancestors` frame it; `metrics` count its turns (public_metrics)."""
-    catalogs, metrics = catalogs or Catalogs(), metrics or Metrics()
-    routes = Routes(store, queue, catalogs=catalogs, authenticate=authenticate, owner=owner)
-    routes.fate = fate
+    call it, of `frame_ancestors` frame it; `metrics` count its turns (public_metrics); the
+    door holds new turns to `limits` (api/door.py)."""
+    routes = Routes(store, queue, catalogs=catalogs, authenticate=authenticate, limits=limits,
+                    owner=owner, fate=fate)  # fmt: skip
+    metrics = metrics or Metrics()
     app = Starlette(
         routes=[
             # The poll first: most requests are polls, and routes are matched in order.
@@ -86,22 +89,28 @@ def create_app(
                 "/api/conversations/{conversation_id}/turns", routes.create_turn, methods=["POST"]
             ),
             *Protocols(routes).endpoints(),
-            *widget.routes(name, catalogs, users=authenticate is not None),
+            Route("/api/usage", routes.usage),
+            *widget.routes(name, routes.catalogs, users=authenticate is not None),
             Route("/openapi.json", openapi(authenticate is not None)),
             *([Route("/metrics", exposition(store, metrics))] if public_metrics else []),
         ],
         middleware=_middleware(cors_origins, frame_ancestors, max_body),
-        exception_handlers={
-            ApiError: api_error,
-            HTTPException: http_error,
-            **dict.fromkeys(store_unavailable_errors(), store_unavailable),
-            Exception: server_error,
-        },
+        exception_handlers=_handlers(),
     )
     # A trailing slash is not redirected: the redirect would be built from the Host header.
     app.router.redirect_slashes = False
     app.state.metrics, app.state.streams = metrics, routes.streams
     return app
+
+
+def _handlers() -> dict[type[Exception], Any]:
+    """Every error as JSON (api/errors.py): a route's, Starlette's, the store's, any other."""
+    return {
+        ApiError: api_error,
+        HTTPException: http_error,
+        **dict.fromkeys(store_unavailable_errors(), store_unavailable),
+        Exception: server_error,
+    }
 
 
 def _middleware(

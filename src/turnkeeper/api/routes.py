@@ -31,7 +31,8 @@ from ..service.queue import Queue
 from ..store import UNCLAIMED, Busy, Store, hash_token, new_token
 from ..store.records import Fate, Owner
 from ..turn.lifecycle import fail, stop_waiting
-from ..usage import Usage
+from ..usage import LimitsSetting, Usage
+from .door import Door
 from .errors import ApiError
 from .owners import Owners
 from .stream import Streams, cursor
@@ -66,19 +67,20 @@ class Routes:
         *,
         catalogs: Catalogs | None = None,
         authenticate: Authenticate | None = None,
+        limits: LimitsSetting = None,
         owner: Owner | None = None,
         fate: Fate | None = None,
     ) -> None:
         self.store = store
         self.queue = queue
-        self.owner = owner
-        """The assistant whose turns this API queues: each turn records it, and its `fate`."""
-        self.fate = fate
         self.owners = Owners(store)
         self.catalogs = catalogs or Catalogs()
         self.authenticate = authenticate
         self.streams = Streams(store)
         """The event streams this app serves (stream.py): their settings, `close()` on shutdown."""
+        self.door = Door(store, limits, self.catalogs, owner=owner, fate=fate)
+        """The assistant's limits at the door: a new turn let in, or `429` (door.py); each
+        turn let in records the assistant that owns it and its `fate`."""
 
     async def conversations(self, request: Request) -> Response:
         """`POST`: a new conversation; `GET`: the signed-in user's, newest first."""
@@ -115,9 +117,7 @@ class Routes:
         text = _question(body)
         locale = self._locale(body, request)
         try:
-            turn = await self.store.create_turn(
-                conversation_id, text, user=user, locale=locale, owner=self.owner, fate=self.fate
-            )
+            turn = await self.door.create_turn(conversation_id, text, user=user, locale=locale)
         except Busy:
             running = await self.store.open_turn(conversation_id)
             return JSONResponse({"error": BUSY, "turn_id": running}, 409)
@@ -187,6 +187,10 @@ class Routes:
                 "before": page.first or None,
             }
         )
+
+    async def usage(self, request: Request) -> Response:
+        """`GET /api/usage`: the signed-in caller's usage today and limits (door.py)."""
+        return await self.door.usage(request, await self._user(request))
 
     def _locale(self, body: dict[str, Any], request: Request) -> str:
         """The reader's locale, negotiated against the catalogs: the body's `locale` (the

@@ -21,8 +21,9 @@ from typing import Any, Protocol
 from ..errors import TurnError
 from ..outcomes import TurnStatus
 from ..state import PublishedState
-from ..usage import Usage
+from ..usage import Charge, Ledger, Limits, Usage
 from ..wire import Message
+from . import owned
 from .records import (
     Checkpoint,
     ConversationSummary,
@@ -59,6 +60,16 @@ def refused(turn_id: str, fence: int) -> FenceLost:
 
 class Busy(TurnError):
     """The conversation already has a turn that is not done."""
+
+
+class OverLimit(TurnError):
+    """A new turn's asker is over a limit (`usage.Limits`): nothing was created. `key` names
+    the limit (`limits.turns_per_minute`, …), `retry_after` the whole seconds to wait."""
+
+    def __init__(self, key: str, retry_after: int) -> None:
+        super().__init__(f"{key}: ask again in {retry_after} s")
+        self.key = key
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,11 +160,14 @@ class Store(Protocol):
         *,
         user: str | None = None,
         locale: str = "en",
+        limits: Limits | None = None,
         owner: Owner | None = None,
         fate: Fate | None = None,
     ) -> Turn:
         """Queue a turn (version 1, `queued`) asked by `user` in `locale`, for the assistant
-        `owner`, with its `fate`; `Busy` while the conversation has one not done."""
+        `owner`, with its `fate`; `Busy` while the conversation has one not done; with
+        `limits`, `OverLimit` if the asker's minute is full or day used up, decided in the
+        same transaction (ledger.py)."""
         ...
 
     async def owners(self, fingerprint: str) -> list[tuple[Owner, int]]:
@@ -230,19 +244,26 @@ class Store(Protocol):
         within a second by a cancel from this process or, on PostgreSQL, from any other."""
         ...
 
-    async def record_usage(self, turn_id: str, fence: int, usage: Usage) -> None:
+    async def record_usage(
+        self, turn_id: str, fence: int, usage: Usage, charge: Charge | None = None
+    ) -> None:
         """Store the turn's usage so far, as soon as a model call returns; `FenceLost` if the
-        fence is not the turn's."""
+        fence is not the turn's. A `charge` (this and the next three writes) is added to
+        the ledger in the same transaction, and the day's totals read back into it."""
         ...
 
-    async def publish(self, turn_id: str, fence: int, state: PublishedState) -> None:
+    async def publish(
+        self, turn_id: str, fence: int, state: PublishedState, charge: Charge | None = None
+    ) -> None:
         """Publish a state that is no checkpoint: the turn's `running` state, before its
         first checkpoint. (A turn is recovered from its row as last written, so a state
         published after a checkpoint would be the one recovered; the runtime never
         publishes one.)"""
         ...
 
-    async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> bool:
+    async def checkpoint(
+        self, turn_id: str, fence: int, checkpoint: Checkpoint, charge: Charge | None = None
+    ) -> bool:
         """One iteration's write, in one transaction: append the new history messages,
         publish its state, record its usage and model calls, and mark the turn's row
         as checkpointed (what `take_over` recovers).
@@ -253,9 +274,16 @@ class Store(Protocol):
         next model call without one."""
         ...
 
-    async def finish(self, turn_id: str, fence: int, final: Checkpoint) -> None:
+    async def finish(
+        self, turn_id: str, fence: int, final: Checkpoint, charge: Charge | None = None
+    ) -> None:
         """The one final write: history tail, final state, usage, model calls; clears the
         turn's checkpointed mark and cancel flag."""
+        ...
+
+    async def ledger(self, user: str | None, day: str, window: float = 60.0) -> Ledger:
+        """The turns `user` asked in the last `window` seconds (None: every turn, an
+        assistant without sign-in) and their subject's ledger for the UTC `day`."""
         ...
 
     async def iterations(self, turn_id: str) -> list[dict[str, Any]]:
@@ -452,16 +480,6 @@ RESUMES = """
 """
 """A turn that waits and resumes (approvals.py): its resume record, when its wait for a
 person began, and when it was queued again (the unheld sweep counts from then)."""
-OWNED = """
-    ALTER TABLE turns ADD COLUMN assistant {text};
-    ALTER TABLE turns ADD COLUMN fingerprint {text};
-    ALTER TABLE turns ADD COLUMN fate {json};
-    ALTER TABLE turns ADD COLUMN approval_timeout {seconds};
-    CREATE INDEX turns_by_owner ON turns (fingerprint) WHERE {not_done}
-"""
-"""What a turn needs travels with it: the assistant that queued it (its name and
-fingerprint) and the settings that decide its fate (`records.Fate`), its approval
-timeout also as a column for the sweep of unanswered turns (existing rows: none)."""
 
 
 def recovered_state(
@@ -477,16 +495,5 @@ def turn_start(
 ) -> TurnStart:
     """What `start` hands back: the turn from `row` (`START`'s columns but the state and its
     count), and its stored state with its bubbles."""
-    turn = turn_of((*row[:8], *row[10:]), load)
+    turn = owned.turn_of((*row[:8], *row[10:]), load)
     return TurnStart(turn, PublishedState.from_json({**stored, "messages": bubbles}))
-
-
-def turn_of(row: Sequence[Any], load: Callable[[Any], Any]) -> Turn:
-    """The turn a `turn` row holds (its owner and fate columns last, `load` reading JSON)."""
-    turn_id, conversation_id, question, version, offset, done, user, locale = row[:8]
-    assistant, fingerprint, fate = row[8:11]
-    return Turn(
-        turn_id, conversation_id, question, version, offset, bool(done), user, locale,
-        None if fingerprint is None else Owner(assistant, fingerprint),
-        None if fate is None else Fate.from_json(dict(load(fate))),
-    )  # fmt: skip

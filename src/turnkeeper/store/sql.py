@@ -14,14 +14,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Any
 
 from .. import state as published
 from ..outcomes import TurnStatus
 from ..state import PublishedState
-from ..usage import Usage
+from ..usage import Charge, Ledger, Limits, Usage
 from ..wire import Message
 from . import events as log
+from . import ledger, owned
 from .base import (
     ALL,
     Busy,
@@ -31,11 +32,10 @@ from .base import (
     recovered_state,
     refused,
     transcript_page,
-    turn_of,
     turn_start,
 )
 from .cancellations import Cancellations
-from .dialect import All, Dialect, Exec, Executor, Many, One, Steps, Write
+from .dialect import All, Companion, Dialect, Exec, Executor, Many, One, Steps, Write
 from .records import (
     Checkpoint,
     ConversationSummary,
@@ -54,12 +54,6 @@ from .records import (
     decision_made,
 )
 from .statements import compiled
-
-
-class Companion(Protocol):
-    """Something a store keeps beside its connections and closes with them."""
-
-    async def close(self) -> None: ...
 
 
 class SqlStore:
@@ -136,28 +130,24 @@ class SqlStore:
         *,
         user: str | None = None,
         locale: str = "en",
+        limits: Limits | None = None,
         owner: Owner | None = None,
         fate: Fate | None = None,
     ) -> Turn:
         turn_id, sql, d = new_id("t"), self.sql, self.dialect
-        owned = (
-            None if owner is None else owner.assistant,
-            None if owner is None else owner.fingerprint,
-            None if fate is None else d.jsonb(fate.to_json()),
-            None if fate is None else fate.approval_timeout,
-        )
+        columns = owned.columns(owner, fate, d.jsonb)
 
         def steps() -> Steps[Turn]:
+            if limits is not None:
+                yield from ledger.admit(d, user, limits)
             (offset,) = yield One(sql.offset, (conversation_id,))
             first = published.queued(turn_id, conversation_id, question, int(offset))
             usage = d.jsonb(first.usage.as_dict())
             row = (turn_id, conversation_id, question, d.json(first.bare()), offset, usage)
-            yield Exec(sql.create_turn, (*row, user, locale, *owned))
+            yield Exec(sql.create_turn, (*row, user, locale, *columns))
             yield Exec(sql.first_bubble, (turn_id, d.json(first.messages[0].to_json())))
-            return Turn(
-                turn_id, conversation_id, question, 1, int(offset), False, user, locale, owner,
-                fate,
-            )  # fmt: skip
+            made = (turn_id, conversation_id, question, 1, int(offset), False, user, locale)
+            return Turn(*made, owner, fate)
 
         try:
             return await self.executor.write(steps)
@@ -166,7 +156,7 @@ class SqlStore:
 
     async def turn(self, turn_id: str) -> Turn | None:
         row = await self._one(self.sql.turn, (turn_id,))
-        return None if row is None else turn_of(row, self.dialect.load)
+        return None if row is None else owned.turn_of(row, self.dialect.load)
 
     async def owners(self, fingerprint: str) -> list[tuple[Owner, int]]:
         rows = await self._all(self.sql.owners, (fingerprint,))
@@ -258,38 +248,62 @@ class SqlStore:
     async def wait_cancel(self, turn_id: str) -> None:
         await self.cancellations.wait(turn_id, lambda: self.cancel_requested(turn_id))
 
-    async def record_usage(self, turn_id: str, fence: int, usage: Usage) -> None:
+    async def record_usage(
+        self, turn_id: str, fence: int, usage: Usage, charge: Charge | None = None
+    ) -> None:
+        if charge is not None:
+            await ledger.record_usage(self.dialect, self.executor, turn_id, fence, usage, charge)
+            return
         params = (self.dialect.jsonb(usage.as_dict()), turn_id, fence)
         statement = Exec(self.sql.record_usage, params)
         if await self.executor.write(statement, one=True, turn=True) != 1:
             raise refused(turn_id, fence)
 
-    async def publish(self, turn_id: str, fence: int, state: PublishedState) -> None:
-        await self._write(Write.PUBLISH, turn_id, fence, state, None)
+    async def publish(
+        self, turn_id: str, fence: int, state: PublishedState, charge: Charge | None = None
+    ) -> None:
+        await self._write(Write.PUBLISH, turn_id, fence, state, None, charge)
 
-    async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> bool:
-        return await self._write(Write.CHECKPOINT, turn_id, fence, checkpoint.state, checkpoint)
+    async def checkpoint(
+        self, turn_id: str, fence: int, checkpoint: Checkpoint, charge: Charge | None = None
+    ) -> bool:
+        state = checkpoint.state
+        return await self._write(Write.CHECKPOINT, turn_id, fence, state, checkpoint, charge)
 
-    async def finish(self, turn_id: str, fence: int, final: Checkpoint) -> None:
-        await self._write(Write.FINISH, turn_id, fence, final.state, final)
+    async def finish(
+        self, turn_id: str, fence: int, final: Checkpoint, charge: Charge | None = None
+    ) -> None:
+        await self._write(Write.FINISH, turn_id, fence, final.state, final, charge)
 
     def _write(
-        self, kind: Write, turn_id: str, fence: int, state: PublishedState, cp: Checkpoint | None
+        self,
+        kind: Write,
+        turn_id: str,
+        fence: int,
+        state: PublishedState,
+        cp: Checkpoint | None,
+        charge: Charge | None,
     ) -> Awaitable[bool]:
         """The dialect's fast write path, as a turn's write (an awaitable of the cancel flag);
-        with the checkpoint's events, if it has any, in the same transaction."""
+        with the checkpoint's events, if it has any, and its charge, in the same transaction."""
         if cp is not None and cp.events:
-            return self._write_with_events(kind, turn_id, fence, state, cp)
-        program = self.dialect.write(kind, turn_id, fence, state, cp, True)
+            return self._write_with_events(kind, turn_id, fence, state, cp, charge)
+        program = self.dialect.write(kind, turn_id, fence, state, cp, True, charge)
         one = self.dialect.one_statement_write
         return self.executor.write(program, one=one, turn=True)
 
     async def _write_with_events(
-        self, kind: Write, turn_id: str, fence: int, state: PublishedState, cp: Checkpoint
+        self,
+        kind: Write,
+        turn_id: str,
+        fence: int,
+        state: PublishedState,
+        cp: Checkpoint,
+        charge: Charge | None,
     ) -> bool:
         """A write and its events in one transaction (none of it if the write is refused);
         the turn's subscribers woken once it is committed."""
-        write = self.dialect.write(kind, turn_id, fence, state, cp, False)
+        write = self.dialect.write(kind, turn_id, fence, state, cp, False, charge)
 
         def steps() -> Steps[bool]:
             cancel = yield from write()
@@ -397,7 +411,9 @@ class SqlStore:
         taken = Taken(recovery, record, bool(cancel), streamed)
         final = close(taken)
         fence = recovery.fence
-        yield from self.dialect.write(Write.FINISH, turn_id, fence, final.state, final, False)()
+        yield from self.dialect.write(
+            Write.FINISH, turn_id, fence, final.state, final, False, None
+        )()
         if final.events:
             yield from self._append(turn_id, final.events)
         return Ended(taken, final)
@@ -447,7 +463,7 @@ class SqlStore:
         events: Sequence[NewEvent] = (),
     ) -> None:
         d = self.dialect
-        publish = d.write(Write.PUBLISH, turn_id, fence, state, None, False)
+        publish = d.write(Write.PUBLISH, turn_id, fence, state, None, False, None)
 
         def steps() -> Steps[None]:
             yield from publish()
@@ -462,10 +478,13 @@ class SqlStore:
             self.hub.wake(turn_id)
 
     async def waiting(self, older_than: float) -> list[str]:
-        """The turns that waited longer than their own approval timeout (`older_than` for a
-        turn queued without one)."""
         rows = await self._all(self.sql.waiting, (older_than,))
         return [str(t) for (t,) in rows]
+
+    # ---- the ledger (ledger.py) ----------------------------------------------
+
+    async def ledger(self, user: str | None, day: str, window: float = 60.0) -> Ledger:
+        return await ledger.ledger(self.dialect, self.executor, user, day, window)
 
     # ---- the statements' shapes ----------------------------------------------
 

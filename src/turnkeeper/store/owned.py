@@ -1,0 +1,47 @@
+"""What a turn needs travels with it (docs/design.md §8): the migration that gives each turn
+its assistant and fate, the columns a new turn writes of them, and a turn read back.
+
+The values are `records.Owner` and `records.Fate`; the store writes them with the turn
+(`create_turn`), claims by the owner's fingerprint, and hands them back with the turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .records import Fate, Owner, Turn
+
+OWNED = """
+    ALTER TABLE turns ADD COLUMN assistant {text};
+    ALTER TABLE turns ADD COLUMN fingerprint {text};
+    ALTER TABLE turns ADD COLUMN fate {json};
+    ALTER TABLE turns ADD COLUMN approval_timeout {seconds};
+    CREATE INDEX turns_by_owner ON turns (fingerprint) WHERE {not_done}
+"""
+"""What a turn needs travels with it: the assistant that queued it (its name and
+fingerprint) and the settings that decide its fate (`records.Fate`), its approval
+timeout also as a column for the sweep of unanswered turns (existing rows: none)."""
+
+
+def columns(owner: Owner | None, fate: Fate | None, jsonb: Callable[[Any], Any]) -> tuple[Any, ...]:
+    """What `create_turn` writes of them: assistant, fingerprint, fate, approval timeout."""
+    if owner is None and fate is None:
+        return (None, None, None, None)
+    return (
+        None if owner is None else owner.assistant,
+        None if owner is None else owner.fingerprint,
+        None if fate is None else jsonb(fate.to_json()),
+        None if fate is None else fate.approval_timeout,
+    )
+
+
+def turn_of(row: Sequence[Any], load: Callable[[Any], Any]) -> Turn:
+    """The turn a `turn` row holds (its owner and fate columns last, `load` reading JSON)."""
+    turn_id, conversation_id, question, version, offset, done, user, locale = row[:8]
+    assistant, fingerprint, fate = row[8:11]
+    return Turn(
+        turn_id, conversation_id, question, version, offset, bool(done), user, locale,
+        None if fingerprint is None else Owner(assistant, fingerprint),
+        None if fate is None else Fate.from_json(dict(load(fate))),
+    )  # fmt: skip
