@@ -12,6 +12,7 @@ _PUBLIC = {
     "Card": ".cards",
     "CardError": ".cards",
     "Checkpoint": ".store.records",
+    "Compaction": ".turn.compaction",
     "ConfigError": ".errors",
     "Hooks": ".turn.hooks",
     "LocalHooks": ".turn.hooks",
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from .store.records import Checkpoint
     from .tools.context import ToolContext
     from .tools.functions import Tool, ToolRefused, tool
+    from .turn.compaction import Compaction
     from .turn.hooks import Hooks, LocalHooks
     from .turn.loop import TurnResult, run_turn
     from .turn.setting import TurnSetting
@@ -98,6 +100,7 @@ __all__ = [
     "Card",
     "CardError",
     "Checkpoint",
+    "Compaction",
     "ConfigError",
     "Hooks",
     "LocalHooks",

@@ -42,6 +42,7 @@ from .tools import CombinedToolset, Toolset
 from .tools.files import DEMO_ROOT, read_file_tool
 from .tools.functions import FunctionToolset, Tool, ToolFunction, function_tool
 from .turn.activity import ACTIVITIES
+from .turn.compaction import Compaction, compaction_of
 from .turn.resume import Resuming
 from .wire import ToolSpec
 
@@ -108,6 +109,10 @@ class Assistant:
     event_retention: float = 7 * 24 * 3600.0
     """Seconds a turn's event log is kept after the turn ended (a reload replays it);
     the sweeper deletes it after that."""
+    compaction: Compaction | bool = field(default_factory=Compaction)
+    """Keeps a long conversation inside the model's context window: old tool results
+    cleared, older turns summarised (`Compaction(window=, at=, keep_turns=, model=)`); on by
+    default, `False` turns it off. The transcript and the stored history stay whole."""
 
     _functions: FunctionToolset = field(init=False, repr=False, compare=False)
     _toolsets: tuple[Toolset, ...] = field(init=False, repr=False, compare=False)
@@ -160,6 +165,11 @@ class Assistant:
                     f"assistant {self.name!r} has {what} for tools it does not have: "
                     f"{', '.join(unknown)} (its tools: {have})"
                 )
+
+    @property
+    def compacting(self) -> Compaction | None:
+        """The compaction the turns run with (None: turned off)."""
+        return compaction_of(self.compaction)
 
     @property
     def resuming(self) -> Resuming:
@@ -278,6 +288,7 @@ def _check_settings(a: Assistant) -> None:
         raise ConfigError("authenticate must be a function of the request")
     _check_resuming(a)
     _check_model_settings(a)
+    compaction_of(a.compaction)
     ttl_of(a.prompt_cache)
 
 

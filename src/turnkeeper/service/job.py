@@ -31,6 +31,7 @@ from ..store.records import Checkpoint, NewEvent, ResumeRecord
 from ..tools import NoTools, Toolset
 from ..turn import lifecycle
 from ..turn.activity import ACTIVITIES
+from ..turn.compaction import Compaction
 from ..turn.loop import run_turn
 from ..turn.resume import Resuming
 from ..turn.setting import TurnSetting
@@ -128,6 +129,8 @@ class TurnJob:
     """Spans and metrics of the turns (default: spans if a tracer provider is configured)."""
     resuming: Resuming = field(default_factory=Resuming)
     """Which tools wait for approval or may run again, and whether a crash resumes a turn."""
+    compaction: Compaction | None = field(default_factory=Compaction)
+    """How the turns' requests are kept inside the model's context window (None: off)."""
     _leases: Leases = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -194,7 +197,7 @@ class TurnJob:
         start = await self.store.start(turn_id)
         assert start is not None, "a claimed turn exists"
         turn = start.turn
-        history = await self.store.history(turn.conversation_id)
+        history, compacted = await self.store.context(turn.conversation_id)
         # A turn queued again (after a wait or a crash) has published more than `queued`.
         record = await self.store.resume_record(turn_id) if start.state.version > 1 else None
         hooks.crash_resumes = 0 if record is None else record.resumes
@@ -216,7 +219,9 @@ class TurnJob:
                     locale=turn.locale,
                     resume=resume,
                     activities=self.activities,
+                    compacted=compacted,
                 ),
+                compaction=self.compaction,
             )
         except FenceLost:
             raise

@@ -28,7 +28,7 @@ from typing import Any
 from ..credentials import redact_url
 from ..errors import ConfigError, MissingExtra
 from ..state import PublishedState
-from . import base
+from . import base, compactions
 from . import events as log
 from .base import refused
 from .dialect import Dialect, One, Routine, Steps, Write
@@ -161,6 +161,10 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
     (
         "the turn's event log: `turn_events`",
         log.EVENTS_TABLE.format(text="text", json="json", time="double precision", now=NOW),
+    ),
+    (
+        "compactions: a conversation's records of what its requests are built from",
+        compactions.TABLE.format(text="text", json="json"),
     ),
 )
 

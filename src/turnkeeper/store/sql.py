@@ -21,6 +21,7 @@ from ..outcomes import TurnStatus
 from ..state import PublishedState
 from ..usage import Usage
 from ..wire import Message
+from . import compactions
 from . import events as log
 from .base import (
     ALL,
@@ -37,6 +38,7 @@ from .cancellations import Cancellations
 from .dialect import All, Dialect, Exec, Executor, Many, One, Steps, Write
 from .records import (
     Checkpoint,
+    Compacted,
     ConversationSummary,
     Ended,
     Guard,
@@ -213,6 +215,9 @@ class SqlStore:
         load = self.dialect.load
         return [load(b) for (b,) in rows]
 
+    async def context(self, conversation_id: str) -> tuple[list[Message], Compacted | None]:
+        return await self.executor.read(lambda: compactions.context(self.dialect, conversation_id))
+
     async def queued(self, older_than: float = 0.0) -> list[str]:
         rows = await self._all(self.sql.queued, (older_than,))
         return [str(t) for (t,) in rows]
@@ -255,8 +260,9 @@ class SqlStore:
         self, kind: Write, turn_id: str, fence: int, state: PublishedState, cp: Checkpoint | None
     ) -> Awaitable[bool]:
         """The dialect's fast write path, as a turn's write (an awaitable of the cancel flag);
-        with the checkpoint's events, if it has any, in the same transaction."""
-        if cp is not None and cp.events:
+        with the checkpoint's events and compaction record, if it has any, in the same
+        transaction."""
+        if cp is not None and (cp.events or cp.compacted is not None):
             return self._write_with_events(kind, turn_id, fence, state, cp)
         program = self.dialect.write(kind, turn_id, fence, state, cp, True)
         one = self.dialect.one_statement_write
@@ -271,7 +277,10 @@ class SqlStore:
 
         def steps() -> Steps[bool]:
             cancel = yield from write()
-            yield from self._append(turn_id, cp.events)
+            if cp.events:
+                yield from self._append(turn_id, cp.events)
+            if cp.compacted is not None:
+                yield from compactions.added(self.dialect, turn_id, cp.compacted)
             return cancel
 
         cancel: bool = await self.executor.write(steps, turn=True)

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..state import PublishedState
-from . import base
+from . import base, compactions
 from . import events as log
 from .base import refused
 from .data_version import SeenVersions
@@ -207,6 +207,10 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
         "the turn's event log: `turn_events`",
         log.EVENTS_TABLE.format(text="TEXT", json="TEXT", time="REAL", now=NOW),
+    ),
+    (
+        "compactions: a conversation's records of what its requests are built from",
+        compactions.TABLE.format(text="TEXT", json="TEXT"),
     ),
 )
 

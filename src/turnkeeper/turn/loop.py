@@ -38,11 +38,13 @@ from ..tools import NoTools, Toolset
 from ..tools.context import running
 from ..usage import Usage
 from ..wire import Message, Reply, ToolResult, ToolSpec, ToolUse
-from . import events, lifecycle, tool_round
+from . import compacting, events, lifecycle, tool_round
 from .activity import caption
 from .approvals import Resume
 from .call_log import CallLog
 from .clock import TurnClock
+from .compaction import DEFAULT, Compaction
+from .context import Window
 from .events import Emitter
 from .hooks import Hooks, LocalHooks
 from .model_call import CallRoom
@@ -82,13 +84,14 @@ async def run_turn(
     hooks: Hooks | None = None,
     watcher: Watcher | None = None,
     setting: TurnSetting | None = None,
+    compaction: Compaction | None = DEFAULT,
 ) -> TurnResult:
     """Run one turn of `question` after `history`; never raises for what the model or tools do.
 
     `setting` is what the job knows of the turn (`TurnSetting`: its ids, the state last
     published, who asked, where a resumed turn goes on, its captions and clock; default: a
     local turn). `watcher` sees its calls and tools (default: OpenTelemetry spans, if a
-    tracer provider is set).
+    tracer provider is set). `compaction`: the context window's (context.py; None: off).
     """
     given = setting or _LOCAL
     first, go_on, hooks = given.first(question), given.resume, hooks or LocalHooks()
@@ -110,6 +113,7 @@ async def run_turn(
         usage=usage,
         resume=go_on,
         pending=go_on.uses,
+        window=Window(compaction, given.compacted, provider),
     )
     with running(given.context):
         await turn.run(question)
@@ -127,6 +131,7 @@ class _Turn:
     provider: Provider
     toolset: Toolset
     budget: Budget
+    window: Window
     hooks: Hooks
     events: Emitter
     """The turn's events on their way to the hooks (events.py)."""
@@ -173,7 +178,7 @@ class _Turn:
                     if self.room.race.checked(await self.hooks.should_stop()):
                         self.end(Outcome.STOPPED)
                         break
-                    await self.answer_resumed()
+                    await self.before_call(tools)
                     timeout = self.budget.timeout_for_call(self.deadline - self.clock.now())
                     if timeout is None:
                         self.end(Outcome.TIME_LIMIT, "too little time left to start a model call")
@@ -187,7 +192,7 @@ class _Turn:
                         self.end_on(reply, outcome)
                         break
                     self.show(reply)
-                    if self.usage.iterations >= self.budget.max_iterations:
+                    if self.usage.iterations - self.window.calls >= self.budget.max_iterations:
                         self.end(Outcome.ITERATION_LIMIT, "the model wanted another step")
                         break
                     if reply.tool_uses:
@@ -214,14 +219,15 @@ class _Turn:
         """One model call, raced against a stop; None, the turn ended, on failure or stop."""
         self.events.begin(events.next_bubble(self.state))
         try:
-            called = await self.room.call(self.history, tools, timeout, self.events.text)
+            called = await compacting.sent(self, tools, timeout, self.events.text)
         except ProviderError as error:
-            self.end(Outcome.FAILED, str(error), key=error.key, details=error.describe())
+            self.end(compacting.failed(error), str(error), key=error.key, details=error.describe())
             return None
         if called is None:  # a stop aborted the call: nothing to append, no usage to count
             self.end(Outcome.STOPPED)
             return None
         self.usage.add(called.usage)
+        self.window.seen(called.usage, len(self.history) + called.reply.keep)
         if called.reply.tool_uses:  # else the next write, made at once, carries the usage
             await self.hooks.record_usage(self.usage)
         return called.reply
@@ -248,14 +254,14 @@ class _Turn:
             return await self.tools.ran(uses, timeout)
         return await tool_round.waiting(self.tools, self.resume, uses, timeout, self.activities)
 
-    async def answer_resumed(self) -> None:
+    async def before_call(self, tools: Sequence[ToolSpec]) -> None:
         """A resumed turn first answers the uses its last response left, unless a stop came;
-        then the next call."""
-        if not self.resume.uses or self.log.made:  # answered before this job's first call
-            return
-        left = self.budget.timeout_for_tools(self.deadline - self.clock.now())
-        self.applied(await tool_round.resumed(self.tools, self.resume, left))
-        await self.iteration_done()
+        then the request is compacted if it would pass the window's trigger (context.py)."""
+        if self.resume.uses and not self.log.made:  # not answered before this job's first call
+            left = self.budget.timeout_for_tools(self.deadline - self.clock.now())
+            self.applied(await tool_round.resumed(self.tools, self.resume, left))
+            await self.iteration_done()
+        await compacting.before(self, tools)
 
     def applied(self, done: Round) -> bool:
         """Apply a round of tools; True: the turn stops working to wait for a person."""
@@ -300,6 +306,7 @@ class _Turn:
             usage=self.usage.copy(),
             calls=self.log.since(calls),
             events=emitted,
+            compacted=self.window.written(),
         )
 
     # ---- how the turn ends ---------------------------------------------
@@ -381,7 +388,7 @@ class _Turn:
             budget=self.budget,
             calls=self.log.records,
             clock=self.clock.offsets(),
-            request=self.provider.describe(),
+            request={**self.provider.describe(), **self.window.traced()},
             turn_id=self.state.turn_id,
             usage=self.usage,
             state=self.state,

@@ -12,12 +12,13 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..errors import ProviderFailed, provider_error_from
+from ..errors import ConfigError, ProviderFailed, provider_error_from
 from ..observe.report import Report
 from ..providers import TextSink, wire_format
-from ..store.records import ModelCall
+from ..store.records import Compacted, ModelCall
 from ..wire import Message, Reply, ToolResult, ToolSpec, ToolUse, WireFormat
 from .approvals import Resume
+from .compaction import Compaction
 from .hooks import LocalHooks
 from .loop import TurnResult, run_turn
 from .setting import TurnSetting
@@ -111,6 +112,7 @@ def _quiet(report: Report) -> None:
 async def replay(trace: Trace) -> TurnResult:
     """Run the recorded turn again offline."""
     wire = wire_format(trace.wire)
+    compaction, compacted = _compaction(trace)
     names = sorted({n for call in trace.calls for n in call.tools or ()})
     hooks = ReplayHooks(trace.stopped_at_check)
     return await run_turn(
@@ -124,8 +126,27 @@ async def replay(trace: Trace) -> TurnResult:
             turn_id=trace.turn_id or "t_replay",
             resume=trace.resume or Resume(),
             clock=ReplayClock(trace.clock),
+            compacted=compacted,
         ),
+        compaction=compaction,
     )
+
+
+def _compaction(trace: Trace) -> tuple[Compaction | None, Compacted | None]:
+    """The compaction settings and record the recorded turn ran with (its request's
+    `compaction`), so the replay builds the same requests; `ConfigError` if unusable."""
+    traced = trace.request.get("compaction")
+    if traced is None:
+        return None, None
+    settings = traced.get("settings") if isinstance(traced, dict) else None
+    if not isinstance(settings, dict):
+        raise ConfigError("the trace's compaction has no settings")
+    try:
+        compaction = Compaction(**settings)
+    except TypeError as e:
+        raise ConfigError(f"the trace's compaction settings are malformed: {e}") from None
+    record = traced.get("record")
+    return compaction, None if record is None else Compacted.from_json(record)
 
 
 def first_difference(recorded: Trace, replayed: Trace) -> str | None:
