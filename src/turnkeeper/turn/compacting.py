@@ -65,10 +65,13 @@ async def before(turn: Compacting, tools: Sequence[ToolSpec]) -> None:
 
 async def compact(turn: Compacting, *, forced: bool = False) -> bool:
     """Compact the turn's next request; whether anything was (then the turn is told)."""
-    what = await turn.window.compact(turn.history, partial(_summary, turn), forced=forced)
-    if what is None:
+    shrunk = await turn.window.compact(turn.history, partial(_summary, turn), forced=forced)
+    if shrunk is None:
         return False
-    turn.log.compacted(what)
+    turn.log.compacted(str(shrunk))
+    told = getattr(turn.room.watch, "compacted", None)  # a watch written before it has none
+    if told is not None:
+        told(shrunk.summarised, shrunk.cleared)
     if turn.activity != COMPACTED:
         turn.activity = COMPACTED
         turn.events.emit(EventType.ACTIVITY, {"key": COMPACTED})

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ..providers import Provider
 from ..store.records import Compacted
@@ -181,36 +181,30 @@ class Window:
 
     async def compact(
         self, history: Sequence[Message], summarise: Summarise, *, forced: bool = False
-    ) -> str | None:
+    ) -> Shrunk | None:
         """Make the next request smaller: clear old tool results, then, if that is not
         enough (always, when `forced` by a refusal), summarise the older turns. What was
-        done, for the call log; None if nothing could be."""
+        done; None if nothing could be."""
         assert self.settings is not None, "compaction is on"
-        was = self.record
-        done: list[str] = []
+        was, count = self.record, 0
         cleared = _clear_to(history, was, 1 if forced else KEEP_RESULTS)
         if cleared > max(was.cleared, was.reach):
             count = _results(history[max(was.cleared, was.reach) : cleared])
             self._set(replace(was, cleared=cleared))
             self.cleared += count
-            done.append(f"cleared {count} tool result{'s' * (count != 1)}")
-        trigger = self.trigger()
+        trigger, turns = self.trigger(), 0
         if forced or trigger is None or self.estimate(history) > ENOUGH * trigger:
             keep = 0 if forced else self.settings.keep_turns
-            summarised = await self._summarised(history, keep, summarise)
-            if summarised:
-                done.append(summarised)
-        return "; ".join(done) or None
+            turns = await self._summarised(history, keep, summarise)
+        return Shrunk(count, turns) if count or turns else None
 
-    async def _summarised(
-        self, history: Sequence[Message], keep: int, summarise: Summarise
-    ) -> str | None:
+    async def _summarised(self, history: Sequence[Message], keep: int, summarise: Summarise) -> int:
         """Summarise every turn from the record's reach up to the current one and the `keep`
-        before it, a chunk that fits one request at a time; what was summarised."""
+        before it, a chunk that fits one request at a time; how many turns were."""
         record = self.record
         starts = _turn_starts(history, record.reach)
         if len(starts) <= keep + 1:
-            return None
+            return 0
         cut, summary, start = starts[-(keep + 1)], record.summary, record.reach
         names = self._names(history, record.reach)
         while start < cut:
@@ -221,10 +215,10 @@ class Window:
                 break
             summary, start = made, end
         if start == record.reach:
-            return None
+            return 0
         turns = sum(1 for s in starts if s < start)
         self._set(Compacted(start, max(record.cleared, start), summary, record.turns + turns))
-        return f"summarised {turns} turn{'s' * (turns != 1)}"
+        return turns
 
     def _chunk_end(
         self,
@@ -257,6 +251,27 @@ class Window:
         """The record not yet written, for the next write (then None)."""
         changed, self.changed = self.changed, None
         return changed
+
+
+@dataclass(frozen=True, slots=True)
+class Shrunk:
+    """What one compaction did: tool results cleared, turns summarised."""
+
+    cleared: int
+    summarised: int
+
+    def __str__(self) -> str:
+        """As the call log and `trace show` say it."""
+        done = []
+        if self.cleared:
+            done.append(f"cleared {_counted(self.cleared, 'tool result')}")
+        if self.summarised:
+            done.append(f"summarised {_counted(self.summarised, 'turn')}")
+        return "; ".join(done)
+
+
+def _counted(n: int, what: str) -> str:
+    return f"{n} {what}{'s' * (n != 1)}"
 
 
 def _chars(messages: Sequence[Message]) -> int:
