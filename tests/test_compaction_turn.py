@@ -250,3 +250,38 @@ async def test_the_turns_span_tells_of_each_compaction() -> None:
     }
     chats = [s for s in exporter.get_finished_spans() if s.name.startswith("chat")]
     assert len(chats) == 3, "the summary's call has its span"
+
+
+def test_refusals_for_size_are_told_apart_with_the_window_they_state() -> None:
+    from turnkeeper.errors import ContextTooLong
+    from turnkeeper.providers import chat_api, messages_api
+
+    anthropic = messages_api.error_from_body(
+        {
+            "type": "error",
+            "error": {
+                "type": "invalid_request_error",
+                "message": "prompt is too long: 6512 tokens > 6000 maximum",
+            },
+        },
+        400,
+    )
+    assert isinstance(anthropic, ContextTooLong)
+    assert anthropic.window == 6000
+    assert anthropic.key == "errors.ai_context_full"
+    openai = chat_api.error_from_body(
+        {
+            "error": {
+                "message": "This model's maximum context length is 128000 tokens. However...",
+                "type": "invalid_request_error",
+                "code": "context_length_exceeded",
+            }
+        },
+        400,
+    )
+    assert isinstance(openai, ContextTooLong)
+    assert openai.window == 128000
+    other = messages_api.error_from_body(
+        {"type": "error", "error": {"type": "invalid_request_error", "message": "bad tools"}}, 400
+    )
+    assert not isinstance(other, ContextTooLong)

@@ -116,8 +116,9 @@ async def sent(
         left = turn.budget.timeout_for_call(turn.deadline - turn.clock.now())
         if left is None:
             return called.give_up()
-        if called.called is not None:  # billed, and the loop never sees that reply
+        if called.called is not None:  # billed, not an iteration: the loop never sees it
             turn.usage.add(called.called.usage)
+            turn.window.calls += 1
         return await turn.room.call(turn.window.request(turn.history), tools, left, on_text)
     return called
 

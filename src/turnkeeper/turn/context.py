@@ -81,7 +81,8 @@ class Window:
         """Characters of what every request sends besides the messages (tools, instructions),
         counted before the first estimate."""
         self.calls = 0
-        """Summaries asked for in this job: model calls that are not the turn's iterations."""
+        """Model calls of this job that are not the turn's iterations: the summaries, and a
+        reply that stopped on the window and was sent again."""
         self.cleared = 0
         """Tool results cleared in this job."""
         self._head: list[Message] = []
