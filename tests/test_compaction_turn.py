@@ -285,3 +285,64 @@ def test_refusals_for_size_are_told_apart_with_the_window_they_state() -> None:
         {"type": "error", "error": {"type": "invalid_request_error", "message": "bad tools"}}, 400
     )
     assert not isinstance(other, ContextTooLong)
+
+
+def error_body(kind: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+async def test_a_summary_that_fails_leaves_the_request_as_it_was_and_the_turn_goes_on() -> None:
+    provider = ScriptedProvider([error_body("overloaded_error", "busy"), scripts.answer("ok")])
+    result = await run_turn(
+        "and now?",
+        provider=provider,
+        history=earlier_turns(4),
+        compaction=Compaction(window=100, at=0.5),
+    )
+    assert result.outcome is Outcome.FINISHED
+    assert len(provider.requests[1]) == 9, "sent whole: nothing was compacted"
+    first = result.trace.calls[0]
+    assert first.error is not None
+    assert first.error["kind"] == "ProviderUnavailable"
+    assert result.trace.calls[1].compacted is None
+
+
+async def test_a_refusal_for_size_from_the_api_is_compacted_and_sent_again() -> None:
+    too_long = error_body("invalid_request_error", "prompt is too long: 7000 tokens > 6000 maximum")
+    provider = ScriptedProvider(
+        [too_long, scripts.answer("Earlier: four questions."), scripts.answer("ok")]
+    )
+    hooks = LocalHooks()
+    result = await run_turn("and now?", provider=provider, history=earlier_turns(4), hooks=hooks)
+    assert result.outcome is Outcome.FINISHED
+    assert provider.requests[2][0]["content"] == HEAD + "Earlier: four questions."
+    assert [c.error["kind"] if c.error else c.decision for c in result.trace.calls] == [
+        "ContextTooLong",
+        "compaction",
+        "finished",
+    ]
+    written = [c.compacted for c in hooks.checkpoints if c.compacted is not None]
+    assert written == [Compacted(reach=8, cleared=8, summary="Earlier: four questions.", turns=4)]
+    assert "activity.compacted" in [s.activity for s in hooks.published]
+
+
+async def test_the_server_strategy_asks_the_anthropic_api_to_compact(fake: WindowServer) -> None:
+    """`strategy="server"`: the API's context management at `at` x the window, in every
+    request, and no summary of turnkeeper's own before a call."""
+    provider = Recording(model="claude-fake", base_url=fake.url, api_key="k", stream=False)
+    provider.sent = []
+    settings = Compaction(window=WINDOW, strategy="server")
+    results = await talk(provider, QUESTIONS[:10], compaction=settings)
+    assert [r.outcome for r in results] == [Outcome.FINISHED] * 10
+    edit = {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 4500}}
+    assert all(b["context_management"] == {"edits": [edit]} for b in fake.requests)
+    assert fake.summaries == 0
+    assert results[0].trace.request["server_compaction"] == 4500
+    assert provider.server_compaction is None, "the assistant's provider is left as it was"
+
+
+def test_the_server_strategy_is_turnkeepers_own_where_the_provider_has_none() -> None:
+    from turnkeeper.turn.compacting import served
+
+    provider = ScriptedProvider([scripts.answer("ok")])
+    assert served(provider, Compaction(strategy="server")) is provider

@@ -28,6 +28,7 @@ from ..usage import Usage
 from ..wire import Message, ToolSpec
 from .call_log import CallLog
 from .clock import TurnClock
+from .compaction import Compaction
 from .context import Window
 from .events import Emitter
 from .model_call import CallRoom, Priced
@@ -80,20 +81,39 @@ async def compact(turn: Compacting, *, forced: bool = False) -> bool:
 
 
 async def _summary(turn: Compacting, asked: str) -> str | None:
-    """One model call for a summary; None when no time is left for it or a stop aborted it
-    (the next call sees the stop), or it came back empty."""
+    """One model call for a summary; None when no time is left for it, it failed (the call
+    that follows is sent without it: refused, it ends the turn), a stop aborted it (the
+    next call sees the stop), or it came back empty."""
     timeout = turn.budget.timeout_for_call(turn.deadline - turn.clock.now())
     if timeout is None:
         return None
     settings = turn.window.settings
     via = summariser(turn.provider, None if settings is None else settings.model)
-    called = await turn.room.call([via.user_message(asked)], (), timeout, via=via)
+    try:
+        called = await turn.room.call([via.user_message(asked)], (), timeout, via=via)
+    except ProviderError:  # recorded with the call; the request goes on uncompacted
+        return None
     if called is None:
         return None
     turn.usage.add(called.usage)
     turn.window.calls += 1
     turn.log.decided("compaction", COMPACTED)
     return called.reply.text.strip() or None
+
+
+def served(provider: Provider, settings: Compaction | None) -> Provider:
+    """The provider a turn calls: with `strategy="server"`, one that asks the API to compact
+    at `at` x the window (an adapter's `compacting_on_server`: Anthropic's context
+    management), where the provider has it; else `provider` itself."""
+    if settings is None or settings.strategy != "server":
+        return provider
+    on_server: Callable[[int | None], Provider] | None = getattr(
+        provider, "compacting_on_server", None
+    )
+    if on_server is None:
+        return provider
+    window = settings.window_for(provider.describe().get("model"))
+    return on_server(None if window is None else int(settings.at * window))
 
 
 def summariser(provider: Provider, model: str | None) -> Provider:

@@ -20,8 +20,10 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 
-STRATEGIES = ("summary",)
-"""`summary`: turnkeeper's own, on every provider: clear old tool results, then summarise."""
+STRATEGIES = ("summary", "server")
+"""`summary`: turnkeeper's own, on every provider: clear old tool results, then summarise.
+`server`: the provider's own where it has one (Anthropic's context management, its
+`compaction` block and stop reason); turnkeeper's own where it has none, and on a refusal."""
 
 WINDOWS: tuple[tuple[str, int], ...] = (
     ("claude-", 200_000),
@@ -49,7 +51,8 @@ class Compaction:
     name). `at`: the share of the window an estimated request may reach before it is
     compacted. `keep_turns`: how many turns before the current one are kept word for word
     (the current turn always is). `model`: the model that writes the summaries (default: the
-    assistant's own). `strategy`: `"summary"`, turnkeeper's own. A window of 0 or less, an
+    assistant's own). `strategy`: `"summary"`, turnkeeper's own, or `"server"`, the
+    provider's (`STRATEGIES`). A window of 0 or less, an
     `at` outside (0, 1) or a negative `keep_turns` is a `ConfigError`."""
 
     window: int | None = None

@@ -67,6 +67,8 @@ class Window:
         self.wire: WireFormat = provider.wire
         described = provider.describe() if settings is not None else {}
         self.system = described.get("system")
+        self.on_server = described.get("server_compaction") is not None
+        """The provider compacts on its side (`strategy="server"`): none before a call here."""
         self.size = None if settings is None else settings.window_for(described.get("model"))
         """The window in tokens; None when unknown (or compaction is off)."""
         self.record = (record or Compacted()) if settings is not None else Compacted()
@@ -169,7 +171,7 @@ class Window:
 
     def trigger(self) -> int | None:
         """The estimate past which a request is compacted first (None: never before a call)."""
-        if self.settings is None or self.size is None:
+        if self.settings is None or self.size is None or self.on_server:
             return None
         return int(self.settings.at * self.size)
 
@@ -210,7 +212,9 @@ class Window:
         names = self._names(history, record.reach)
         while start < cut:
             end = self._chunk_end(history, start, cut, starts, names)
-            text = asking.transcript(history[start:end], self.wire, names)
+            text = asking.cut(
+                asking.transcript(history[start:end], self.wire, names), self._budget()
+            )
             made = await summarise(asking.asked(summary, text, self._words()))
             if not made:
                 break
@@ -231,14 +235,19 @@ class Window:
     ) -> int:
         """The furthest turn start up to `cut` whose transcript from `start` fits one
         summary's request (at least one turn)."""
-        budget = (self.size or UNKNOWN_WINDOW) * SUMMARY_SHARE * CHARS_PER_TOKEN
+        budget = self._budget()
         ends = [s for s in starts if start < s <= cut]
-        best = ends[0]
-        for end in ends[1:]:
-            if len(asking.transcript(history[start:end], self.wire, names)) > budget:
+        best, written = start, 0
+        for end in ends:  # each turn written out once: the parts' lengths add up
+            written += len(asking.transcript(history[best:end], self.wire, names)) + 1
+            if written > budget and best != start:
                 break
             best = end
         return best
+
+    def _budget(self) -> int:
+        """Characters of transcript one summary's request may hold."""
+        return int((self.size or UNKNOWN_WINDOW) * SUMMARY_SHARE * CHARS_PER_TOKEN)
 
     def _words(self) -> int:
         """The longest summary asked for: a tenth of the window, in words."""

@@ -93,7 +93,7 @@ async def run_turn(
     local turn). `watcher` sees its calls and tools (default: OpenTelemetry spans, if a
     tracer provider is set). `compaction`: the context window's (context.py; None: off).
     """
-    given = setting or _LOCAL
+    given, provider = setting or _LOCAL, compacting.served(provider, compaction)
     first, go_on, hooks = given.first(question), given.resume, hooks or LocalHooks()
     watch = watch_turn(watcher, provider, first, question)
     usage, clock = go_on.usage_so_far(), TurnClock(given.clock)

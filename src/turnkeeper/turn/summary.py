@@ -67,6 +67,15 @@ def transcript(messages: Sequence[Message], wire: WireFormat, names: dict[str, s
     return "\n".join(lines)
 
 
+def cut(text: str, size: int) -> str:
+    """`text` in at most about `size` characters: its start and its end, what is between
+    them said to be cut (one turn too long for a summary's request)."""
+    if len(text) <= size:
+        return text
+    half = max(size // 2, 1)
+    return f"{text[:half]}\n[…{len(text) - 2 * half} characters cut…]\n{text[-half:]}"
+
+
 def summary_message(wire: WireFormat, summary: str) -> Message:
     """The message a request starts with in place of the turns the summary stands for."""
     return wire.user_message(HEAD + summary)
