@@ -3,6 +3,7 @@ its replay, its instruments and `trace show`."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -146,6 +147,10 @@ async def test_a_turn_that_compacted_replays_with_the_same_requests(fake: Window
     assert sent == _requests_of(provider.sent, results, recorded)
     starts = [str(request[0]["content"]) for request in sent]
     assert any(start.startswith(HEAD) for start in starts), "a request began with the summary"
+    heads = [r[0] for r in provider.sent if str(r[0]["content"]).startswith(HEAD)]
+    assert len(heads) > len({json.dumps(h) for h in heads}), (
+        "the summary is the same bytes on the calls after a compaction: the cache's prefix"
+    )
 
 
 def _requests_of(

@@ -155,7 +155,8 @@ async def _recovering(
     except ContextTooLong as refused:
         if not turn.window.on:
             raise
-        turn.window.size = refused.window or turn.window.size
+        stated = [w for w in (refused.window, turn.window.size) if w is not None]
+        turn.window.size = min(stated, default=None)  # the API's word, or a smaller one given
         if not await compact(turn, forced=True):
             raise
         return _Again(refused, None)

@@ -29,10 +29,10 @@ current one) and sends the same call once more (`sent`).
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
-from ..providers import Provider
 from ..store.records import Compacted
 from ..usage import Usage
 from ..wire import Json, Message, ToolSpec, WireFormat
@@ -61,11 +61,16 @@ class Window:
     from, the estimate of the next request's size, and the two steps that shrink it."""
 
     def __init__(
-        self, settings: Compaction | None, record: Compacted | None, provider: Provider
+        self,
+        settings: Compaction | None,
+        record: Compacted | None,
+        wire: WireFormat,
+        described: Mapping[str, Any],
     ) -> None:
+        """`described`: the provider's description (`Provider.describe()`): its model, its
+        instructions, whether it compacts on its side."""
         self.settings = settings
-        self.wire: WireFormat = provider.wire
-        described = provider.describe() if settings is not None else {}
+        self.wire = wire
         self.system = described.get("system")
         self.on_server = described.get("server_compaction") is not None
         """The provider compacts on its side (`strategy="server"`): none before a call here."""

@@ -98,6 +98,7 @@ async def run_turn(
     watch = watch_turn(watcher, provider, first, question)
     usage, clock = go_on.usage_so_far(), TurnClock(given.clock)
     log = CallLog(earlier=usage.iterations, resumed=go_on.why)
+    room = CallRoom(provider, clock, StopRace(hooks.wait_stop), log, watch)
     turn = _Turn(
         provider=provider,
         toolset=watched_tools(toolset or NoTools(), watch),
@@ -106,14 +107,14 @@ async def run_turn(
         events=Emitter(hooks),
         clock=clock,
         log=log,
-        room=CallRoom(provider, clock, StopRace(hooks.wait_stop), log, watch),
+        room=room,
         activities=given.activities,
         history=list(history),
         state=first,
         usage=usage,
         resume=go_on,
         pending=go_on.uses,
-        window=Window(compaction, given.compacted, provider),
+        window=Window(compaction, given.compacted, provider.wire, room.described),
     )
     with running(given.context):
         await turn.run(question)
