@@ -12,6 +12,7 @@ from tests.api.test_routes import HeldQueue, client_for
 from tests.scripts import assert_valid_history
 from tests.window_server import READ_NOTES, WindowServer
 from turnkeeper.api import create_app
+from turnkeeper.cli.timeline import render, stored_rows
 from turnkeeper.outcomes import Outcome
 from turnkeeper.providers import Provider
 from turnkeeper.providers.anthropic import AnthropicProvider
@@ -113,6 +114,11 @@ async def test_forty_turns_in_a_small_window_all_finish_and_the_first_fact_is_ke
     assert any("summarised" in s for s in said)
     assert any("cleared" in s for s in said)
     assert "activity.compacted" in await captions_of(store, talk)
+    summarised = next(c for c in calls if "summarised" in c.get("compacted", ""))
+    records = {t: await store.iterations(t) for t in talk.turn_ids}
+    turn_id = next(t for t in talk.turn_ids if summarised in records[t])
+    shown_calls = render(stored_rows(records[turn_id]), "finished")
+    assert f"compacted the request: {summarised['compacted']}" in shown_calls, "trace show"
 
     conversation_id, token = talk.conversation_id, talk.token
     shown = await transcript(store, conversation_id, token)

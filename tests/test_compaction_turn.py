@@ -351,3 +351,22 @@ def test_the_server_strategy_is_turnkeepers_own_where_the_provider_has_none() ->
 
     provider = ScriptedProvider([scripts.answer("ok")])
     assert served(provider, Compaction(strategy="server")) is provider
+
+
+async def test_summaries_are_written_by_the_model_named_without_the_instructions(
+    fake: WindowServer,
+) -> None:
+    provider = Recording(
+        model="claude-fake", base_url=fake.url, api_key="k", stream=False, system="Be brief."
+    )
+    provider.sent = []
+    settings = Compaction(window=WINDOW, model="claude-summariser")
+    results = await talk(provider, QUESTIONS, compaction=settings)
+    assert results[-1].outcome is Outcome.FINISHED
+    asked = [b for b in fake.requests if "You are compacting" in json.dumps(b["messages"][-1])]
+    assert asked, "summaries were asked for"
+    assert {b["model"] for b in asked} == {"claude-summariser"}
+    assert all("system" not in b and "tools" not in b for b in asked)
+    others = [b for b in fake.requests if b not in asked]
+    assert {b["model"] for b in others} == {"claude-fake"}
+    assert all(b["system"] for b in others)
