@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-
 from tests.store.test_contract import claimed_turn, running, write
+
 from turnkeeper.store import FenceLost, Store
 from turnkeeper.store.records import Compacted
 
