@@ -23,7 +23,7 @@ from turnkeeper.turn import replay
 from turnkeeper.turn.compaction import window_of
 from turnkeeper.turn.loop import TurnResult
 from turnkeeper.turn.setting import TurnSetting
-from turnkeeper.turn.summary import HEAD
+from turnkeeper.turn.summary import AFTER, HEAD
 from turnkeeper.wire import Message
 
 WINDOW = 6_000
@@ -194,8 +194,8 @@ async def test_a_model_context_window_exceeded_stop_is_compacted_and_sent_once_m
     asked, again = provider.requests[1], provider.requests[2]
     assert len(asked) == 1
     assert "question 0" in asked[0]["content"]
-    assert again[0]["content"] == HEAD + "The user likes tea."
-    assert again[1:] == [{"role": "user", "content": "and now?"}], "every earlier turn summarised"
+    summarised = f"{HEAD}The user likes tea.\n\n{AFTER}and now?"
+    assert again == [{"role": "user", "content": summarised}], "every earlier turn summarised"
     assert len(result.history) == 8, "the history is kept verbatim"
     assert [c.decision for c in result.trace.calls] == ["compaction", "compaction", "finished"]
     assert result.usage.iterations == 3, "every call that answered is counted, and billed"
@@ -320,7 +320,9 @@ async def test_a_refusal_for_size_from_the_api_is_compacted_and_sent_again() -> 
     hooks = LocalHooks()
     result = await run_turn("and now?", provider=provider, history=earlier_turns(4), hooks=hooks)
     assert result.outcome is Outcome.FINISHED
-    assert provider.requests[2][0]["content"] == HEAD + "Earlier: four questions."
+    assert provider.requests[2][0]["content"] == (
+        f"{HEAD}Earlier: four questions.\n\n{AFTER}and now?"
+    )
     assert [c.error["kind"] if c.error else c.decision for c in result.trace.calls] == [
         "ContextTooLong",
         "compaction",

@@ -93,6 +93,7 @@ class Window:
         self.cleared = 0
         """Tool results cleared in this job."""
         self._head: list[Message] = []
+        self._from = 0
         self._head_of: Compacted | None = None
 
     @property
@@ -112,19 +113,29 @@ class Window:
 
     def request(self, history: Sequence[Message]) -> Sequence[Message]:
         """What a call sends: the history itself until the conversation is compacted; then
-        the summary, the cleared messages, and the history after them."""
+        the summary (with the question it reaches to, so the roles still alternate), the
+        cleared messages, and the history after them."""
         record = self.record
         if not (record.reach or record.cleared):
             return history
         if self._head_of is not record:
-            self._head, self._head_of = self._built_head(history, record), record
-        return [*self._head, *history[max(record.cleared, record.reach) :]]
+            self._head, self._from = self._built_head(history, record)
+            self._head_of = record
+        return [*self._head, *history[self._from :]]
 
-    def _built_head(self, history: Sequence[Message], record: Compacted) -> list[Message]:
-        head = [asking.summary_message(self.wire, record.summary)] if record.summary else []
-        names = self._names(history, record.reach)
-        head += [self._cleared(m, names) for m in history[record.reach : record.cleared]]
-        return head
+    def _built_head(
+        self, history: Sequence[Message], record: Compacted
+    ) -> tuple[list[Message], int]:
+        """The messages a request starts with, and where the history goes on after them."""
+        names, start, head = self._names(history, record.reach), record.reach, []
+        if record.summary is not None:
+            first = history[start] if start < len(history) else {}
+            question = first.get("content") if first.get("role") == "user" else None
+            question = question if isinstance(question, str) else None
+            start += question is not None
+            head.append(asking.summary_message(self.wire, record.summary, question))
+        head += [self._cleared(m, names) for m in history[start : record.cleared]]
+        return head, max(record.cleared, start)
 
     def _cleared(self, message: Message, names: dict[str, str]) -> Message:
         """`message` with each tool result it holds as a placeholder (a copy; the history is

@@ -31,6 +31,9 @@ HEAD = (
 )
 """The start of the message that stands for the summarised turns in a request."""
 
+AFTER = "[The conversation goes on from there:]\n"
+"""Between the summary and the first question kept word for word, in the same message."""
+
 RESULT_CHARS = 1_500
 """A tool result is cut to this many characters in the transcript a summary is asked of."""
 
@@ -76,9 +79,13 @@ def cut(text: str, size: int) -> str:
     return f"{text[:half]}\n[…{len(text) - 2 * half} characters cut…]\n{text[-half:]}"
 
 
-def summary_message(wire: WireFormat, summary: str) -> Message:
-    """The message a request starts with in place of the turns the summary stands for."""
-    return wire.user_message(HEAD + summary)
+def summary_message(wire: WireFormat, summary: str, question: str | None) -> Message:
+    """The message a request starts with in place of the turns the summary stands for: the
+    summary, then the question of the first turn kept word for word, in one user message
+    (some chat templates refuse two user messages in a row)."""
+    if question is None:
+        return wire.user_message(HEAD + summary)
+    return wire.user_message(f"{HEAD}{summary}\n\n{AFTER}{question}")
 
 
 def placeholder(name: str, size: int) -> str:
