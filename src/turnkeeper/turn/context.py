@@ -90,8 +90,6 @@ class Window:
         self.calls = 0
         """Model calls of this job that are not the turn's iterations: the summaries, and a
         reply that stopped on the window and was sent again."""
-        self.cleared = 0
-        """Tool results cleared in this job."""
         self._head: list[Message] = []
         self._from = 0
         self._head_of: Compacted | None = None
@@ -210,7 +208,6 @@ class Window:
         if cleared > max(was.cleared, was.reach):
             count = _results(history[max(was.cleared, was.reach) : cleared])
             self._set(replace(was, cleared=cleared))
-            self.cleared += count
         trigger, turns = self.trigger(), 0
         if forced or trigger is None or self.estimate(history) > ENOUGH * trigger:
             keep = 0 if forced else self.settings.keep_turns
