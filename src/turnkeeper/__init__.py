@@ -14,6 +14,7 @@ _PUBLIC = {
     "Checkpoint": ".store.records",
     "Compaction": ".turn.compaction",
     "ConfigError": ".errors",
+    "ContextTooLong": ".errors",
     "Hooks": ".turn.hooks",
     "LocalHooks": ".turn.hooks",
     "Outcome": ".outcomes",
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from .cards import Card, CardError
     from .errors import (
         ConfigError,
+        ContextTooLong,
         ProviderError,
         ProviderFailed,
         ProviderUnavailable,
@@ -102,6 +104,7 @@ __all__ = [
     "Checkpoint",
     "Compaction",
     "ConfigError",
+    "ContextTooLong",
     "Hooks",
     "LocalHooks",
     "Outcome",
