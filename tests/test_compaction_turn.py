@@ -372,3 +372,25 @@ async def test_summaries_are_written_by_the_model_named_without_the_instructions
     others = [b for b in fake.requests if b not in asked]
     assert {b["model"] for b in others} == {"claude-fake"}
     assert all(b["system"] for b in others)
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "openai"])
+async def test_a_turn_whose_own_tool_results_outgrow_the_window_clears_them_and_finishes(
+    fake: WindowServer, wire: str
+) -> None:
+    from tests.test_compaction import provider_for
+    from turnkeeper import Budget
+
+    result = await run_turn(
+        "Please read the notes 14 times.",
+        provider=provider_for(wire, fake),
+        toolset=READ_NOTES,
+        budget=Budget(max_iterations=20),
+        compaction=Compaction(window=WINDOW),
+    )
+    assert result.outcome is Outcome.FINISHED
+    assert result.usage.iterations == 15
+    assert max(fake.tokens) <= WINDOW
+    assert fake.refused == 0
+    assert any("cleared" in (c.compacted or "") for c in result.trace.calls)
+    assert fake.summaries == 0, "nothing before the turn to summarise"

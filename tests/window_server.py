@@ -11,7 +11,8 @@ is too long: N tokens > 6000 maximum"; OpenAI's 400 with code
 for a streaming request too) with the counted tokens as its usage.
 
 The model it plays: a question with "notes" in it asks for the `read_notes` tool,
-then answers "Read the notes."; a question about the code word answers with the
+then answers "Read the notes." (asked to "read the notes N times", it reads them N
+times in the one turn); a question about the code word answers with the
 code word if the request holds it anywhere ("the code word is X"), else "I do not
 know."; anything else is answered "Noted." A request for a summary (turnkeeper's,
 `turn/summary.py`) is answered with every sentence of it that says "remember", so a
@@ -38,6 +39,7 @@ READ_NOTES = FunctionToolset(
 )
 
 CODE_WORD = re.compile(r"the code word is (\w+)", re.IGNORECASE)
+TIMES = re.compile(r"read the notes (\d+) times")
 
 
 class WindowServer:
@@ -175,7 +177,16 @@ def reply(
 def _turn(chat: bool, tokens: int, messages: list[dict[str, Any]]) -> dict[str, Any]:
     last = messages[-1]
     question = last.get("content") if last.get("role") == "user" else None
-    if not isinstance(question, str):  # a tool's result: the answer after reading
+    if not isinstance(question, str):  # a tool's result: read again, or answer
+        asked = next(
+            m["content"]
+            for m in reversed(messages)
+            if m["role"] == "user" and isinstance(m["content"], str)
+        )
+        times = TIMES.search(asked)
+        done = len(messages) - max(i for i, m in enumerate(messages) if m["content"] == asked)
+        if times and done < 2 * int(times.group(1)):  # a use and its result per reading
+            return reply(chat, tokens, use="read_notes", n=len(messages))
         return reply(chat, tokens, text="Read the notes.")
     if "code word" in question and "?" in question:
         found = CODE_WORD.findall(json.dumps(messages))
