@@ -16,6 +16,7 @@ _PUBLIC = {
     "ConfigError": ".errors",
     "ContextTooLong": ".errors",
     "Hooks": ".turn.hooks",
+    "Limits": ".usage",
     "LocalHooks": ".turn.hooks",
     "Outcome": ".outcomes",
     "ProviderError": ".errors",
@@ -71,7 +72,7 @@ if TYPE_CHECKING:
     from .turn.hooks import Hooks, LocalHooks
     from .turn.loop import TurnResult, run_turn
     from .turn.setting import TurnSetting
-    from .usage import Usage
+    from .usage import Limits, Usage
     from .wire import Reply, ToolResult, ToolSpec, ToolUse
 
 
@@ -106,6 +107,7 @@ __all__ = [
     "ConfigError",
     "ContextTooLong",
     "Hooks",
+    "Limits",
     "LocalHooks",
     "Outcome",
     "ProviderError",

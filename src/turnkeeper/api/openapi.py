@@ -204,6 +204,31 @@ class Busy(BaseModel):
     turn_id: str | None = Field(description="The turn that is not done yet.")
 
 
+class Limited(BaseModel):
+    """`429`: over a limit (docs/design.md §13); `Retry-After` says when to ask again."""
+
+    error: str = Field(description="The limit's text in the reader's language.")
+    key: Literal["limits.turns_per_minute", "limits.tokens_per_day", "limits.cost_per_day"]
+    retry_after: int = Field(ge=1, description="Whole seconds, as the `Retry-After` header.")
+
+
+class LimitUse(BaseModel):
+    used: float = Field(ge=0)
+    limit: float | None = Field(description="The caller's limit, or null: none.")
+    resets_in: int | None = Field(description="Whole seconds until it resets (null: nothing to).")
+    resets_at: str | None = Field(description="When it resets (ISO 8601, UTC), or null.")
+
+
+class UsageToday(BaseModel):
+    """`GET /api/usage`: the signed-in caller's usage and limits (a UTC day's, the last
+    minute's turns)."""
+
+    day: str = Field(description="The UTC day, YYYY-MM-DD.")
+    turns_per_minute: LimitUse
+    tokens_per_day: LimitUse
+    cost_per_day: LimitUse = Field(description="US dollars.")
+
+
 MODELS: tuple[type[BaseModel], ...] = (
     Error,
     Created,
@@ -216,6 +241,8 @@ MODELS: tuple[type[BaseModel], ...] = (
     Busy,
     Conversations,
     About,
+    Limited,
+    UsageToday,
 )
 BEARER: list[dict[str, list[str]]] = [{"bearer": []}]
 _PROTOCOL: dict[str, Any] = {"type": "object"}
@@ -289,6 +316,11 @@ LIMIT = {
     "schema": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE},
 }
 
+_LIMITED = {
+    **_answer("over a limit: nothing was queued", Limited),
+    "headers": {"Retry-After": {"schema": {"type": "integer", "minimum": 1}}},
+}
+
 PATHS: dict[str, Any] = {
     "/api/conversations": {
         "post": {
@@ -322,6 +354,7 @@ PATHS: dict[str, Any] = {
                 "202": _answer("queued", Queued),
                 **_errors(400, 401, 404, 413, 415, 503),
                 "409": _answer("a turn of the conversation is not done yet", Busy),
+                "429": _LIMITED,
             },
         }
     },
@@ -390,6 +423,7 @@ PATHS: dict[str, Any] = {
             "responses": {
                 "200": _STREAM,
                 **_errors(400, 401, 404, 409, 413, 415, 503),
+                "429": _LIMITED,
             },
         }
     },
@@ -408,6 +442,7 @@ PATHS: dict[str, Any] = {
             "responses": {
                 "200": _STREAM,
                 **_errors(400, 401, 404, 409, 413, 415, 503),
+                "429": _LIMITED,
             },
         }
     },
@@ -422,6 +457,13 @@ PATHS: dict[str, Any] = {
                 "204": _answer("no turn is active"),
                 **_errors(401, 404),
             },
+        }
+    },
+    "/api/usage": {
+        "get": {
+            "summary": "The signed-in caller's usage today and their limits, and when each "
+            "resets (404 without sign-in).",
+            "responses": {"200": _answer("usage", UsageToday), **_errors(401, 404)},
         }
     },
     "/assistant.json": {

@@ -1,4 +1,4 @@
-"""The command line: `demo`, `run`, `replay`, `trace`, `serve`, `worker`.
+"""The command line: `demo`, `run`, `replay`, `trace`, `serve`, `worker`, `usage`.
 
 Exit codes: 0 when the command did its work (for `run` and `demo`: the turn
 finished), 1 when a replay differs from its trace or a turn failed or hit a cap,
@@ -22,6 +22,7 @@ from .options import _Parser, add_price_option, directory
 from .run import _add_run_command, cmd_demo, cmd_run
 from .serving import _add_serving_commands, cmd_serve, cmd_worker
 from .traces import cmd_replay, cmd_trace
+from .usage import add_usage_command, cmd_usage
 
 DESCRIPTION = (
     "turnkeeper runs LLM agent turns the way production needs them run: one turn from "
@@ -61,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_price_option(show)
     _add_serving_commands(commands)
+    add_usage_command(commands)
     return parser
 
 
@@ -89,4 +91,5 @@ COMMANDS = {
     "trace": cmd_trace,
     "serve": cmd_serve,
     "worker": cmd_worker,
+    "usage": cmd_usage,
 }

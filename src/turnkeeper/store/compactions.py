@@ -12,7 +12,7 @@ history's, whole.
 from __future__ import annotations
 
 from ..wire import Message
-from .dialect import All, Dialect, Exec, One, Steps
+from .dialect import All, Dialect, Exec, Executor, One, Steps
 from .records import Compacted
 
 TABLE = """
@@ -36,9 +36,22 @@ NEWEST = "SELECT record FROM compactions WHERE conversation_id = ? ORDER BY n DE
 HISTORY = "SELECT body FROM messages WHERE conversation_id = ? ORDER BY seq"
 
 
-def added(dialect: Dialect, turn_id: str, record: Compacted) -> Steps[None]:
-    """Insert the record the turn `turn_id` made (inside its write's transaction)."""
-    yield Exec(dialect.sql(ADD), (dialect.json(record.to_json()), turn_id))
+def added(dialect: Dialect, turn_id: str, record: Compacted | None) -> Steps[None]:
+    """Insert the record the turn `turn_id` made, if it made one (inside its write's
+    transaction)."""
+    if record is not None:
+        yield Exec(dialect.sql(ADD), (dialect.json(record.to_json()), turn_id))
+
+
+class Reads:
+    """The store's read of what a turn's requests are built from (`sql.SqlStore` has it)."""
+
+    dialect: Dialect
+    executor: Executor
+
+    async def context(self, conversation_id: str) -> tuple[list[Message], Compacted | None]:
+        """The conversation's history, oldest first, and its newest compaction record."""
+        return await self.executor.read(lambda: context(self.dialect, conversation_id))
 
 
 def context(

@@ -19,9 +19,9 @@ from typing import Any, Protocol
 from .. import state as published
 from ..outcomes import TurnStatus
 from ..state import PublishedState
-from ..usage import Usage
+from ..usage import Charge, Ledger, Limits, Usage
 from ..wire import Message
-from . import compactions
+from . import compactions, ledger
 from . import events as log
 from .base import (
     ALL,
@@ -38,7 +38,6 @@ from .cancellations import Cancellations
 from .dialect import All, Dialect, Exec, Executor, Many, One, Steps, Write
 from .records import (
     Checkpoint,
-    Compacted,
     ConversationSummary,
     Ended,
     Guard,
@@ -61,7 +60,7 @@ class Companion(Protocol):
     async def close(self) -> None: ...
 
 
-class SqlStore:
+class SqlStore(compactions.Reads):
     """The store over one dialect and one executor (see the module's docstring)."""
 
     def __init__(
@@ -129,11 +128,19 @@ class SqlStore:
         return [ConversationSummary(*row) for row in rows]
 
     async def create_turn(
-        self, conversation_id: str, question: str, *, user: str | None = None, locale: str = "en"
+        self,
+        conversation_id: str,
+        question: str,
+        *,
+        user: str | None = None,
+        locale: str = "en",
+        limits: Limits | None = None,
     ) -> Turn:
         turn_id, sql, d = new_id("t"), self.sql, self.dialect
 
         def steps() -> Steps[Turn]:
+            if limits is not None:
+                yield from ledger.admit(d, user, limits)
             (offset,) = yield One(sql.offset, (conversation_id,))
             first = published.queued(turn_id, conversation_id, question, int(offset))
             usage = d.jsonb(first.usage.as_dict())
@@ -215,9 +222,6 @@ class SqlStore:
         load = self.dialect.load
         return [load(b) for (b,) in rows]
 
-    async def context(self, conversation_id: str) -> tuple[list[Message], Compacted | None]:
-        return await self.executor.read(lambda: compactions.context(self.dialect, conversation_id))
-
     async def queued(self, older_than: float = 0.0) -> list[str]:
         rows = await self._all(self.sql.queued, (older_than,))
         return [str(t) for (t,) in rows]
@@ -241,46 +245,68 @@ class SqlStore:
     async def wait_cancel(self, turn_id: str) -> None:
         await self.cancellations.wait(turn_id, lambda: self.cancel_requested(turn_id))
 
-    async def record_usage(self, turn_id: str, fence: int, usage: Usage) -> None:
+    async def record_usage(
+        self, turn_id: str, fence: int, usage: Usage, charge: Charge | None = None
+    ) -> None:
+        if charge is not None:
+            await ledger.record_usage(self.dialect, self.executor, turn_id, fence, usage, charge)
+            return
         params = (self.dialect.jsonb(usage.as_dict()), turn_id, fence)
         statement = Exec(self.sql.record_usage, params)
         if await self.executor.write(statement, one=True, turn=True) != 1:
             raise refused(turn_id, fence)
 
-    async def publish(self, turn_id: str, fence: int, state: PublishedState) -> None:
-        await self._write(Write.PUBLISH, turn_id, fence, state, None)
+    async def publish(
+        self, turn_id: str, fence: int, state: PublishedState, charge: Charge | None = None
+    ) -> None:
+        await self._write(Write.PUBLISH, turn_id, fence, state, None, charge)
 
-    async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> bool:
-        return await self._write(Write.CHECKPOINT, turn_id, fence, checkpoint.state, checkpoint)
+    async def checkpoint(
+        self, turn_id: str, fence: int, checkpoint: Checkpoint, charge: Charge | None = None
+    ) -> bool:
+        state = checkpoint.state
+        return await self._write(Write.CHECKPOINT, turn_id, fence, state, checkpoint, charge)
 
-    async def finish(self, turn_id: str, fence: int, final: Checkpoint) -> None:
-        await self._write(Write.FINISH, turn_id, fence, final.state, final)
+    async def finish(
+        self, turn_id: str, fence: int, final: Checkpoint, charge: Charge | None = None
+    ) -> None:
+        await self._write(Write.FINISH, turn_id, fence, final.state, final, charge)
 
     def _write(
-        self, kind: Write, turn_id: str, fence: int, state: PublishedState, cp: Checkpoint | None
+        self,
+        kind: Write,
+        turn_id: str,
+        fence: int,
+        state: PublishedState,
+        cp: Checkpoint | None,
+        charge: Charge | None,
     ) -> Awaitable[bool]:
         """The dialect's fast write path, as a turn's write (an awaitable of the cancel flag);
-        with the checkpoint's events and compaction record, if it has any, in the same
-        transaction."""
+        with the checkpoint's events, compaction record and charge, in the same transaction."""
         if cp is not None and (cp.events or cp.compacted is not None):
-            return self._write_with_events(kind, turn_id, fence, state, cp)
-        program = self.dialect.write(kind, turn_id, fence, state, cp, True)
+            return self._write_with_events(kind, turn_id, fence, state, cp, charge)
+        program = self.dialect.write(kind, turn_id, fence, state, cp, True, charge)
         one = self.dialect.one_statement_write
         return self.executor.write(program, one=one, turn=True)
 
     async def _write_with_events(
-        self, kind: Write, turn_id: str, fence: int, state: PublishedState, cp: Checkpoint
+        self,
+        kind: Write,
+        turn_id: str,
+        fence: int,
+        state: PublishedState,
+        cp: Checkpoint,
+        charge: Charge | None,
     ) -> bool:
         """A write and its events in one transaction (none of it if the write is refused);
         the turn's subscribers woken once it is committed."""
-        write = self.dialect.write(kind, turn_id, fence, state, cp, False)
+        write = self.dialect.write(kind, turn_id, fence, state, cp, False, charge)
 
         def steps() -> Steps[bool]:
             cancel = yield from write()
             if cp.events:
                 yield from self._append(turn_id, cp.events)
-            if cp.compacted is not None:
-                yield from compactions.added(self.dialect, turn_id, cp.compacted)
+            yield from compactions.added(self.dialect, turn_id, cp.compacted)
             return cancel
 
         cancel: bool = await self.executor.write(steps, turn=True)
@@ -384,7 +410,9 @@ class SqlStore:
         taken = Taken(recovery, record, bool(cancel), streamed)
         final = close(taken)
         fence = recovery.fence
-        yield from self.dialect.write(Write.FINISH, turn_id, fence, final.state, final, False)()
+        yield from self.dialect.write(
+            Write.FINISH, turn_id, fence, final.state, final, False, None
+        )()
         if final.events:
             yield from self._append(turn_id, final.events)
         return Ended(taken, final)
@@ -434,7 +462,7 @@ class SqlStore:
         events: Sequence[NewEvent] = (),
     ) -> None:
         d = self.dialect
-        publish = d.write(Write.PUBLISH, turn_id, fence, state, None, False)
+        publish = d.write(Write.PUBLISH, turn_id, fence, state, None, False, None)
 
         def steps() -> Steps[None]:
             yield from publish()
@@ -451,6 +479,11 @@ class SqlStore:
     async def waiting(self, older_than: float) -> list[str]:
         rows = await self._all(self.sql.waiting, (older_than,))
         return [str(t) for (t,) in rows]
+
+    # ---- the ledger (ledger.py) ----------------------------------------------
+
+    async def ledger(self, user: str | None, day: str, window: float = 60.0) -> Ledger:
+        return await ledger.ledger(self.dialect, self.executor, user, day, window)
 
     # ---- the statements' shapes ----------------------------------------------
 

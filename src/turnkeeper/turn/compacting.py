@@ -20,18 +20,19 @@ from functools import partial
 from typing import Protocol
 
 from ..budget import Budget
-from ..errors import ContextTooLong, ProviderError
-from ..outcomes import Outcome, Stop
+from ..errors import ContextTooLong, ProviderError, ProviderUnavailable
+from ..outcomes import Stop
 from ..providers import Provider
 from ..store.records import EventType
 from ..usage import Usage
 from ..wire import Message, ToolSpec
 from .call_log import CallLog
 from .clock import TurnClock
-from .compaction import Compaction
-from .context import Window
+from .compaction import DEFAULT, Compaction
 from .events import Emitter
 from .model_call import CallRoom, Priced
+
+__all__ = ["DEFAULT", "Compaction"]  # the loop's names of compaction's settings, from here
 
 COMPACTED = "activity.compacted"
 """The caption of a turn that compacted: "Summarised the earlier conversation"."""
@@ -41,7 +42,6 @@ class Compacting(Protocol):
     """What of the turn compaction reads and changes (the loop's `_Turn`)."""
 
     history: list[Message]
-    window: Window
     room: CallRoom
     provider: Provider
     usage: Usage
@@ -57,16 +57,23 @@ class Compacting(Protocol):
         ...
 
 
-async def before(turn: Compacting, tools: Sequence[ToolSpec]) -> None:
-    """Before a model call: compact the request first if it would pass the trigger."""
-    window = turn.window
-    if window.on and window.over(turn.history, tools):
-        await compact(turn)
+async def before(turn: Compacting, tools: Sequence[ToolSpec], timeout: float) -> float:
+    """Before a model call: compact the request first if it would pass the trigger. The
+    call's timeout, less what the summary took (none left: the turn's time is up)."""
+    window = turn.room.window
+    if not (window.on and window.over(turn.history, tools)) or not await compact(turn):
+        return timeout
+    left = turn.budget.timeout_for_call(turn.deadline - turn.clock.now())
+    if left is None:
+        out_of_time = ProviderUnavailable("too little time left for the call after compacting")
+        out_of_time.wait = 0.0  # the turn ends `time_limit` (errors.py)
+        raise out_of_time
+    return min(timeout, left)
 
 
 async def compact(turn: Compacting, *, forced: bool = False) -> bool:
     """Compact the turn's next request; whether anything was (then the turn is told)."""
-    shrunk = await turn.window.compact(turn.history, partial(_summary, turn), forced=forced)
+    shrunk = await turn.room.window.compact(turn.history, partial(_summary, turn), forced=forced)
     if shrunk is None:
         return False
     turn.log.compacted(str(shrunk))
@@ -87,7 +94,7 @@ async def _summary(turn: Compacting, asked: str) -> str | None:
     timeout = turn.budget.timeout_for_call(turn.deadline - turn.clock.now())
     if timeout is None:
         return None
-    settings = turn.window.settings
+    settings = turn.room.window.settings
     via = summariser(turn.provider, None if settings is None else settings.model)
     try:
         called = await turn.room.call([via.user_message(asked)], (), timeout, via=via)
@@ -96,7 +103,7 @@ async def _summary(turn: Compacting, asked: str) -> str | None:
     if called is None:
         return None
     turn.usage.add(called.usage)
-    turn.window.calls += 1
+    turn.room.window.calls += 1
     turn.log.decided("compaction", COMPACTED)
     return called.reply.text.strip() or None
 
@@ -129,8 +136,10 @@ async def sent(
     timeout: float,
     on_text: Callable[[str], None] | None,
 ) -> Priced | None:
-    """The loop's model call, of the request built from the compaction record; refused
-    for its size, compacted and sent once more."""
+    """The loop's model call, of the request built from the compaction record (compacted
+    first if it must be); refused for its size, compacted and sent once more. The window
+    learns what the call that answered sent."""
+    timeout = await before(turn, tools, timeout)
     called = await _recovering(turn, tools, timeout, on_text)
     if isinstance(called, _Again):
         left = turn.budget.timeout_for_call(turn.deadline - turn.clock.now())
@@ -138,8 +147,11 @@ async def sent(
             return called.give_up()
         if called.called is not None:  # billed, not an iteration: the loop never sees it
             turn.usage.add(called.called.usage)
-            turn.window.calls += 1
-        return await turn.room.call(turn.window.request(turn.history), tools, left, on_text)
+            turn.room.window.calls += 1
+        request = turn.room.window.request(turn.history)
+        called = await turn.room.call(request, tools, left, on_text)
+    if called is not None:
+        turn.room.window.seen(called.usage, len(turn.history) + called.reply.keep)
     return called
 
 
@@ -149,29 +161,25 @@ async def _recovering(
     timeout: float,
     on_text: Callable[[str], None] | None,
 ) -> Priced | _Again | None:
-    request = turn.window.request(turn.history)
+    request = turn.room.window.request(turn.history)
     try:
         called = await turn.room.call(request, tools, timeout, on_text)
     except ContextTooLong as refused:
-        if not turn.window.on:
+        if not turn.room.window.on:
             raise
-        stated = [w for w in (refused.window, turn.window.size) if w is not None]
-        turn.window.size = min(stated, default=None)  # the API's word, or a smaller one given
+        stated = [w for w in (refused.window, turn.room.window.size) if w is not None]
+        turn.room.window.size = min(stated, default=None)  # the API's, or a smaller one given
         if not await compact(turn, forced=True):
             raise
         return _Again(refused, None)
-    if called is None or called.reply.stop is not Stop.CONTEXT_EXCEEDED or not turn.window.on:
+    if called is None or called.reply.stop is not Stop.CONTEXT_EXCEEDED:
+        return called
+    if not turn.room.window.on:
         return called
     turn.log.decided("compaction", None)
     if not await compact(turn, forced=True):
         return called
     return _Again(None, called)
-
-
-def failed(error: ProviderError) -> Outcome:
-    """How a turn whose call failed with `error` ends: `context_exceeded` for a refusal for
-    size (compacting did not help, or is off), else `failed`."""
-    return Outcome.CONTEXT_EXCEEDED if isinstance(error, ContextTooLong) else Outcome.FAILED
 
 
 class _Again:

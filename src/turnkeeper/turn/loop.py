@@ -43,8 +43,6 @@ from .activity import caption
 from .approvals import Resume
 from .call_log import CallLog
 from .clock import TurnClock
-from .compaction import DEFAULT, Compaction
-from .context import Window
 from .events import Emitter
 from .hooks import Hooks, LocalHooks
 from .model_call import CallRoom
@@ -84,7 +82,7 @@ async def run_turn(
     hooks: Hooks | None = None,
     watcher: Watcher | None = None,
     setting: TurnSetting | None = None,
-    compaction: Compaction | None = DEFAULT,
+    compaction: compacting.Compaction | None = compacting.DEFAULT,
 ) -> TurnResult:
     """Run one turn of `question` after `history`; never raises for what the model or tools do.
 
@@ -98,7 +96,6 @@ async def run_turn(
     watch = watch_turn(watcher, provider, first, question)
     usage, clock = go_on.usage_so_far(), TurnClock(given.clock)
     log = CallLog(earlier=usage.iterations, resumed=go_on.why)
-    room = CallRoom(provider, clock, StopRace(hooks.wait_stop), log, watch)
     turn = _Turn(
         provider=provider,
         toolset=watched_tools(toolset or NoTools(), watch),
@@ -107,14 +104,15 @@ async def run_turn(
         events=Emitter(hooks),
         clock=clock,
         log=log,
-        room=room,
+        room=CallRoom(
+            provider, clock, StopRace(hooks.wait_stop), log, watch, compaction, given.compacted
+        ),
         activities=given.activities,
         history=list(history),
         state=first,
         usage=usage,
         resume=go_on,
         pending=go_on.uses,
-        window=Window(compaction, given.compacted, provider.wire, room.described),
     )
     with running(given.context):
         await turn.run(question)
@@ -132,7 +130,6 @@ class _Turn:
     provider: Provider
     toolset: Toolset
     budget: Budget
-    window: Window
     hooks: Hooks
     events: Emitter
     """The turn's events on their way to the hooks (events.py)."""
@@ -176,10 +173,9 @@ class _Turn:
             async with backstop:
                 tools = await self.toolset.list_tools()
                 while True:
-                    if self.room.race.checked(await self.hooks.should_stop()):
-                        self.end(Outcome.STOPPED)
+                    if await self.must_end():
                         break
-                    await self.before_call(tools)
+                    await self.answer_resumed()
                     timeout = self.budget.timeout_for_call(self.deadline - self.clock.now())
                     if timeout is None:
                         self.end(Outcome.TIME_LIMIT, "too little time left to start a model call")
@@ -193,7 +189,7 @@ class _Turn:
                         self.end_on(reply, outcome)
                         break
                     self.show(reply)
-                    if self.usage.iterations - self.window.calls >= self.budget.max_iterations:
+                    if self.usage.iterations - self.room.window.calls >= self.budget.max_iterations:
                         self.end(Outcome.ITERATION_LIMIT, "the model wanted another step")
                         break
                     if reply.tool_uses:
@@ -216,19 +212,28 @@ class _Turn:
 
     # ---- the model call -------------------------------------------------
 
+    async def must_end(self) -> bool:
+        """Before every model call: the reader asked to stop, or the day's limit is used up."""
+        if self.room.race.checked(await self.hooks.should_stop()):
+            self.end(Outcome.STOPPED)
+            return True
+        if (limit := self.hooks.limit_reached()) is not None:
+            self.end(Outcome.LIMIT_REACHED, f"{limit} is used up")
+            return True
+        return False
+
     async def call(self, tools: Sequence[ToolSpec], timeout: float) -> Reply | None:
         """One model call, raced against a stop; None, the turn ended, on failure or stop."""
         self.events.begin(events.next_bubble(self.state))
         try:
             called = await compacting.sent(self, tools, timeout, self.events.text)
         except ProviderError as error:
-            self.end(compacting.failed(error), str(error), key=error.key, details=error.describe())
+            self.end(Outcome(error.outcome), str(error), key=error.notice, details=error.describe())
             return None
         if called is None:  # a stop aborted the call: nothing to append, no usage to count
             self.end(Outcome.STOPPED)
             return None
         self.usage.add(called.usage)
-        self.window.seen(called.usage, len(self.history) + called.reply.keep)
         if called.reply.tool_uses:  # else the next write, made at once, carries the usage
             await self.hooks.record_usage(self.usage)
         return called.reply
@@ -255,14 +260,14 @@ class _Turn:
             return await self.tools.ran(uses, timeout)
         return await tool_round.waiting(self.tools, self.resume, uses, timeout, self.activities)
 
-    async def before_call(self, tools: Sequence[ToolSpec]) -> None:
+    async def answer_resumed(self) -> None:
         """A resumed turn first answers the uses its last response left, unless a stop came;
-        then the request is compacted if it would pass the window's trigger (context.py)."""
-        if self.resume.uses and not self.log.made:  # not answered before this job's first call
-            left = self.budget.timeout_for_tools(self.deadline - self.clock.now())
-            self.applied(await tool_round.resumed(self.tools, self.resume, left))
-            await self.iteration_done()
-        await compacting.before(self, tools)
+        then the next call."""
+        if not self.resume.uses or self.log.made:  # answered before this job's first call
+            return
+        left = self.budget.timeout_for_tools(self.deadline - self.clock.now())
+        self.applied(await tool_round.resumed(self.tools, self.resume, left))
+        await self.iteration_done()
 
     def applied(self, done: Round) -> bool:
         """Apply a round of tools; True: the turn stops working to wait for a person."""
@@ -307,7 +312,7 @@ class _Turn:
             usage=self.usage.copy(),
             calls=self.log.since(calls),
             events=emitted,
-            compacted=self.window.written(),
+            compacted=self.room.window.written(),
         )
 
     # ---- how the turn ends ---------------------------------------------
@@ -371,13 +376,8 @@ class _Turn:
 
     def result(self, question: str) -> TurnResult:
         outcome = None if self.ending is None else self.ending.outcome
-        return TurnResult(
-            outcome=outcome,
-            state=self.state,
-            history=self.history,
-            usage=self.usage,
-            record=partial(self.traced, question, outcome or Status.WAITING),
-        )
+        record = partial(self.traced, question, outcome or Status.WAITING)
+        return TurnResult(outcome, self.state, self.history, self.usage, record)
 
     def traced(self, question: str, outcome: Outcome | Status) -> Trace:
         return Trace(
@@ -389,7 +389,7 @@ class _Turn:
             budget=self.budget,
             calls=self.log.records,
             clock=self.clock.offsets(),
-            request={**self.provider.describe(), **self.window.traced()},
+            request={**self.provider.describe(), **self.room.window.traced()},
             turn_id=self.state.turn_id,
             usage=self.usage,
             state=self.state,

@@ -26,10 +26,13 @@ from ..observe import prices
 from ..observe.watched import CallEnd
 from ..observe.watchers import UNWATCHED, TurnWatch
 from ..providers import Provider, takes_text
+from ..store.records import Compacted
 from ..usage import Usage
 from ..wire import Message, Reply, ToolSpec
 from .call_log import Called, CallLog
 from .clock import TurnClock
+from .compaction import Compaction
+from .context import Window
 from .stop_race import StopRace
 
 
@@ -53,6 +56,8 @@ class CallRoom:
         race: StopRace,
         log: CallLog,
         watch: TurnWatch = UNWATCHED,
+        compaction: Compaction | None = None,
+        compacted: Compacted | None = None,
     ) -> None:
         self.provider = provider
         self.clock = clock
@@ -60,8 +65,7 @@ class CallRoom:
         self.log = log
         self.watch = watch
         """Told of every model call as it starts and ends (spans, metrics)."""
-        self.described = described = provider.describe()
-        """The provider's description, read once per turn (the window reads its model)."""
+        described = provider.describe()
         self.requested: str | None = described.get("model")
         """The model requested, as the provider describes itself."""
         self.cache_ttl = "1h" if described.get("prompt_cache") == "1h" else "5m"
@@ -70,6 +74,9 @@ class CallRoom:
         """The provider hands each piece of answer text to an `on_text` callback."""
         self._pieces: _Pieces | None = None
         """The text the call in flight streamed."""
+        self.window = Window(compaction, compacted, provider.wire, described)
+        """Builds each call's request inside the model's context window from `compacted`,
+        the conversation's compaction record (context.py; `compaction` None: off)."""
 
     async def call(
         self,

@@ -14,8 +14,10 @@ from typing import Any
 
 from ..errors import ConfigError, ProviderFailed, provider_error_from
 from ..observe.report import Report
+from ..outcomes import Outcome
 from ..providers import TextSink, wire_format
 from ..store.records import Compacted, ModelCall
+from ..usage import TOKENS_PER_DAY
 from ..wire import Message, Reply, ToolResult, ToolSpec, ToolUse, WireFormat
 from .approvals import Resume
 from .compaction import Compaction
@@ -52,6 +54,10 @@ class ReplayProvider:
         if call.error is not None:
             raise provider_error_from(call.error)
         return self.wire.parse_reply(call.response)
+
+    def calls_left(self) -> int:
+        """How many recorded calls are not answered yet."""
+        return len(self._calls)
 
     def user_message(self, text: str) -> Message:
         return self.wire.user_message(text)
@@ -93,16 +99,25 @@ class ReplayClock:
 
 class ReplayHooks(LocalHooks):
     """Says stop at the same check the recorded turn saw its cancel flag, and during the
-    call a stop aborted (`stop()`, from the `ReplayProvider`)."""
+    call a stop aborted (`stop()`, from the `ReplayProvider`); says a day's limit is used
+    up at the check after the last recorded call of a turn that ended `limit_reached`
+    (once `calls_left()` says none is left: a check is made before a loop's call, not
+    before a summary's or a refused call's second sending)."""
 
-    def __init__(self, stopped_at_check: int | None) -> None:
+    def __init__(self, stopped_at_check: int | None, limited: bool = False) -> None:
         super().__init__(reporter=_quiet)
         self._stop_at = stopped_at_check
+        self._limited = limited
         self._checks = 0
+        self.calls_left: Callable[[], int] = lambda: 1
+        """How many recorded calls the replay has not answered yet."""
 
     async def should_stop(self) -> bool:
         self._checks += 1
         return self._checks == self._stop_at
+
+    def limit_reached(self) -> str | None:
+        return TOKENS_PER_DAY if self._limited and self.calls_left() == 0 else None
 
 
 def _quiet(report: Report) -> None:
@@ -114,10 +129,12 @@ async def replay(trace: Trace) -> TurnResult:
     wire = wire_format(trace.wire)
     compaction, compacted = _compaction(trace)
     names = sorted({n for call in trace.calls for n in call.tools or ()})
-    hooks = ReplayHooks(trace.stopped_at_check)
+    hooks = ReplayHooks(trace.stopped_at_check, trace.outcome is Outcome.LIMIT_REACHED)
+    provider = ReplayProvider(trace, wire, hooks.stop)
+    hooks.calls_left = provider.calls_left
     return await run_turn(
         trace.question,
-        provider=ReplayProvider(trace, wire, hooks.stop),
+        provider=provider,
         toolset=ReplayTools(wire.recorded_results(trace.history), names),
         history=trace.history[: trace.prior],
         budget=trace.budget,
