@@ -394,3 +394,25 @@ async def test_a_turn_whose_own_tool_results_outgrow_the_window_clears_them_and_
     assert fake.refused == 0
     assert any("cleared" in (c.compacted or "") for c in result.trace.calls)
     assert fake.summaries == 0, "nothing before the turn to summarise"
+
+
+async def test_a_summary_that_leaves_no_time_for_its_call_ends_the_turn_time_limit() -> None:
+    now = [0.0]
+
+    class Slow(ScriptedProvider):
+        async def complete(self, history: Sequence[Message], *args: Any, **kwargs: Any) -> Any:
+            if str(history[0]["content"]).startswith("You are compacting"):
+                now[0] += 179.0  # the summary takes nearly all of the turn's 180 s
+            return await super().complete(history, *args, **kwargs)
+
+    provider = Slow([scripts.answer("A summary."), scripts.answer("never sent")])
+    result = await run_turn(
+        "and now?",
+        provider=provider,
+        history=earlier_turns(4),
+        compaction=Compaction(window=100, at=0.5),
+        setting=TurnSetting(clock=lambda: now[0]),
+    )
+    assert result.outcome is Outcome.TIME_LIMIT
+    assert result.state.messages[-1].key == "errors.ai_time_limit"
+    assert len(provider.requests) == 1, "the call the summary was for is never sent"
