@@ -329,7 +329,8 @@ async def test_a_refusal_for_size_from_the_api_is_compacted_and_sent_again() -> 
         "finished",
     ]
     written = [c.compacted for c in hooks.checkpoints if c.compacted is not None]
-    assert written == [Compacted(reach=8, cleared=8, summary="Earlier: four questions.", turns=4)]
+    summarised = Compacted(8, 8, "Earlier: four questions.", turns=4, window=6000)
+    assert written == [summarised], "the window the refusal stated is kept for the next turns"
     assert "activity.compacted" in [s.activity for s in hooks.published]
 
 

@@ -46,7 +46,7 @@ async def test_a_refused_write_keeps_no_record(store: Store) -> None:
 
 
 def test_a_record_reads_back_what_it_wrote_and_nothing_malformed() -> None:
-    record = Compacted(reach=4, cleared=6, summary="notes", turns=2)
+    record = Compacted(reach=4, cleared=6, summary="notes", turns=2, window=6000)
     assert Compacted.from_json(record.to_json()) == record
     assert Compacted.from_json({"reach": -1, "cleared": "x", "summary": 3}) == Compacted()
     assert Compacted.from_json(None) == Compacted()

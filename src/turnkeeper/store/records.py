@@ -176,6 +176,9 @@ class Compacted:
     """The summary of the history's first `reach` messages (and of every summary before)."""
     turns: int = 0
     """How many turns the summary stands for."""
+    window: int | None = None
+    """The model's window as a refusal stated it (the next turns compact before it), if
+    one did."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -183,6 +186,7 @@ class Compacted:
             "cleared": self.cleared,
             "summary": self.summary,
             "turns": self.turns,
+            "window": self.window,
         }
 
     @classmethod
@@ -195,6 +199,7 @@ class Compacted:
             cleared=_whole(data.get("cleared")),
             summary=summary if isinstance(summary, str) else None,
             turns=_whole(data.get("turns")),
+            window=_whole(data.get("window")) or None,
         )
 
 

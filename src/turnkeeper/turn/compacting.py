@@ -167,8 +167,7 @@ async def _recovering(
     except ContextTooLong as refused:
         if not turn.room.window.on:
             raise
-        stated = [w for w in (refused.window, turn.room.window.size) if w is not None]
-        turn.room.window.size = min(stated, default=None)  # the API's, or a smaller one given
+        turn.room.window.refused(refused.window)
         if not await compact(turn, forced=True):
             raise
         return _Again(refused, None)

@@ -74,10 +74,13 @@ class Window:
         self.system = described.get("system")
         self.on_server = described.get("server_compaction") is not None
         """The provider compacts on its side (`strategy="server"`): none before a call here."""
-        self.size = None if settings is None else settings.window_for(described.get("model"))
-        """The window in tokens; None when unknown (or compaction is off)."""
         self.record = (record or Compacted()) if settings is not None else Compacted()
         """The record each request is built from (off: none, the whole history is sent)."""
+        self.stated = self.record.window
+        """The window a refusal stated, in this turn or an earlier one (each record keeps it)."""
+        model = described.get("model")
+        self.size = None if settings is None else _least(settings.window_for(model), self.stated)
+        """The window in tokens; None when unknown (or compaction is off)."""
         self.started = record
         """The record the turn started from (its trace keeps it)."""
         self.changed: Compacted | None = None
@@ -266,8 +269,14 @@ class Window:
         """The longest summary asked for: a tenth of the window, in words."""
         return max(200, min(2_000, int((self.size or UNKNOWN_WINDOW) / 10)))
 
+    def refused(self, stated: int | None) -> None:
+        """A refusal for size stated the window (or did not): it is the window from now on
+        (unless a smaller one was given), and the next record keeps it, so later turns
+        compact before it rather than be refused again."""
+        self.stated, self.size = _least(self.stated, stated), _least(self.size, stated)
+
     def _set(self, record: Compacted) -> None:
-        self.record = self.changed = record
+        self.record = self.changed = replace(record, window=self.stated)
         self.known = None  # the request changed: estimated anew from its characters
 
     def written(self) -> Compacted | None:
@@ -295,6 +304,10 @@ class Shrunk:
 
 def _counted(n: int, what: str) -> str:
     return f"{n} {what}{'s' * (n != 1)}"
+
+
+def _least(*windows: int | None) -> int | None:
+    return min([w for w in windows if w is not None], default=None)
 
 
 def _chars(messages: Sequence[Message]) -> int:
