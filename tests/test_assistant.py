@@ -14,7 +14,7 @@ import turnkeeper
 from tests.apps import orders
 from tests.scripts import answer, asks, tool_use
 from turnkeeper import Assistant, Budget, ConfigError, ToolContext, TurnSetting, tool
-from turnkeeper.assistant import load
+from turnkeeper.cli.loading import load
 from turnkeeper.i18n import Catalogs, accepted, locale_from_env, locale_tag
 from turnkeeper.providers.scripted import ScriptedProvider
 from turnkeeper.tools.functions import FunctionToolset

@@ -27,7 +27,7 @@ from tests.fake_model import FakeModelServer
 from tests.scripts import answer, asks, tool_use
 from tests.test_server import free_port, output, running, until_answers
 from tests.waiting import eventually
-from turnkeeper.assistant import load
+from turnkeeper.cli.loading import load
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 EXAMPLE = CHECKOUT / "examples" / "shop" / "shop.py"

@@ -21,11 +21,8 @@ connected; `check()` holds them to the same rules when a process starts.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import math
-import sys
-import traceback
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +42,7 @@ from .tools import CombinedToolset, Toolset
 from .tools.files import DEMO_ROOT, read_file_tool
 from .tools.functions import FunctionToolset, Tool, ToolFunction, function_tool
 from .turn.activity import ACTIVITIES
+from .turn.compaction import Compaction, compaction_of
 from .turn.resume import Resuming
 from .usage import Limits, LimitsSetting, check_setting
 from .wire import ToolSpec
@@ -118,6 +116,10 @@ class Assistant:
     """`Limits(turns_per_minute=, tokens_per_day=, cost_per_day=)` per signed-in user
     (without `authenticate`, for the whole assistant), or a function of the user giving
     theirs (tiers); None: no limits but the per-turn `budget`."""
+    compaction: Compaction | bool = field(default_factory=Compaction)
+    """Keeps a long conversation inside the model's context window: old tool results
+    cleared, older turns summarised (`Compaction(window=, at=, keep_turns=, model=)`); on by
+    default, `False` turns it off. The transcript and the stored history stay whole."""
 
     _functions: FunctionToolset = field(init=False, repr=False, compare=False)
     _toolsets: tuple[Toolset, ...] = field(init=False, repr=False, compare=False)
@@ -170,6 +172,11 @@ class Assistant:
                     f"assistant {self.name!r} has {what} for tools it does not have: "
                     f"{', '.join(unknown)} (its tools: {have})"
                 )
+
+    @property
+    def compacting(self) -> Compaction | None:
+        """The compaction the turns run with (None: turned off)."""
+        return compaction_of(self.compaction)
 
     @property
     def resuming(self) -> Resuming:
@@ -309,6 +316,7 @@ def _check_settings(a: Assistant) -> None:
     check_setting(a.limits)
     if isinstance(a.limits, Limits):
         check_priced(a.limits, a.model or _described_model(a.provider))
+    compaction_of(a.compaction)
     ttl_of(a.prompt_cache)
 
 
@@ -451,50 +459,3 @@ def _report_missing(catalogs: Catalogs, name: str) -> None:
     listed = "; ".join(f"{tag}: {', '.join(lacking)}" for tag, lacking in gaps if lacking)
     if listed:
         log.warning("assistant %r: these keys are shown in English: %s", name, listed)
-
-
-# ---- loading an assistant by its import string --------------------------------------
-
-
-def load(app: str, app_dir: str | Path | None = None) -> Assistant:
-    """The `Assistant` at `app` (`module:attribute`, the attribute dotted if nested),
-    imported as uvicorn imports an app: from the current folder, or `app_dir`.
-    `ConfigError` with one line saying what is wrong."""
-    module_name, colon, attribute = app.partition(":")
-    if not colon or not module_name or not attribute:
-        raise ConfigError(f"APP {app!r} must be written module:attribute, like myapp:assistant")
-    folder = str(Path(app_dir).resolve()) if app_dir is not None else ""
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    module = _imported(module_name)
-    value: Any = module
-    for part in attribute.split("."):
-        if not hasattr(value, part):
-            raise ConfigError(f"module {module_name!r} has no attribute {attribute!r}")
-        value = getattr(value, part)
-    if not isinstance(value, Assistant):
-        raise ConfigError(f"{app} is a {type(value).__name__}, not a turnkeeper.Assistant")
-    return value
-
-
-def _imported(module_name: str) -> Any:
-    try:
-        return importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        if e.name is not None and (module_name + ".").startswith(e.name + "."):
-            raise ConfigError(
-                f"no module named {module_name!r} (from {Path.cwd()}; --app-dir names another "
-                "folder)"
-            ) from None
-        raise ConfigError(f"importing {module_name!r} failed: {_where(e)}") from None
-    except ConfigError as e:
-        raise ConfigError(f"{module_name}: {e}") from None
-    except Exception as e:
-        raise ConfigError(f"importing {module_name!r} failed: {_where(e)}") from None
-
-
-def _where(e: BaseException) -> str:
-    """An exception and the line that raised it, in one line."""
-    frames = traceback.extract_tb(e.__traceback__)
-    at = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-    return f"{type(e).__name__}: {e}{at}"

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from turnkeeper.assistant import demo_assistant, load
+from turnkeeper.assistant import demo_assistant
+from turnkeeper.cli.loading import load
 from turnkeeper.providers.demo import DemoProvider, Where
 from turnkeeper.turn.loop import run_turn
 from turnkeeper.wire import ToolSpec

@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from ..assistant import Assistant, demo_assistant, load
+from ..assistant import Assistant, demo_assistant
 from ..credentials import redact_logs
 from ..errors import ConfigError, require_extra
 from ..observe import logs
@@ -18,6 +18,7 @@ from ..providers import Provider
 from ..providers.demo import Where
 from ..service import gc_policy
 from ..tools.files import DEMO_ROOT
+from .loading import load
 from .options import (
     add_mcp_options,
     add_price_option,

@@ -64,7 +64,7 @@ def _catalogs(args: argparse.Namespace) -> i18n.Catalogs:
         if getattr(args, "app_dir", None) is not None:
             raise ConfigError("--app-dir is where --app is imported from; name the APP too")
         return i18n.PROCESS
-    from ..assistant import load
+    from .loading import load
 
     return load(args.app, args.app_dir).catalogs
 

@@ -57,7 +57,7 @@ def _limits(args: argparse.Namespace) -> Limits:
         if args.app_dir is not None:
             raise ConfigError("--app-dir is where --app is imported from; name the APP too")
         return Limits()
-    from ..assistant import load
+    from .loading import load
 
     return limits_for(load(args.app, args.app_dir).limits, args.user) or Limits()
 

@@ -31,6 +31,7 @@ from ..store.records import Checkpoint, Fate, NewEvent, Owner, ResumeRecord
 from ..tools import NoTools, Toolset
 from ..turn import lifecycle
 from ..turn.activity import ACTIVITIES
+from ..turn.compaction import Compaction
 from ..turn.loop import run_turn
 from ..turn.resume import Resuming
 from ..turn.setting import TurnSetting
@@ -173,6 +174,8 @@ class TurnJob:
     limits: LimitsSetting = None
     """The assistant's `limits`: with any, every turn is metered (`MeteredHooks`), so each
     user's day is known (`GET /api/usage`) whatever their own limits; without, none is."""
+    compaction: Compaction | None = field(default_factory=Compaction)
+    """How the turns' requests are kept inside the model's context window (None: off)."""
     owner: Owner | None = None
     """The assistant this job serves: it claims only that assistant's turns (None: any)."""
     _leases: Leases = field(init=False, repr=False)
@@ -269,7 +272,7 @@ class TurnJob:
             limits = limits_for(self.limits, turn.user) or Limits()
             meter = Meter(limits, turn.user, start.state.usage)
             hooks = MeteredHooks(self.store, turn_id, hooks.fence, self.reporter, meter)
-        history = await self.store.history(turn.conversation_id)
+        history, compacted = await self.store.context(turn.conversation_id)
         # A turn queued again (after a wait or a crash) has published more than `queued`.
         record = await self.store.resume_record(turn_id) if start.state.version > 1 else None
         hooks.crash_resumes = 0 if record is None else record.resumes
@@ -291,7 +294,9 @@ class TurnJob:
                     locale=turn.locale,
                     resume=resume,
                     activities=self.activities,
+                    compacted=compacted,
                 ),
+                compaction=self.compaction,
             )
         except FenceLost:
             raise

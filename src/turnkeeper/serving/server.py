@@ -249,6 +249,7 @@ def _job(
         watcher=watchers(metrics),
         resuming=assistant.resuming,
         limits=assistant.limits,
+        compaction=assistant.compacting,
         owner=assistant.owner,
     )
 

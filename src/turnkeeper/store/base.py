@@ -23,9 +23,9 @@ from ..outcomes import TurnStatus
 from ..state import PublishedState
 from ..usage import Charge, Ledger, Limits, Usage
 from ..wire import Message
-from . import owned
 from .records import (
     Checkpoint,
+    Compacted,
     ConversationSummary,
     Ended,
     Fate,
@@ -216,6 +216,11 @@ class Store(Protocol):
 
     async def history(self, conversation_id: str) -> list[Message]:
         """The conversation's history in its wire format, oldest first."""
+        ...
+
+    async def context(self, conversation_id: str) -> tuple[list[Message], Compacted | None]:
+        """The conversation's history, oldest first, and its newest compaction record (None:
+        never compacted), read together: a turn's requests are built from both."""
         ...
 
     async def queued(self, older_than: float = 0.0, fingerprint: str | None = None) -> list[str]:
@@ -488,12 +493,3 @@ def recovered_state(
     """The state `take_over` hands back: stored JSON, its bubbles, the highest version."""
     state = PublishedState.from_json({**stored, "messages": bubbles})
     return replace(state, version=max(version, state.version))
-
-
-def turn_start(
-    row: Sequence[Any], stored: dict[str, Any], bubbles: list[Any], load: Callable[[Any], Any]
-) -> TurnStart:
-    """What `start` hands back: the turn from `row` (`START`'s columns but the state and its
-    count), and its stored state with its bubbles."""
-    turn = owned.turn_of((*row[:8], *row[10:]), load)
-    return TurnStart(turn, PublishedState.from_json({**stored, "messages": bubbles}))

@@ -1,5 +1,6 @@
 """What a turn needs travels with it (docs/design.md §8): the migration that gives each turn
-its assistant and fate, the columns a new turn writes of them, and a turn read back.
+its assistant and fate, the columns a new turn writes of them, and a turn read back
+(`turn_of`, and `turn_start`: a claimed turn with its state).
 
 The values are `records.Owner` and `records.Fate`; the store writes them with the turn
 (`create_turn`), claims by the owner's fingerprint, and hands them back with the turn.
@@ -10,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .records import Fate, Owner, Turn
+from ..state import PublishedState
+from .records import Fate, Owner, Turn, TurnStart
 
 OWNED = """
     ALTER TABLE turns ADD COLUMN assistant {text};
@@ -45,3 +47,17 @@ def turn_of(row: Sequence[Any], load: Callable[[Any], Any]) -> Turn:
         None if fingerprint is None else Owner(assistant, fingerprint),
         None if fate is None else Fate.from_json(dict(load(fate))),
     )  # fmt: skip
+
+
+def turn_start(
+    row: Sequence[Any], stored: dict[str, Any], bubbles: list[Any], load: Callable[[Any], Any]
+) -> TurnStart:
+    """What `start` hands back: the turn from `row` (`START`'s columns but the state and its
+    count), and its stored state with its bubbles."""
+    turn = turn_of((*row[:8], *row[10:]), load)
+    return TurnStart(turn, PublishedState.from_json({**stored, "messages": bubbles}))
+
+
+def owners(rows: Sequence[Sequence[Any]]) -> list[tuple[Owner, int]]:
+    """The `owners` statement's rows: each assistant and its turns not done."""
+    return [(Owner(str(a), str(f)), int(n)) for a, f, n in rows]

@@ -21,8 +21,8 @@ from ..outcomes import TurnStatus
 from ..state import PublishedState
 from ..usage import Charge, Ledger, Limits, Usage
 from ..wire import Message
+from . import compactions, ledger, owned
 from . import events as log
-from . import ledger, owned
 from .base import (
     ALL,
     Busy,
@@ -32,7 +32,6 @@ from .base import (
     recovered_state,
     refused,
     transcript_page,
-    turn_start,
 )
 from .cancellations import Cancellations
 from .dialect import All, Companion, Dialect, Exec, Executor, Many, One, Steps, Write
@@ -56,7 +55,7 @@ from .records import (
 from .statements import compiled
 
 
-class SqlStore:
+class SqlStore(compactions.Reads):
     """The store over one dialect and one executor (see the module's docstring)."""
 
     def __init__(
@@ -159,8 +158,7 @@ class SqlStore:
         return None if row is None else owned.turn_of(row, self.dialect.load)
 
     async def owners(self, fingerprint: str) -> list[tuple[Owner, int]]:
-        rows = await self._all(self.sql.owners, (fingerprint,))
-        return [(Owner(str(a), str(f)), int(n)) for a, f, n in rows]
+        return owned.owners(await self._all(self.sql.owners, (fingerprint,)))
 
     async def open_turn(self, conversation_id: str) -> str | None:
         row = await self._one(self.sql.open_turn, (conversation_id,))
@@ -172,7 +170,7 @@ class SqlStore:
             if row is None:
                 return None
             bubbles = yield from self._bubbles(turn_id, row[9])
-            return turn_start(row, self.dialect.load(row[8]), bubbles, self.dialect.load)
+            return owned.turn_start(row, self.dialect.load(row[8]), bubbles, self.dialect.load)
 
         return await self.executor.read(steps)
 
@@ -285,8 +283,8 @@ class SqlStore:
         charge: Charge | None,
     ) -> Awaitable[bool]:
         """The dialect's fast write path, as a turn's write (an awaitable of the cancel flag);
-        with the checkpoint's events, if it has any, and its charge, in the same transaction."""
-        if cp is not None and cp.events:
+        with the checkpoint's events, compaction record and charge, in the same transaction."""
+        if cp is not None and (cp.events or cp.compacted is not None):
             return self._write_with_events(kind, turn_id, fence, state, cp, charge)
         program = self.dialect.write(kind, turn_id, fence, state, cp, True, charge)
         one = self.dialect.one_statement_write
@@ -307,7 +305,9 @@ class SqlStore:
 
         def steps() -> Steps[bool]:
             cancel = yield from write()
-            yield from self._append(turn_id, cp.events)
+            if cp.events:
+                yield from self._append(turn_id, cp.events)
+            yield from compactions.added(self.dialect, turn_id, cp.compacted)
             return cancel
 
         cancel: bool = await self.executor.write(steps, turn=True)
