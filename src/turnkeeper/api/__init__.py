@@ -22,6 +22,7 @@ from ..observe.metrics import Metrics
 from ..service.queue import Queue
 from ..store import Store
 from . import widget
+from .controls import Controls
 from .errors import (
     ApiError,
     api_error,
@@ -64,8 +65,7 @@ def create_app(
     signed-in users. Pages of `cors_origins` may call it (none by default); `metrics` are
     the instruments its turns count into (`app.state.metrics`), served at `/metrics` only
     if `public_metrics`; pages of `frame_ancestors` may frame the chat (api/headers.py)."""
-    catalogs = catalogs or Catalogs()
-    routes = Routes(store, queue, catalogs=catalogs, authenticate=authenticate)
+    routes = Routes(store, queue, catalogs=catalogs or Catalogs(), authenticate=authenticate)
     metrics = metrics or Metrics()
     app = Starlette(
         routes=[
@@ -80,7 +80,8 @@ def create_app(
                 "/api/conversations/{conversation_id}/turns", routes.create_turn, methods=["POST"]
             ),
             *Protocols(routes).endpoints(),
-            *widget.routes(name, catalogs, users=authenticate is not None),
+            *Controls(routes, metrics).endpoints(),
+            *widget.routes(name, routes.catalogs, users=authenticate is not None),
             Route("/openapi.json", openapi),
             *([Route("/metrics", exposition(store, metrics))] if public_metrics else []),
         ],
@@ -115,7 +116,7 @@ def _cors(origins: Sequence[str]) -> list[Middleware]:
         Middleware(
             JsonCORSMiddleware,
             allow_origins=list(origins),
-            allow_methods=["GET", "POST"],
+            allow_methods=["GET", "POST", "PATCH", "DELETE"],
             allow_headers=["authorization", "content-type"],
             expose_headers=[TOKEN_HEADER, TURN_HEADER],
         )

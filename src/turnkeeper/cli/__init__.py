@@ -1,4 +1,5 @@
-"""The command line: `demo`, `run`, `replay`, `trace`, `serve`, `worker`.
+"""The command line: `demo`, `run`, `replay`, `trace`, `serve`, `worker`, `conversations`,
+`feedback`.
 
 Exit codes: 0 when the command did its work (for `run` and `demo`: the turn
 finished), 1 when a replay differs from its trace or a turn failed or hit a cap,
@@ -18,6 +19,7 @@ from pathlib import Path
 from .. import __version__
 from ..credentials import redact_text
 from ..errors import ConfigError
+from .manage import add_commands, cmd_conversations, cmd_feedback
 from .options import _Parser, add_price_option, directory
 from .run import _add_run_command, cmd_demo, cmd_run
 from .serving import _add_serving_commands, cmd_serve, cmd_worker
@@ -61,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_price_option(show)
     _add_serving_commands(commands)
+    add_commands(commands)
     return parser
 
 
@@ -89,4 +92,6 @@ COMMANDS = {
     "trace": cmd_trace,
     "serve": cmd_serve,
     "worker": cmd_worker,
+    "conversations": cmd_conversations,
+    "feedback": cmd_feedback,
 }

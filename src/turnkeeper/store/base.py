@@ -16,7 +16,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import TurnError
 from ..outcomes import TurnStatus
@@ -37,6 +37,9 @@ from .records import (
     TurnEvent,
     TurnStart,
 )
+
+if TYPE_CHECKING:
+    from .controls import Feedback, Given, Rating
 
 Close = Callable[[Taken], Checkpoint]
 """The final write of a turn taken over, computed from what was read (pure: it may run
@@ -138,6 +141,30 @@ class Store(Protocol):
 
     async def conversations(self, owner: str, limit: int = 50) -> list[ConversationSummary]:
         """The owner's conversations, newest first (then last inserted first), at most `limit`."""
+        ...
+
+    async def delete_conversation(self, conversation_id: str, *, stop: bool) -> bool:
+        """Delete the conversation and everything of it (turns, history, messages, model
+        calls' records, events, feedback) in one transaction; False if there is none.
+        `Busy` while a turn of it is not done, unless `stop` (controls.py)."""
+        ...
+
+    async def rename_conversation(self, conversation_id: str, title: str | None) -> bool:
+        """Give the conversation its own title (None: its first question); False if none."""
+        ...
+
+    async def give_feedback(
+        self, turn_id: str, rating: Rating, comment: str | None
+    ) -> Given | None:
+        """Keep the reader's feedback on a done turn over any before; None if not done."""
+        ...
+
+    async def feedback_of(self, turn_id: str) -> dict[str, Any] | None:
+        """The turn's feedback (`rating`, `comment`, `at`), or None."""
+        ...
+
+    async def feedback(self, since: float) -> list[Feedback]:
+        """Every turn's feedback given since `since` (Unix seconds), oldest first."""
         ...
 
     async def create_turn(

@@ -31,6 +31,7 @@ from ..state import PublishedState
 from . import base
 from . import events as log
 from .base import refused
+from .controls import TITLES_AND_FEEDBACK
 from .dialect import Dialect, One, Routine, Steps, Write
 from .records import Checkpoint
 from .sql import SqlStore
@@ -161,6 +162,10 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
     (
         "the turn's event log: `turn_events`",
         log.EVENTS_TABLE.format(text="text", json="json", time="double precision", now=NOW),
+    ),
+    (
+        "a conversation's own title, a turn's feedback",
+        TITLES_AND_FEEDBACK.format(text="text", json="jsonb", seconds="double precision"),
     ),
 )
 

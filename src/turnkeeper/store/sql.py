@@ -34,6 +34,7 @@ from .base import (
     turn_start,
 )
 from .cancellations import Cancellations
+from .controls import Controls
 from .dialect import All, Dialect, Exec, Executor, Many, One, Steps, Write
 from .records import (
     Checkpoint,
@@ -59,8 +60,9 @@ class Companion(Protocol):
     async def close(self) -> None: ...
 
 
-class SqlStore:
-    """The store over one dialect and one executor (see the module's docstring)."""
+class SqlStore(Controls):
+    """The store over one dialect and one executor (see the module's docstring); the
+    reader's controls (delete, rename, feedback) are `Controls`'."""
 
     def __init__(
         self, dialect: Dialect, executor: Executor, companions: Sequence[Companion] = ()

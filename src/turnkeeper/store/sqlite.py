@@ -29,6 +29,7 @@ from ..state import PublishedState
 from . import base
 from . import events as log
 from .base import refused
+from .controls import TITLES_AND_FEEDBACK
 from .data_version import SeenVersions
 from .dialect import Dialect, Exec, Many, One, Routine, Steps, Write
 from .group_commit import GroupCommit
@@ -207,6 +208,10 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
         "the turn's event log: `turn_events`",
         log.EVENTS_TABLE.format(text="TEXT", json="TEXT", time="REAL", now=NOW),
+    ),
+    (
+        "a conversation's own title, a turn's feedback",
+        TITLES_AND_FEEDBACK.format(text="TEXT", json="TEXT", seconds="REAL"),
     ),
 )
 

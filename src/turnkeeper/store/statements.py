@@ -36,8 +36,8 @@ class Statements:
     )
     guard: str = "SELECT token_hash, owner FROM conversations WHERE conversation_id = ?"
     conversations: str = (
-        "SELECT c.conversation_id, {created}, (SELECT t.question FROM turns t"
-        " WHERE t.conversation_id = c.conversation_id ORDER BY t.seq LIMIT 1)"
+        "SELECT c.conversation_id, {created}, COALESCE(c.title, (SELECT t.question FROM turns t"
+        " WHERE t.conversation_id = c.conversation_id ORDER BY t.seq LIMIT 1))"
         " FROM conversations c WHERE c.owner = ? ORDER BY c.created DESC, {inserted} DESC LIMIT ?"
     )
     offset: str = "SELECT COALESCE(SUM(n_messages), 0) FROM turns WHERE conversation_id = ?"
