@@ -17,6 +17,8 @@ from pydantic.json_schema import models_json_schema
 
 from ..outcomes import TurnStatus
 from ..state import Role
+from . import openapi_controls as controls
+from .openapi_controls import Decided as DecisionMade
 from .routes import MAX_PAGE, PAGE
 
 MAX_AFTER = 10**18 - 1
@@ -93,7 +95,8 @@ class Card(BaseModel):
 
 
 class Bubble(BaseModel):
-    """A published message: model `text`, a runtime notice's i18n `key`, or a tool's `card`."""
+    """A published message: model `text`, a runtime notice's i18n `key`, a tool's `card`,
+    or a person's `decision` on a tool use (role `user`)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -103,6 +106,7 @@ class Bubble(BaseModel):
     key: str | None = None
     is_error: bool | None = None
     card: Card | None = None
+    decision: DecisionMade | None = None
 
 
 class Usage(BaseModel):
@@ -130,7 +134,11 @@ class Approval(BaseModel):
     tool_use_id: str
     tool: str
     input: Any = Field(description="The input the model gave the tool.")
-    key: str | None = Field(description="The tool's caption key (what it does), or null.")
+    key: str | None = Field(description="The tool's caption key (what it did), or null.")
+    ask: str = Field(
+        description="The key of the tool's ask text (`ask.<tool>`: what it is to do, in the"
+        " imperative); a catalog without it: `ui.approval_unknown` with the tool's name."
+    )
 
 
 class Decision(BaseModel):
@@ -183,9 +191,15 @@ class About(BaseModel):
     users: bool = Field(description="Readers sign in: the API answers 401 without a user.")
 
 
+class TranscriptMessage(Bubble):
+    """A published message in a transcript, with the turn it belongs to."""
+
+    turn_id: str
+
+
 class Transcript(BaseModel):
     conversation_id: str
-    messages: list[Bubble]
+    messages: list[TranscriptMessage]
     usage: Usage = Field(description="Summed over the conversation's turns.")
     running_turn_id: str | None = Field(
         default=None, description="The turn that is not done yet (to follow), or null."
@@ -216,6 +230,7 @@ MODELS: tuple[type[BaseModel], ...] = (
     Busy,
     Conversations,
     About,
+    *controls.MODELS,
 )
 BEARER: list[dict[str, list[str]]] = [{"bearer": []}]
 _PROTOCOL: dict[str, Any] = {"type": "object"}
@@ -431,6 +446,9 @@ PATHS: dict[str, Any] = {
         }
     },
 }
+
+PATHS["/api/conversations/{conversation_id}"] |= controls.CONVERSATION
+PATHS["/api/turns/{turn_id}/feedback"] = controls.FEEDBACK
 
 DOCUMENT: dict[str, Any] = {
     "openapi": "3.1.0",

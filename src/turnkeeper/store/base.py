@@ -194,8 +194,9 @@ class Store(Protocol):
     async def transcript(
         self, conversation_id: str, *, before: int | None = None, limit: int = ALL
     ) -> TranscriptPage:
-        """The turns' published messages, oldest first: the last `limit` of those before
-        message `before` (counted from 0, the oldest; None: the newest), all by default."""
+        """The turns' published messages, oldest first, each with its `turn_id` (what a
+        rating is given to): the last `limit` of those before message `before` (counted
+        from 0, the oldest; None: the newest), all by default."""
         ...
 
     async def usages(self, conversation_id: str) -> list[Usage]:

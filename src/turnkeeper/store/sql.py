@@ -193,7 +193,7 @@ class SqlStore(Controls):
     ) -> TranscriptPage:
         rows = await self._all(self.sql.paged, (conversation_id, before, before, limit))
         load = self.dialect.load
-        return transcript_page([(i, load(b)) for i, b in rows], before)
+        return transcript_page([(i, {**load(b), "turn_id": t}) for i, b, t in rows], before)
 
     async def usages(self, conversation_id: str) -> list[Usage]:
         rows = await self._all(self.sql.usages, (conversation_id,))
@@ -406,14 +406,18 @@ class SqlStore(Controls):
             if row is None or row[0] is None:
                 return None
             record = ResumeRecord.from_json(dict(d.load(row[0])))
-            stored = PublishedState.from_json(dict(d.load(row[1])))
+            bubbles = yield from self._bubbles(turn_id, row[2])
+            stored = PublishedState.from_json({**d.load(row[1]), "messages": bubbles})
             made = decision_made(record, stored, tool_use_id, approved)
             if made is None:
                 return None
             record, state = made
             resume, bare = d.jsonb(record.to_json()), d.json(state.bare())
-            status = state.status
-            yield Exec(sql.decided, (resume, bare, state.version, status, status, turn_id))
+            status, count = state.status, len(state.messages)
+            for n in range(row[2], count):  # the decision's bubble
+                yield Exec(sql.decision_bubble, (turn_id, n, d.json(state.messages[n].to_json())))
+            params = (resume, bare, state.version, status, count, status, turn_id)
+            yield Exec(sql.decided, params)
             return state.status, state.version
 
         return await self.executor.write(steps)
