@@ -84,12 +84,13 @@ def test_the_trace_modules_read_a_typed_trace() -> None:
     assert len(dicts) <= 3, dicts
 
 
-WIRE_CODE = ("wire.py", "providers/", "api/ui_stream.py", "tools/", "api/openapi.py")
+WIRE_CODE = ("wire.py", "providers/", "api/ui_stream.py", "tools/", "api/openapi")
 """Issue 27's exclusions. The wire code: `wire.py` and `providers/` (each adapter builds
 its provider's own request JSON and folds its responses, kept verbatim: the history is the
 provider's JSON, not a typed copy of it) and `api/ui_stream.py` (the AI SDK's UI message
 stream parts, a protocol with no Python types of its own); tool arguments (`tools/`: what
-a model sends a tool is JSON by definition); the OpenAPI document."""
+a model sends a tool is JSON by definition); the OpenAPI document (`api/openapi.py`, and
+`api/openapi_controls.py`, its part for the reader's controls)."""
 
 JSON_EDGES = {"to_json", "from_json", "as_dict", "from_dict", "describe", "summary", "bare"}
 """Functions that write or read JSON (a JSON edge), where a `dict` is the honest type."""

@@ -48,6 +48,7 @@ from .wire import ToolSpec
 if TYPE_CHECKING:
     from starlette.requests import Request
 
+    from .service.job import Instructions
     from .serving.mounted import AssistantApp
 
 log = logging.getLogger("turnkeeper")
@@ -64,8 +65,10 @@ class Assistant:
     """Shown in the widget's header and on its bubbles, in every locale whose `messages`
     give no `assistant.name` of its own (the default, "Assistant", is translated by the
     shipped catalogs)."""
-    instructions: str | None = None
-    """The system prompt, sent on every model call."""
+    instructions: str | Instructions | None = None
+    """The system prompt, sent on every model call; or `instructions(ctx: ToolContext) ->
+    str`, sync or async, called once per turn where the turn runs (a worker too), so they
+    can say who asks: the user, their plan, their language."""
     tools: Sequence[Tool | ToolFunction | Toolset] = ()
     """Python functions (sync or async), `@tool` tools, and toolsets such as MCP servers."""
     captions: Mapping[str, Any] = field(default_factory=dict)
@@ -185,7 +188,7 @@ class Assistant:
         """What goes with every request of this assistant's turns: the instructions,
         `max_tokens`, temperature, thinking's budget, the prompt cache and streaming."""
         return ModelSettings(
-            self.instructions,
+            self.instructions if isinstance(self.instructions, str) else None,
             self.max_tokens,
             self.temperature,
             self.thinking,
@@ -268,8 +271,8 @@ def demo_assistant(root: Path = DEMO_ROOT, toolsets: Sequence[Toolset] = ()) -> 
 def _check_settings(a: Assistant) -> None:
     if not (isinstance(a.name, str) and a.name.strip()):
         raise ConfigError(f"an assistant's name must be a non-empty string, got {a.name!r}")
-    if a.instructions is not None and not isinstance(a.instructions, str):
-        raise ConfigError("an assistant's instructions must be a string")
+    if a.instructions is not None and not isinstance(a.instructions, str | Callable):
+        raise ConfigError("an assistant's instructions must be a string or a function of the turn")
     if isinstance(a.provider, str) and a.provider not in NAMES:
         raise ConfigError(f"unknown provider {a.provider!r}; choose one of: {', '.join(NAMES)}")
     if not isinstance(a.provider, str | None) and not callable(

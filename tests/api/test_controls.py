@@ -106,7 +106,7 @@ async def test_feedback_is_one_per_turn_counted_and_only_the_owners(
         assert response.status_code == 200
         kept = await store.feedback_of(turn_id)
         assert kept is not None
-        assert (kept["rating"], kept["comment"]) == ("up", None)
+        assert (kept.rating, kept.comment) == ("up", None)
         counted = [
             line for line in metrics.exposition().decode().splitlines()
             if line.startswith("turnkeeper_feedback_total{")

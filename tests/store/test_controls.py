@@ -81,8 +81,8 @@ async def test_feedback_is_kept_once_per_turn_and_exported(store: Store) -> None
     assert exported[0].outcome == "finished"
     kept = await store.feedback_of(turn_id)
     assert kept is not None
-    assert kept["rating"] == "up"
-    assert kept["at"] >= before
+    assert kept.rating == "up"
+    assert kept.at >= before
     assert await store.feedback(time.time() + 60) == []
 
 

@@ -59,19 +59,21 @@ class StillRunning(BaseModel):
 
 
 MODELS: tuple[type[BaseModel], ...] = (Rename, Renamed, Rating, Rated, StillRunning)
+Part = dict[str, Any]
+"""A part of the OpenAPI document, as JSON (the document's own shapes)."""
 
 _ERROR = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
 
 
-def _json(name: str) -> dict[str, Any]:
+def _json(name: str) -> Part:
     return {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}}
 
 
-def _errors(*codes: int) -> dict[str, Any]:
+def _errors(*codes: int) -> Part:
     return {str(c): {"description": "error", "content": _ERROR} for c in codes}
 
 
-def _path(name: str) -> dict[str, Any]:
+def _path(name: str) -> Part:
     return {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
 
 
@@ -82,7 +84,7 @@ STOP = {
     "schema": {"type": "string", "enum": ["0", "1", "false", "true"]},
 }
 
-CONVERSATION: dict[str, Any] = {
+CONVERSATION: Part = {
     "delete": {
         "summary": "Delete the conversation and everything of it: turns, history, messages,"
         " the model calls' records, events, feedback. 409 while a turn runs, unless ?stop=1.",
@@ -107,7 +109,7 @@ CONVERSATION: dict[str, Any] = {
 }
 """The `DELETE` and `PATCH` of `/api/conversations/{conversation_id}`."""
 
-FEEDBACK: dict[str, Any] = {
+FEEDBACK: Part = {
     "post": {
         "summary": "Rate the answer of a done turn, up or down, with a comment; once per turn"
         " (a new rating replaces the one before).",

@@ -16,6 +16,7 @@ from typing import Any
 from .. import i18n
 from ..credentials import redact_url
 from ..errors import ConfigError
+from ..store.controls import Rated
 from ..turn.replay import first_difference, replay
 from ..turn.trace import read_trace
 from . import timeline
@@ -61,15 +62,11 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
-def said(feedback: dict[str, Any]) -> str:
+def said(feedback: Rated) -> str:
     """The reader's feedback on the turn, as `trace show` prints it under the table."""
-    comment = feedback.get("comment")
-    at = datetime.fromtimestamp(float(feedback["at"]), UTC).isoformat(timespec="seconds")
-    return (
-        f"feedback: {feedback['rating']}"
-        + (f" {json.dumps(comment)}" if comment else "")
-        + (f" ({at})")
-    )
+    comment = f" {json.dumps(feedback.comment)}" if feedback.comment else ""
+    at = datetime.fromtimestamp(feedback.at, UTC).isoformat(timespec="seconds")
+    return f"feedback: {feedback.rating}{comment} ({at})"
 
 
 def _catalogs(args: argparse.Namespace) -> i18n.Catalogs:
@@ -124,7 +121,7 @@ async def _readable(store: Any, url: str) -> None:
 
 async def _stored_timeline(
     turn_id: str, url: str
-) -> tuple[list[timeline.Row], str | None, dict[str, Any] | None]:
+) -> tuple[list[timeline.Row], str | None, Rated | None]:
     """The timeline of a turn the store at `url` holds."""
     from ..store import open_store
 

@@ -242,6 +242,7 @@ def _job(
         activities=assistant.activities,
         watcher=watchers(metrics),
         resuming=assistant.resuming,
+        instructions=None if isinstance(assistant.instructions, str) else assistant.instructions,
     )
 
 

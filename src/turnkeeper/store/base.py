@@ -39,7 +39,7 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from .controls import Feedback, Given, Rating
+    from .controls import Feedback, Given, Rated, Rating
 
 Close = Callable[[Taken], Checkpoint]
 """The final write of a turn taken over, computed from what was read (pure: it may run
@@ -159,8 +159,8 @@ class Store(Protocol):
         """Keep the reader's feedback on a done turn over any before; None if not done."""
         ...
 
-    async def feedback_of(self, turn_id: str) -> dict[str, Any] | None:
-        """The turn's feedback (`rating`, `comment`, `at`), or None."""
+    async def feedback_of(self, turn_id: str) -> Rated | None:
+        """The turn's feedback, or None."""
         ...
 
     async def feedback(self, since: float) -> list[Feedback]:

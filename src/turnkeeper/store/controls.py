@@ -63,6 +63,16 @@ class Given:
 
 
 @dataclass(frozen=True, slots=True)
+class Rated:
+    """A turn's feedback as kept: `trace show` prints it."""
+
+    rating: str
+    comment: str | None
+    at: float
+    """When it was last given (Unix seconds)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Feedback:
     """One turn's feedback as `turnkeeper feedback` exports it."""
 
@@ -122,12 +132,13 @@ class Controls:
         model = d.load(record[0]).get("model") if record is not None else None
         return Given(str(row[0]), model if isinstance(model, str) else None)
 
-    async def feedback_of(self: _SqlParts, turn_id: str) -> dict[str, Any] | None:
-        """The turn's feedback (`rating`, `comment`, `at`), or None if it has none."""
+    async def feedback_of(self: _SqlParts, turn_id: str) -> Rated | None:
+        """The turn's feedback, or None if it has none."""
         row: Any = await self.executor.read(One(self.dialect.sql(FEEDBACK_OF), (turn_id,)))
         if row is None or row[0] is None:
             return None
-        return {**self.dialect.load(row[0]), "at": float(row[1])}
+        given = self.dialect.load(row[0])
+        return Rated(str(given["rating"]), given.get("comment"), float(row[1]))
 
     async def feedback(self: _SqlParts, since: float) -> list[Feedback]:
         """Every turn's feedback given since `since` (Unix seconds), oldest first."""

@@ -381,7 +381,7 @@ class _Turn:
             budget=self.budget,
             calls=self.log.records,
             clock=self.clock.offsets(),
-            request=self.provider.describe(),
+            request=self.room.described,
             turn_id=self.state.turn_id,
             usage=self.usage,
             state=self.state,
