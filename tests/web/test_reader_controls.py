@@ -57,7 +57,9 @@ WORDS = {
         "deny": "Ablehnen",
         "approved": "Du hast erlaubt: Eine Notiz löschen",
         "denied": "Du hast abgelehnt: archive_note",
-        "confirm": "Diese Unterhaltung mit allem Inhalt löschen? Das lässt sich nicht rückgängig machen.",
+        "confirm": (
+            "Diese Unterhaltung mit allem Inhalt löschen? Das lässt sich nicht rückgängig machen."
+        ),
     },
 }
 DELETE = scripts.asks(scripts.tool_use("delete_note", {"title": "groceries", "folder": "home"}))
@@ -71,9 +73,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         yield served
 
 
-def shot(part: Locator | object, name: str) -> None:
+def shot(part: Locator, name: str) -> None:
     RESULTS.mkdir(exist_ok=True)
-    part.screenshot(path=str(RESULTS / f"{name}.png"))  # type: ignore[attr-defined]
+    part.screenshot(path=str(RESULTS / f"{name}.png"))
 
 
 def style(button: Locator, prop: str) -> str:

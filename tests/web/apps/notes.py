@@ -55,7 +55,9 @@ GERMAN = {
     "ui.rate_down": "Schlechte Antwort",
     "ui.rename": "Umbenennen",
     "ui.delete": "Löschen",
-    "ui.delete_confirm": "Diese Unterhaltung mit allem Inhalt löschen? Das lässt sich nicht rückgängig machen.",
+    "ui.delete_confirm": (
+        "Diese Unterhaltung mit allem Inhalt löschen? Das lässt sich nicht rückgängig machen."
+    ),
     "ui.title": "Titel",
     "ui.save": "Speichern",
     "ui.cancel": "Abbrechen",
