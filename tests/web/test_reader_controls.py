@@ -117,6 +117,8 @@ def test_the_card_asks_in_the_readers_words_and_the_decision_stays(
         assert style(deny, "borderTopWidth") != "0px", "Deny is outlined, Approve filled"
         expect(deny).to_be_in_viewport()
         shot(card, f"approval-card-{name}")
+        told = f"You keep approver-{name}'s notes. Answer in {locale[:2]}."
+        assert served.model.requests[0]["system"][0]["text"] == told  # the turn's own
         approve.click()
         decision = chat.locator(".bubble.decision")
         expect(decision).to_have_text(words["approved"])

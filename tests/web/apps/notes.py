@@ -1,14 +1,15 @@
 """A notes assistant for the browser tests of issue 33: a tool that needs the reader's yes,
 with its ask text ("Delete a note") beside its past-tense caption in English, Spanish and
-German; a German catalog of the widget's words (a third locale an application adds); and
-readers who sign in (the `reader` cookie names them, as in desk.py).
+German; instructions that name who asks; a German catalog of the widget's words (a third
+locale an application adds); and readers who sign in (the `reader` cookie names them, as in
+desk.py).
 """
 
 from __future__ import annotations
 
 from starlette.requests import Request
 
-from turnkeeper import Assistant, tool
+from turnkeeper import Assistant, ToolContext, tool
 
 
 @tool(needs_approval=True)
@@ -30,6 +31,11 @@ def archive_note(title: str) -> str:
         title: the note's title
     """
     return f"archived {title}"
+
+
+async def instructions(ctx: ToolContext) -> str:
+    """Who asks, in which language: asked once per turn, where the turn runs."""
+    return f"You keep {ctx.user}'s notes. Answer in {ctx.locale}."
 
 
 def signed_in(request: Request) -> str | None:
@@ -66,6 +72,7 @@ GERMAN = {
 
 assistant = Assistant(
     name="Notes",
+    instructions=instructions,
     tools=[delete_note, archive_note],
     captions={
         "delete_note": {
