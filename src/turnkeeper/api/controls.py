@@ -10,6 +10,7 @@ first only when the caller says so (`?stop=1`), else `409` names it.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
@@ -88,6 +89,15 @@ class Controls:
         return JSONResponse({"turn_id": turn_id, "rating": rating, "comment": comment})
 
 
+def _broken(text: str) -> bool:
+    """Whether `text` holds a lone surrogate (no store can keep it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def _stop(value: str | None) -> bool:
     if value in (None, "0", "false"):
         return False
@@ -97,19 +107,24 @@ def _stop(value: str | None) -> bool:
 
 
 def _title(body: Any) -> str | None:
-    """A new title: a line of text (at most MAX_TITLE characters), or null for the first
-    question again."""
+    """A new title: one line of text (control characters and runs of spaces become one
+    space), at most MAX_TITLE characters as sent; or null for the first question again."""
     if not isinstance(body, dict) or "title" not in body:
         raise ApiError(400, 'The body must be a JSON object with a "title".')
     title = body["title"]
     if title is None:
         return None
-    if not isinstance(title, str) or not title.strip():
-        raise ApiError(400, '"title" must be a non-empty string, or null.')
-    title = " ".join(title.split())
-    if len(title) > MAX_TITLE or not title.isprintable():
-        raise ApiError(400, f'"title" must be one line of at most {MAX_TITLE} characters.')
-    return title
+    if not isinstance(title, str) or len(title) > MAX_TITLE:
+        raise ApiError(400, f'"title" must be a string of at most {MAX_TITLE} characters, or null.')
+    spaced = "".join(" " if unicodedata.category(c) == "Cc" else c for c in title)
+    one_line = " ".join(spaced.split())
+    if not one_line:
+        raise ApiError(400, '"title" must not be blank.')
+    try:
+        one_line.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ApiError(400, '"title" is not valid Unicode text.') from None
+    return one_line
 
 
 def _rated(body: Any) -> tuple[Rating, str | None]:
@@ -121,6 +136,8 @@ def _rated(body: Any) -> tuple[Rating, str | None]:
         raise ApiError(400, '"rating" must be "up" or "down".')
     if comment is not None and not isinstance(comment, str):
         raise ApiError(400, '"comment" must be a string, or null.')
-    if comment is not None and (len(comment) > MAX_COMMENT or "\x00" in comment):
+    if comment is not None and (
+        len(comment) > MAX_COMMENT or "\x00" in comment or _broken(comment)
+    ):
         raise ApiError(400, f'"comment" must be text of at most {MAX_COMMENT} characters.')
     return ("up" if rating == "up" else "down"), (comment or None)

@@ -25,12 +25,20 @@ class Decided(BaseModel):
     )
 
 
+SPACES = (
+    r"\t\n\u000b\f\r\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+"""The characters taken as blank (`str.isspace`), as openapi.py writes them."""
+
+
 class Rename(BaseModel):
     title: Annotated[
         str | None,
         Field(
             max_length=MAX_TITLE,
-            description="One line (runs of spaces become one), or null: the first question.",
+            pattern=rf"^[\s\S]*[^\u0000-\u001f\u007f-\u009f{SPACES}][\s\S]*$",
+            description="One line (control characters and runs of spaces become one space),"
+            " not blank; or null: the first question.",
         ),
     ]
 
@@ -42,7 +50,9 @@ class Renamed(BaseModel):
 
 class Rating(BaseModel):
     rating: Literal["up", "down"]
-    comment: Annotated[str | None, Field(default=None, max_length=MAX_COMMENT)] = None
+    comment: Annotated[
+        str | None, Field(default=None, max_length=MAX_COMMENT, pattern=r"^[^\u0000]*$")
+    ] = None
 
 
 class Rated(BaseModel):

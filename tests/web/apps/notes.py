@@ -64,7 +64,7 @@ GERMAN = {
     "ui.delete_confirm": (
         "Diese Unterhaltung mit allem Inhalt löschen? Das lässt sich nicht rückgängig machen."
     ),
-    "ui.title": "Titel",
+    "ui.conversation_title": "Titel",
     "ui.save": "Speichern",
     "ui.cancel": "Abbrechen",
     "notices.stopped": "Gestoppt.",

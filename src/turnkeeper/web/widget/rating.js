@@ -35,7 +35,7 @@ export function ratingElement(turnId, { text, rate }) {
     const button = make("button", `rate rate-${rating}`);
     button.type = "button";
     button.dataset.rating = rating;
-    button.setAttribute("aria-label", text(`ui.rate_${rating}`) || rating);
+    button.setAttribute("aria-label", text(rating === "up" ? "ui.rate_up" : "ui.rate_down") || "");
     button.title = button.getAttribute("aria-label");
     button.setAttribute("aria-pressed", "false");
     button.append(icon(THUMB, rating === "down"));

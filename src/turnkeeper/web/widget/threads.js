@@ -87,7 +87,7 @@ export class Threads {
     const input = make("input", "thread-input");
     input.value = title;
     input.maxLength = 200;
-    input.setAttribute("aria-label", text("ui.title"));
+    input.setAttribute("aria-label", text("ui.conversation_title"));
     const cancel = button("thread-cancel", text("ui.cancel"));
     const save = make("button", "thread-save", text("ui.save"));
     save.type = "submit";
