@@ -105,6 +105,7 @@ EXPECTED_EXITS = {
     Outcome.ITERATION_LIMIT: 1,
     Outcome.TIME_LIMIT: 1,
     Outcome.STOPPED: 1,
+    Outcome.LIMIT_REACHED: 1,
     Outcome.TRUNCATED: 3,
     Outcome.REFUSED: 3,
     Outcome.CONTEXT_EXCEEDED: 3,

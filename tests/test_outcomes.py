@@ -20,10 +20,11 @@ CONTRACT: dict[str, tuple[str | None, bool, bool, int | None]] = {
     "time_limit": ("errors.ai_time_limit", True, False, logging.WARNING),
     "stopped": ("notices.stopped", False, True, None),
     "failed": ("errors.ai_failed", True, False, logging.ERROR),
+    "limit_reached": ("notices.limit_reached", False, False, logging.INFO),
 }
 
 
-def test_the_statuses_are_the_three_before_an_ending_and_the_eight_endings() -> None:
+def test_the_statuses_are_the_three_before_an_ending_and_the_nine_endings() -> None:
     assert [s.value for s in Status] == ["queued", "running", "waiting"]
     assert [o.value for o in Outcome] == list(CONTRACT)
 

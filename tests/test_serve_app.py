@@ -178,3 +178,27 @@ def test_root_belongs_to_the_demo_assistant(
     monkeypatch.setattr(sys, "path", list(sys.path))
     assert main(["serve", "orders:assistant", "--app-dir", APPS, "--root", APPS]) == 2
     assert "--root is the demo assistant's folder" in capsys.readouterr().err
+
+
+def test_a_days_cost_on_a_model_with_no_price_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """Issue 31: the model is chosen where the turns run (`--model`); `serve` checks it
+    has a price before it opens anything."""
+    (tmp_path / "capped_cost.py").write_text(
+        "from turnkeeper import Assistant, Limits\n"
+        "assistant = Assistant(limits=Limits(cost_per_day=1.0))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "turnkeeper", "serve", "capped_cost:assistant", "--model",
+         "my-unpriced", "--port", str(free_port())],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "ANTHROPIC_API_KEY": "sk-test"},
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.startswith(
+        "turnkeeper: error: limits has cost_per_day, but the model 'my-unpriced' has no price"
+    )
+    assert done.stderr.count("\n") == 1
+    assert not (tmp_path / "turnkeeper.db").exists(), "nothing was opened"

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from tests.waiting import eventually
+from tests.waiting import STARTING, eventually
 
 
 def free_port() -> int:
@@ -49,7 +49,9 @@ def running(
                 process.wait()
 
 
-def until_answers(url: str, process: subprocess.Popen[bytes], log: Path, bound: float = 30) -> None:
+def until_answers(
+    url: str, process: subprocess.Popen[bytes], log: Path, bound: float = STARTING
+) -> None:
     """Wait until `url` answers 200 (a process starting up), with a bound; fail with its log."""
     deadline = time.monotonic() + bound
     while time.monotonic() < deadline:
@@ -86,7 +88,7 @@ async def until_up(base: str, process: subprocess.Popen[bytes], log: Path) -> No
         except httpx.TransportError:
             return False
 
-    await eventually(up, "the server accepting connections", bound=30)
+    await eventually(up, "the server accepting connections", bound=STARTING)
 
 
 async def demo_turn(base: str) -> dict[str, Any]:

@@ -5,6 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
+STARTING = 60.0
+"""Seconds a process the tests start (`serve`, a worker) may take to answer: its imports
+and migrations, on a 2-core machine that runs the suite's workers side by side."""
+
 
 async def eventually(
     condition: Callable[[], Awaitable[bool]], what: str, bound: float = 15

@@ -14,6 +14,7 @@ _PUBLIC = {
     "Checkpoint": ".store.records",
     "ConfigError": ".errors",
     "Hooks": ".turn.hooks",
+    "Limits": ".usage",
     "LocalHooks": ".turn.hooks",
     "Outcome": ".outcomes",
     "ProviderError": ".errors",
@@ -67,7 +68,7 @@ if TYPE_CHECKING:
     from .turn.hooks import Hooks, LocalHooks
     from .turn.loop import TurnResult, run_turn
     from .turn.setting import TurnSetting
-    from .usage import Usage
+    from .usage import Limits, Usage
     from .wire import Reply, ToolResult, ToolSpec, ToolUse
 
 
@@ -100,6 +101,7 @@ __all__ = [
     "Checkpoint",
     "ConfigError",
     "Hooks",
+    "Limits",
     "LocalHooks",
     "Outcome",
     "ProviderError",

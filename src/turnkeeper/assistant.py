@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from .budget import Budget
 from .errors import ConfigError, require_extra
 from .i18n import Catalogs, Texts, ask_key, caption_texts, keys, locale_tag, shorter
+from .observe import prices
 from .providers import Provider
 from .providers.cache_marks import ttl_of
 from .providers.demo import Where
@@ -43,6 +44,7 @@ from .tools.files import DEMO_ROOT, read_file_tool
 from .tools.functions import FunctionToolset, Tool, ToolFunction, function_tool
 from .turn.activity import ACTIVITIES
 from .turn.resume import Resuming
+from .usage import Limits, LimitsSetting, check_setting
 from .wire import ToolSpec
 
 if TYPE_CHECKING:
@@ -112,6 +114,10 @@ class Assistant:
     event_retention: float = 7 * 24 * 3600.0
     """Seconds a turn's event log is kept after the turn ended (a reload replays it);
     the sweeper deletes it after that."""
+    limits: LimitsSetting = None
+    """`Limits(turns_per_minute=, tokens_per_day=, cost_per_day=)` per signed-in user
+    (without `authenticate`, for the whole assistant), or a function of the user giving
+    theirs (tiers); None: no limits but the per-turn `budget`."""
 
     _functions: FunctionToolset = field(init=False, repr=False, compare=False)
     _toolsets: tuple[Toolset, ...] = field(init=False, repr=False, compare=False)
@@ -183,6 +189,12 @@ class Assistant:
             max_resumes=self.max_resumes,
             approval_timeout=float(self.approval_timeout),
         )
+
+    def check_limits(self, provider: Provider) -> None:
+        """`ConfigError` if `limits` caps a day's cost and the model `provider` calls (the
+        one chosen where the turns run) has no price."""
+        if isinstance(self.limits, Limits):
+            check_priced(self.limits, _described_model(provider))
 
     def model_settings(self) -> ModelSettings:
         """What goes with every request of this assistant's turns: the instructions,
@@ -287,7 +299,29 @@ def _check_settings(a: Assistant) -> None:
         raise ConfigError("authenticate must be a function of the request")
     _check_resuming(a)
     _check_model_settings(a)
+    check_setting(a.limits)
+    if isinstance(a.limits, Limits):
+        check_priced(a.limits, a.model or _described_model(a.provider))
     ttl_of(a.prompt_cache)
+
+
+def check_priced(limits: Limits | None, model: str | None) -> None:
+    """`ConfigError` if `limits` caps a day's cost and `model` (when known) has no price:
+    its calls would cost nothing the ledger could count."""
+    if limits is None or limits.cost_per_day is None or model is None:
+        return
+    if prices.current().price(model) is None:
+        raise ConfigError(
+            f"limits has cost_per_day, but the model {model!r} has no price: add it with "
+            "--prices FILE (or TURNKEEPER_PRICES), or cap tokens_per_day instead"
+        )
+
+
+def _described_model(provider: str | Provider | None) -> str | None:
+    if provider is None or isinstance(provider, str):
+        return None
+    model = provider.describe().get("model")
+    return model if isinstance(model, str) else None
 
 
 def _check_resuming(a: Assistant) -> None:

@@ -74,15 +74,32 @@ class ProviderError(TurnError):
         super().__init__(redact_text(message))
         self.status = status
         self.request_id = request_id
+        self.wait: float | None = None
+        """Seconds the provider asked to wait (`retry-after`) before trying again, when that
+        would pass the time the call has: the turn ends `time_limit`, not `failed`."""
+
+    @property
+    def outcome(self) -> str:
+        """How the turn ends on it: `time_limit` if waiting as asked would pass the turn's
+        time, else `failed`."""
+        return "failed" if self.wait is None else "time_limit"
+
+    @property
+    def notice(self) -> str | None:
+        """The notice the reader sees: the error's `key`, or the time limit's own."""
+        return self.key if self.wait is None else None
 
     def describe(self) -> dict[str, object]:
         """The error as JSON for traces and reports."""
-        return {
+        described: dict[str, object] = {
             "kind": type(self).__name__,
             "message": str(self),
             "status": self.status,
             "request_id": self.request_id,
         }
+        if self.wait is not None:
+            described["wait"] = self.wait
+        return described
 
 
 class ProviderUnavailable(ProviderError):
@@ -116,8 +133,11 @@ def provider_error_from(described: dict[str, object]) -> ProviderError:
     cls = ERROR_KINDS.get(str(described.get("kind")), ProviderFailed)
     status = described.get("status")
     request_id = described.get("request_id")
-    return cls(
+    error = cls(
         str(described.get("message", "")),
         status=status if isinstance(status, int) else None,
         request_id=request_id if isinstance(request_id, str) else None,
     )
+    wait = described.get("wait")
+    error.wait = float(wait) if isinstance(wait, int | float) else None
+    return error

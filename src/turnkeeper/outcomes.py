@@ -44,6 +44,8 @@ class Outcome(StrEnum):
     TIME_LIMIT = "time_limit"
     STOPPED = "stopped"
     FAILED = "failed"
+    LIMIT_REACHED = "limit_reached"
+    """The user's (or the assistant's) day of tokens or cost was used up before a call."""
 
 
 class Status(StrEnum):
@@ -124,6 +126,12 @@ _ENDINGS: dict[Outcome, tuple[str | None, bool, int | None, str]] = {
     ),
     Outcome.STOPPED: ("notices.stopped", False, None, ""),
     Outcome.FAILED: ("errors.ai_failed", True, logging.ERROR, "the turn failed"),
+    Outcome.LIMIT_REACHED: (
+        "notices.limit_reached",
+        False,
+        logging.INFO,
+        "the day's limit is used up; the next model call was not made",
+    ),
 }
 
 

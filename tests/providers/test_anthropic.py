@@ -19,6 +19,7 @@ import pytest
 from turnkeeper import Budget, Outcome, Stop
 from turnkeeper.errors import ProviderFailed, ProviderUnavailable
 from turnkeeper.providers.anthropic import AnthropicProvider
+from turnkeeper.turn.replay import first_difference, replay
 from turnkeeper.wire import ToolSpec
 
 from .conftest import Adapters
@@ -452,16 +453,6 @@ FAULTS: list[tuple[str, Any, int, bool, int, type[Exception], int | None, str]] 
         "req_2",
     ),
     (
-        "429-retry-after-too-long",
-        lambda n: error("rate_limit_error", "slow down", 429, f"req_{n}", **{"retry-after": "30"}),
-        2,
-        False,
-        1,
-        ProviderUnavailable,
-        429,
-        "req_1",
-    ),
-    (
         "429-no-retries",
         lambda n: error("rate_limit_error", "slow down", 429, f"req_{n}"),
         0,
@@ -627,6 +618,41 @@ async def test_a_fault_ends_the_turn_once_with_status_and_request_id(
     assert result.history == unmarked(server.requests[-1].body["messages"])  # nothing lost
     assert result.state.to_json()["done"] is True
     assert result.state.to_json()["has_error"] is True
+
+
+async def test_a_429_is_waited_out_inside_the_call_as_its_retry_after_says(
+    server: WireServer, make: Make
+) -> None:
+    """Issue 31: the provider's own 429 is a bounded attempt inside the call, not a turn
+    tried again: waited out as `retry-after` says, then the call goes on."""
+    slow_down = error("rate_limit_error", "slow down", 429, "req_1", **{"retry-after": "1"})
+    server.add(slow_down, replayed(TEXT))
+    result, hooks = await run(make(max_retries=2), budget=Budget(call_timeout=10, min_call=1))
+    assert result.outcome is Outcome.FINISHED
+    assert len(server.requests) == 2
+    assert result.usage.iterations == 1
+    assert hooks.reports == []
+
+
+async def test_a_429_whose_wait_would_pass_the_deadline_ends_the_turn_time_limit(
+    server: WireServer, make: Make
+) -> None:
+    """A `retry-after` the turn has no time for is not waited: the turn ends `time_limit`,
+    and its report says the provider asked for longer than the turn had left."""
+    server.add(error("rate_limit_error", "slow down", 429, "req_1", **{"retry-after": "30"}))
+    budget = Budget(call_timeout=10, min_call=1)
+    result, hooks = await run(make(max_retries=2), budget=budget)
+    assert len(server.requests) == 1, "nothing was sent again"
+    assert result.outcome is Outcome.TIME_LIMIT
+    assert bubbles(result)[-1]["key"] == "errors.ai_time_limit"
+    (report,) = hooks.reports
+    assert report.event == "time_limit"
+    assert "asked to wait 30 s before trying again (retry-after)" in report.message
+    assert (report.details["status"], report.details["wait"]) == (429, 30.0)
+    assert result.trace.calls[0].error is not None
+    assert result.trace.calls[0].error["wait"] == 30.0
+    again = await replay(result.trace)
+    assert first_difference(result.trace, again.trace) is None, "replay ends it alike"
 
 
 async def test_stop_reasons_map_once_into_the_closed_set(server: WireServer, make: Make) -> None:

@@ -224,15 +224,6 @@ FAULTS: list[Any] = [
         id="429-retry-after",
     ),
     pytest.param(
-        lambda n: error(429, "rate_limit_exceeded", n, **{"retry-after": "40"}),
-        2,
-        1,
-        ProviderUnavailable,
-        429,
-        "req_1",
-        id="429-retry-after-too-long",
-    ),
-    pytest.param(
         lambda n: error(500, "server_error", n), 2, 3, ProviderUnavailable, 500, "req_3", id="500"
     ),
     pytest.param(
@@ -268,6 +259,23 @@ FAULTS: list[Any] = [
     pytest.param(held, 2, 1, ProviderUnavailable, 200, "req_1", id="body-slower-than-the-call"),
     pytest.param(cut, 1, 2, ProviderUnavailable, 200, "req_2", id="closed-mid-body"),
 ]
+
+
+async def test_a_429_whose_wait_would_pass_the_deadline_ends_the_turn_time_limit(
+    server: WireServer, make: Make
+) -> None:
+    """Issue 31, on the Chat Completions wire too: a `retry-after` the turn has no time for
+    is not waited, nor sent again; the turn ends `time_limit`, saying why."""
+    too_long = error(429, "rate_limit_exceeded", 1, **{"retry-after": "40"})
+    server.add(replayed(TOOL_CALL), too_long)
+    budget = Budget(call_timeout=10, min_call=1)
+    result, hooks = await run(make(max_retries=2, stream=False), budget=budget)
+    assert len(server.requests) == 2
+    assert result.outcome is Outcome.TIME_LIMIT
+    assert bubbles(result)[-1]["key"] == "errors.ai_time_limit"
+    (report,) = hooks.reports
+    assert "asked to wait 40 s" in report.message
+    assert (report.details["status"], report.details["request_id"]) == (429, "req_1")
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ and observing; never `serving` or the command line, which build the app."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -21,6 +21,7 @@ from ..i18n import Catalogs
 from ..observe.metrics import Metrics
 from ..service.queue import Queue
 from ..store import Store
+from ..usage import LimitsSetting
 from . import widget
 from .controls import Controls
 from .errors import (
@@ -59,13 +60,16 @@ def create_app(
     metrics: Metrics | None = None,
     frame_ancestors: Sequence[str] = (),
     public_metrics: bool = False,
+    limits: LimitsSetting = None,
 ) -> Starlette:
     """The API and the widget's files of the assistant called `name`, its sentences from
     `catalogs` (default: the shipped ones); with `authenticate`, conversations belong to
-    signed-in users. Pages of `cors_origins` may call it (none by default); `metrics` are
-    the instruments its turns count into (`app.state.metrics`), served at `/metrics` only
-    if `public_metrics`; pages of `frame_ancestors` may frame the chat (api/headers.py)."""
-    routes = Routes(store, queue, catalogs=catalogs or Catalogs(), authenticate=authenticate)
+    signed-in users. Pages of `cors_origins` may call it, pages of `frame_ancestors` frame it
+    (api/headers.py); `metrics` count its turns (`app.state.metrics`), served at `/metrics`
+    only if `public_metrics`; the door holds new turns to `limits` (api/door.py)."""
+    routes = Routes(
+        store, queue, catalogs=catalogs or Catalogs(), authenticate=authenticate, limits=limits
+    )
     metrics = metrics or Metrics()
     app = Starlette(
         routes=[
@@ -80,23 +84,29 @@ def create_app(
                 "/api/conversations/{conversation_id}/turns", routes.create_turn, methods=["POST"]
             ),
             *Protocols(routes).endpoints(),
+            Route("/api/usage", routes.usage),
             *Controls(routes, metrics).endpoints(),
             *widget.routes(name, routes.catalogs, users=authenticate is not None),
             Route("/openapi.json", openapi),
             *([Route("/metrics", exposition(store, metrics))] if public_metrics else []),
         ],
         middleware=_middleware(cors_origins, frame_ancestors, max_body),
-        exception_handlers={
-            ApiError: api_error,
-            HTTPException: http_error,
-            **dict.fromkeys(store_unavailable_errors(), store_unavailable),
-            Exception: server_error,
-        },
+        exception_handlers=_handlers(),
     )
     # A trailing slash is not redirected: the redirect would be built from the Host header.
     app.router.redirect_slashes = False
     app.state.metrics, app.state.streams = metrics, routes.streams
     return app
+
+
+def _handlers() -> dict[type[Exception], Any]:
+    """Every error as JSON (api/errors.py): a route's, Starlette's, the store's, any other."""
+    return {
+        ApiError: api_error,
+        HTTPException: http_error,
+        **dict.fromkeys(store_unavailable_errors(), store_unavailable),
+        Exception: server_error,
+    }
 
 
 def _middleware(

@@ -19,7 +19,7 @@ from starlette.routing import Route
 
 from ..observe.metrics import Metrics
 from ..store import Busy
-from ..store.controls import RATINGS, Rating
+from ..store.controlled import RATINGS, Rating
 from ..turn.lifecycle import stop_waiting
 from .errors import ApiError
 from .routes import NO_CONVERSATION, _json_body

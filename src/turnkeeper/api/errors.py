@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from collections.abc import Mapping
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -23,12 +24,22 @@ REASONS = {
 
 
 class ApiError(Exception):
-    """An error answer: its status and the one sentence the client reads."""
+    """An error answer: its status and the one sentence the client reads; `fields` beside
+    `error` in its body (a limit's `key`), and `headers` (its `retry-after`)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        fields: Mapping[str, str | int] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.fields = dict(fields or {})
+        self.headers = dict(headers or {})
 
 
 def error(status: int, message: str) -> JSONResponse:
@@ -39,7 +50,7 @@ def error(status: int, message: str) -> JSONResponse:
 async def api_error(request: Request, exc: Exception) -> Response:
     """An `ApiError` raised by a route, as its answer."""
     assert isinstance(exc, ApiError)
-    answer = error(exc.status, exc.message)
+    answer = JSONResponse({"error": exc.message, **exc.fields}, exc.status, headers=exc.headers)
     if exc.status == 503:  # nothing was lost: the client may ask again shortly
         answer.headers["retry-after"] = "1"
     return answer

@@ -18,7 +18,7 @@ from pydantic.json_schema import models_json_schema
 from ..outcomes import TurnStatus
 from ..state import Role
 from . import openapi_controls as controls
-from .openapi_controls import Decided as DecisionMade
+from .openapi_controls import Approval, Decided, Decision, DecisionMade
 from .routes import MAX_PAGE, PAGE
 
 MAX_AFTER = 10**18 - 1
@@ -126,33 +126,6 @@ class Usage(BaseModel):
     )
 
 
-class Approval(BaseModel):
-    """A tool use the turn waits for a person to approve or deny."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    tool_use_id: str
-    tool: str
-    input: Any = Field(description="The input the model gave the tool.")
-    key: str | None = Field(description="The tool's caption key (what it did), or null.")
-    ask: str = Field(
-        description="The key of the tool's ask text (`ask.<tool>`: what it is to do, in the"
-        " imperative); a catalog without it: `ui.approval_unknown` with the tool's name."
-    )
-
-
-class Decision(BaseModel):
-    tool_use_id: str = Field(description="The `tool_use_id` of one of the turn's `approvals`.")
-    approved: bool
-
-
-class Decided(BaseModel):
-    turn_id: str
-    status: Literal["waiting", "queued"] = Field(
-        description="`waiting` while other uses wait; `queued` once the turn resumes."
-    )
-
-
 class State(BaseModel):
     """The published state of a turn (`PublishedState.to_json()`)."""
 
@@ -218,6 +191,31 @@ class Busy(BaseModel):
     turn_id: str | None = Field(description="The turn that is not done yet.")
 
 
+class Limited(BaseModel):
+    """`429`: over a limit (docs/design.md §13); `Retry-After` says when to ask again."""
+
+    error: str = Field(description="The limit's text in the reader's language.")
+    key: Literal["limits.turns_per_minute", "limits.tokens_per_day", "limits.cost_per_day"]
+    retry_after: int = Field(ge=1, description="Whole seconds, as the `Retry-After` header.")
+
+
+class LimitUse(BaseModel):
+    used: float = Field(ge=0)
+    limit: float | None = Field(description="The caller's limit, or null: none.")
+    resets_in: int | None = Field(description="Whole seconds until it resets (null: nothing to).")
+    resets_at: str | None = Field(description="When it resets (ISO 8601, UTC), or null.")
+
+
+class UsageToday(BaseModel):
+    """`GET /api/usage`: the signed-in caller's usage and limits (a UTC day's, the last
+    minute's turns)."""
+
+    day: str = Field(description="The UTC day, YYYY-MM-DD.")
+    turns_per_minute: LimitUse
+    tokens_per_day: LimitUse
+    cost_per_day: LimitUse = Field(description="US dollars.")
+
+
 MODELS: tuple[type[BaseModel], ...] = (
     Error,
     Created,
@@ -230,6 +228,8 @@ MODELS: tuple[type[BaseModel], ...] = (
     Busy,
     Conversations,
     About,
+    Limited,
+    UsageToday,
     *controls.MODELS,
 )
 BEARER: list[dict[str, list[str]]] = [{"bearer": []}]
@@ -304,6 +304,11 @@ LIMIT = {
     "schema": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE},
 }
 
+_LIMITED = {
+    **_answer("over a limit: nothing was queued", Limited),
+    "headers": {"Retry-After": {"schema": {"type": "integer", "minimum": 1}}},
+}
+
 PATHS: dict[str, Any] = {
     "/api/conversations": {
         "post": {
@@ -337,6 +342,7 @@ PATHS: dict[str, Any] = {
                 "202": _answer("queued", Queued),
                 **_errors(400, 401, 404, 413, 415, 503),
                 "409": _answer("a turn of the conversation is not done yet", Busy),
+                "429": _LIMITED,
             },
         }
     },
@@ -405,6 +411,7 @@ PATHS: dict[str, Any] = {
             "responses": {
                 "200": _STREAM,
                 **_errors(400, 401, 404, 409, 413, 415, 503),
+                "429": _LIMITED,
             },
         }
     },
@@ -423,6 +430,7 @@ PATHS: dict[str, Any] = {
             "responses": {
                 "200": _STREAM,
                 **_errors(400, 401, 404, 409, 413, 415, 503),
+                "429": _LIMITED,
             },
         }
     },
@@ -437,6 +445,13 @@ PATHS: dict[str, Any] = {
                 "204": _answer("no turn is active"),
                 **_errors(401, 404),
             },
+        }
+    },
+    "/api/usage": {
+        "get": {
+            "summary": "The signed-in caller's usage today and their limits, and when each "
+            "resets (404 without sign-in).",
+            "responses": {"200": _answer("usage", UsageToday), **_errors(401, 404)},
         }
     },
     "/assistant.json": {

@@ -1,7 +1,8 @@
-"""The OpenAPI document's part for what a reader controls (api/controls.py): deleting and
-renaming a conversation, rating a turn's answer, and the decision a person made on a
-tool use, as the transcript keeps it. `openapi.py` adds these models and paths to the
-document it builds; they are apart only to keep that module short."""
+"""The OpenAPI document's part for what a reader decides and controls: the approvals a
+waiting turn holds and the decision on one (as posted, and as the transcript keeps it),
+deleting and renaming a conversation, rating a turn's answer (api/controls.py).
+`openapi.py` adds these models and paths to the document it builds; they are apart only
+to keep that module short."""
 
 from __future__ import annotations
 
@@ -12,7 +13,34 @@ from pydantic import BaseModel, ConfigDict, Field
 from .controls import MAX_COMMENT, MAX_TITLE
 
 
+class Approval(BaseModel):
+    """A tool use the turn waits for a person to approve or deny."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool_use_id: str
+    tool: str
+    input: Any = Field(description="The input the model gave the tool.")
+    key: str | None = Field(description="The tool's caption key (what it did), or null.")
+    ask: str = Field(
+        description="The key of the tool's ask text (`ask.<tool>`: what it is to do, in the"
+        " imperative); a catalog without it: `ui.approval_unknown` with the tool's name."
+    )
+
+
+class Decision(BaseModel):
+    tool_use_id: str = Field(description="The `tool_use_id` of one of the turn's `approvals`.")
+    approved: bool
+
+
 class Decided(BaseModel):
+    turn_id: str
+    status: Literal["waiting", "queued"] = Field(
+        description="`waiting` while other uses wait; `queued` once the turn resumes."
+    )
+
+
+class DecisionMade(BaseModel):
     """A person's decision on a tool use, kept in the transcript as its own bubble."""
 
     model_config = ConfigDict(extra="forbid")

@@ -81,8 +81,8 @@ class Protocols:
             else:
                 turn_id, after = await self._ask(request, thread, _ag_ui_question(given), user)
         except ApiError as e:
-            body = {"error": e.message, "type": "RUN_ERROR", "message": e.message}
-            return JSONResponse({**body, "code": _code(e.status)}, e.status)
+            body = {"error": e.message, "type": "RUN_ERROR", "message": e.message, **e.fields}
+            return JSONResponse({**body, "code": _code(e.status)}, e.status, headers=e.headers)
         except _RunError as e:
             return self._sse(_ag_ui_error(given, e), {})
         history = transcript_messages(await self._transcript(thread))
@@ -169,9 +169,8 @@ class Protocols:
             else:
                 turn_id, after = await self._ask(request, thread, _chat_question(last), user)
         except ApiError as e:
-            return JSONResponse(
-                {"error": e.message, "type": "error", "errorText": e.message}, e.status
-            )
+            body = {"error": e.message, "type": "error", "errorText": e.message, **e.fields}
+            return JSONResponse(body, e.status, headers=e.headers)
         return await self._ui_response(request, turn_id, after, through_waits=False, token=token)
 
     async def chat_stream(self, request: Request) -> Response:
@@ -247,7 +246,9 @@ class Protocols:
     ) -> tuple[str, int]:
         locale = self.routes._locale({}, request)
         try:
-            turn = await self.store.create_turn(conversation_id, text, user=user, locale=locale)
+            turn = await self.routes.door.create_turn(
+                conversation_id, text, user=user, locale=locale
+            )
         except Busy:
             raise ApiError(409, BUSY) from None
         await self._enqueue(turn.turn_id)
@@ -414,6 +415,6 @@ def _token(token: str | None) -> dict[str, str]:
 
 
 def _code(status: int) -> str:
-    return {400: "invalid_request", 401: "sign_in", 404: "not_found", 409: "busy"}.get(
-        status, "unavailable" if status >= 500 else "refused"
-    )
+    codes = {400: "invalid_request", 401: "sign_in", 404: "not_found", 409: "busy"}
+    codes[429] = "rate_limited"
+    return codes.get(status, "unavailable" if status >= 500 else "refused")

@@ -30,7 +30,8 @@ from ..outcomes import Status
 from ..service.queue import Queue
 from ..store import UNCLAIMED, Busy, Store, hash_token, new_token
 from ..turn.lifecycle import fail, stop_waiting
-from ..usage import Usage
+from ..usage import LimitsSetting, Usage
+from .door import Door
 from .errors import ApiError
 from .owners import Owners
 from .stream import Streams, cursor
@@ -65,6 +66,7 @@ class Routes:
         *,
         catalogs: Catalogs | None = None,
         authenticate: Authenticate | None = None,
+        limits: LimitsSetting = None,
     ) -> None:
         self.store = store
         self.queue = queue
@@ -73,6 +75,8 @@ class Routes:
         self.authenticate = authenticate
         self.streams = Streams(store)
         """The event streams this app serves (stream.py): their settings, `close()` on shutdown."""
+        self.door = Door(store, limits, self.catalogs)
+        """The assistant's limits at the door: a new turn let in, or `429` (door.py)."""
 
     async def conversations(self, request: Request) -> Response:
         """`POST`: a new conversation; `GET`: the signed-in user's, newest first."""
@@ -109,7 +113,7 @@ class Routes:
         text = _question(body)
         locale = self._locale(body, request)
         try:
-            turn = await self.store.create_turn(conversation_id, text, user=user, locale=locale)
+            turn = await self.door.create_turn(conversation_id, text, user=user, locale=locale)
         except Busy:
             running = await self.store.open_turn(conversation_id)
             return JSONResponse({"error": BUSY, "turn_id": running}, 409)
@@ -179,6 +183,10 @@ class Routes:
                 "before": page.first or None,
             }
         )
+
+    async def usage(self, request: Request) -> Response:
+        """`GET /api/usage`: the signed-in caller's usage today and limits (door.py)."""
+        return await self.door.usage(request, await self._user(request))
 
     def _locale(self, body: dict[str, Any], request: Request) -> str:
         """The reader's locale, negotiated against the catalogs: the body's `locale` (the

@@ -1,5 +1,5 @@
-"""The command line: `demo`, `run`, `replay`, `trace`, `serve`, `worker`, `conversations`,
-`feedback`.
+"""The command line: `demo`, `run`, `replay`, `trace`, `serve`, `worker`, `usage`,
+`conversations`, `feedback`.
 
 Exit codes: 0 when the command did its work (for `run` and `demo`: the turn
 finished), 1 when a replay differs from its trace or a turn failed or hit a cap,
@@ -24,6 +24,7 @@ from .options import _Parser, add_price_option, directory
 from .run import _add_run_command, cmd_demo, cmd_run
 from .serving import _add_serving_commands, cmd_serve, cmd_worker
 from .traces import cmd_replay, cmd_trace
+from .usage import add_usage_command, cmd_usage
 
 DESCRIPTION = (
     "turnkeeper runs LLM agent turns the way production needs them run: one turn from "
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_price_option(show)
     _add_serving_commands(commands)
+    add_usage_command(commands)
     add_commands(commands)
     return parser
 
@@ -92,6 +94,7 @@ COMMANDS = {
     "trace": cmd_trace,
     "serve": cmd_serve,
     "worker": cmd_worker,
+    "usage": cmd_usage,
     "conversations": cmd_conversations,
     "feedback": cmd_feedback,
 }

@@ -56,6 +56,7 @@ EXIT_CODES: dict[Outcome, int] = {
     Outcome.ITERATION_LIMIT: 1,
     Outcome.TIME_LIMIT: 1,
     Outcome.STOPPED: 1,
+    Outcome.LIMIT_REACHED: 1,
     Outcome.TRUNCATED: 3,
     Outcome.REFUSED: 3,
     Outcome.CONTEXT_EXCEEDED: 3,
@@ -65,7 +66,7 @@ model's answer was cut off, refused or out of context (2 is an unusable argument
 
 RUN_EPILOG = """exit status:
   0  the turn finished
-  1  the turn failed or ended early: failed, iteration_limit, time_limit, stopped
+  1  the turn failed or ended early: failed, iteration_limit, time_limit, stopped, limit_reached
   2  unusable arguments or input (one line on stderr)
   3  the model gave no full answer: truncated, refused, context_exceeded"""
 

@@ -16,7 +16,7 @@ from typing import Any
 from .. import i18n
 from ..credentials import redact_url
 from ..errors import ConfigError
-from ..store.controls import Rated
+from ..store.controlled import Rated
 from ..turn.replay import first_difference, replay
 from ..turn.trace import read_trace
 from . import timeline

@@ -65,6 +65,8 @@ class Attempts:
     status: int | None = None
     request_id: str | None = None
     statuses: list[int] = field(default_factory=list)
+    too_long: float | None = None
+    """The server's `retry-after` that the call had no time to wait out, if one was."""
 
     @classmethod
     @contextmanager
@@ -97,10 +99,12 @@ class Attempts:
         retries_taken = _int(response.request.headers.get("x-stainless-retry-count"))
         if retries_taken >= self.max_retries:
             return True  # the SDK will not retry anyway; leave its decision alone
-        wait = retry_after(response.headers)
-        if wait is None:
-            wait = min(0.5 * 2.0**retries_taken, LONGEST_BACKOFF)
-        return self.left() - wait >= self.min_attempt
+        asked = retry_after(response.headers)
+        wait = min(0.5 * 2.0**retries_taken, LONGEST_BACKOFF) if asked is None else asked
+        fits = self.left() - wait >= self.min_attempt
+        if not fits and asked is not None:
+            self.too_long = asked
+        return fits
 
     def error(
         self, cls: type[ProviderError], message: str, *, status: int | None = None
@@ -115,8 +119,15 @@ class Attempts:
     ) -> ProviderError:
         """The error for an HTTP error response: unavailable for 408/429/5xx, failed otherwise."""
         cls = ProviderUnavailable if unavailable or unavailable_status(status) else ProviderFailed
+        if self.too_long is not None and cls is ProviderUnavailable:
+            message += (
+                f"; the provider asked to wait {self.too_long:.0f} s before trying again"
+                " (retry-after), more than the turn has left"
+            )
         error = self.error(cls, message, status=status)
         error.request_id = request_id or error.request_id
+        if cls is ProviderUnavailable:
+            error.wait = self.too_long
         return error
 
 

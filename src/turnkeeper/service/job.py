@@ -37,7 +37,7 @@ from ..turn.approvals import Resume
 from ..turn.loop import TurnResult, run_turn
 from ..turn.resume import Resuming
 from ..turn.setting import TurnSetting
-from ..usage import Usage
+from ..usage import Limits, LimitsSetting, Meter, Usage, limits_for
 from ..wire import Message
 from .leases import Leases
 
@@ -90,6 +90,9 @@ class StoreHooks:
                 )
                 await asyncio.sleep(1.0)
 
+    def limit_reached(self) -> str | None:
+        return None  # an assistant without limits; `MeteredHooks` meters the turn
+
     async def started(self, state: PublishedState) -> None:
         await self.store.publish(self.turn_id, self.fence, state)
 
@@ -119,6 +122,44 @@ Instructions = Callable[[ToolContext], "str | Awaitable[str]"]
 """An assistant's instructions as a function of who asks (`ToolContext`), sync or async."""
 
 
+class MeteredHooks(StoreHooks):
+    """`StoreHooks` whose writes also charge the ledger (`limits.py`): the `running`
+    publish a zero charge (it reads the day's totals before the first call), the usage
+    recorded before tools run, each checkpoint and the final write what the turn's calls
+    billed since the last. The store adds it in the write's own transaction and reads the
+    day's totals back, so the check before every model call (`limit_reached`) answers from
+    them with no round trip of its own. A turn of an assistant without limits gets plain
+    `StoreHooks`: no statement is added to its writes."""
+
+    def __init__(
+        self, store: Store, turn_id: str, fence: int, reporter: Reporter, meter: Meter
+    ) -> None:
+        super().__init__(store, turn_id, fence, reporter)
+        self.meter = meter
+
+    def limit_reached(self) -> str | None:
+        return self.meter.reached()
+
+    async def started(self, state: PublishedState) -> None:
+        charge = self.meter.charge(self.meter.charged)
+        await self.store.publish(self.turn_id, self.fence, state, charge)
+        self.meter.read(charge)
+
+    async def record_usage(self, usage: Usage) -> None:
+        charge = self.meter.charge(usage)
+        await self.store.record_usage(self.turn_id, self.fence, usage, charge)
+        self.meter.read(charge)
+
+    async def checkpoint(self, checkpoint: Checkpoint) -> None:
+        charge = self.meter.charge(checkpoint.usage)
+        self._cancel = await self.store.checkpoint(self.turn_id, self.fence, checkpoint, charge)
+        self.meter.read(charge)
+
+    async def finish(self, final: Checkpoint) -> None:
+        charge = self.meter.charge(final.usage)
+        await self.store.finish(self.turn_id, self.fence, final, charge)
+
+
 @dataclass
 class TurnJob:
     """Runs queued turns with one provider and toolset; `await job.run(turn_id)`."""
@@ -136,6 +177,9 @@ class TurnJob:
     """Spans and metrics of the turns (default: spans if a tracer provider is configured)."""
     resuming: Resuming = field(default_factory=Resuming)
     """Which tools wait for approval or may run again, and whether a crash resumes a turn."""
+    limits: LimitsSetting = None
+    """The assistant's `limits`: with any, every turn is metered (`MeteredHooks`), so each
+    user's day is known (`GET /api/usage`) whatever their own limits; without, none is."""
     instructions: Instructions | None = None
     """`instructions(ctx)`, sync or async: each turn's own instructions, from who asks and
     in which language (the assistant's callable `instructions`); None: the provider's."""
@@ -205,6 +249,10 @@ class TurnJob:
         start = await self.store.start(turn_id)
         assert start is not None, "a claimed turn exists"
         turn = start.turn
+        if self.limits is not None:  # an assistant with limits keeps every user's day
+            limits = limits_for(self.limits, turn.user) or Limits()
+            meter = Meter(limits, turn.user, start.state.usage)
+            hooks = MeteredHooks(self.store, turn_id, hooks.fence, self.reporter, meter)
         history = await self.store.history(turn.conversation_id)
         # A turn queued again (after a wait or a crash) has published more than `queued`.
         record = await self.store.resume_record(turn_id) if start.state.version > 1 else None

@@ -164,6 +164,7 @@ async def running(
     the body runs: the store, its tools connected, the queue, the sweeper."""
     if not settings.worker:
         require_postgres(settings.database, "serving with no worker (serve --no-worker)")
+    assistant.check_limits(provider)  # its model is known once chosen where turns run
     metrics = Metrics()
     async with _resources(settings, assistant, provider) as (store, tools):
         job = _job(store, assistant, provider, tools, settings, metrics)
@@ -193,12 +194,14 @@ def http_app(
         metrics=service.metrics,
         frame_ancestors=settings.frame_ancestors,
         public_metrics=settings.public_metrics,
+        limits=assistant.limits,
     )
 
 
 async def work(settings: Settings, assistant: Assistant, provider: Provider) -> None:
     """Run `assistant`'s deferred turns from the PostgreSQL queue until SIGINT or SIGTERM."""
     require_postgres(settings.database, "turnkeeper worker")
+    assistant.check_limits(provider)  # its model is known once chosen where turns run
     from ..service.worker import run_worker
 
     metrics = Metrics()
@@ -242,6 +245,7 @@ def _job(
         activities=assistant.activities,
         watcher=watchers(metrics),
         resuming=assistant.resuming,
+        limits=assistant.limits,
         instructions=None if isinstance(assistant.instructions, str) else assistant.instructions,
     )
 

@@ -16,13 +16,14 @@ import secrets
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..errors import TurnError
 from ..outcomes import TurnStatus
 from ..state import PublishedState
-from ..usage import Usage
+from ..usage import Charge, Ledger, Limits, Usage
 from ..wire import Message
+from .controlled import ReaderControls
 from .records import (
     Checkpoint,
     ConversationSummary,
@@ -37,9 +38,6 @@ from .records import (
     TurnEvent,
     TurnStart,
 )
-
-if TYPE_CHECKING:
-    from .controls import Feedback, Given, Rated, Rating
 
 Close = Callable[[Taken], Checkpoint]
 """The final write of a turn taken over, computed from what was read (pure: it may run
@@ -60,6 +58,16 @@ def refused(turn_id: str, fence: int) -> FenceLost:
 
 class Busy(TurnError):
     """The conversation already has a turn that is not done."""
+
+
+class OverLimit(TurnError):
+    """A new turn's asker is over a limit (`usage.Limits`): nothing was created. `key` names
+    the limit (`limits.turns_per_minute`, …), `retry_after` the whole seconds to wait."""
+
+    def __init__(self, key: str, retry_after: int) -> None:
+        super().__init__(f"{key}: ask again in {retry_after} s")
+        self.key = key
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +117,7 @@ def transcript_page(rows: list[tuple[int, Any]], before: int | None) -> Transcri
     return TranscriptPage(before or 0, [])
 
 
-class Store(Protocol):
+class Store(ReaderControls, Protocol):
     """Everything a turn, its job, the sweeper and the HTTP API keep."""
 
     async def migrate(self) -> None:
@@ -143,35 +151,18 @@ class Store(Protocol):
         """The owner's conversations, newest first (then last inserted first), at most `limit`."""
         ...
 
-    async def delete_conversation(self, conversation_id: str, *, stop: bool) -> bool:
-        """Delete the conversation and everything of it (turns, history, messages, model
-        calls' records, events, feedback) in one transaction; False if there is none.
-        `Busy` while a turn of it is not done, unless `stop` (controls.py)."""
-        ...
-
-    async def rename_conversation(self, conversation_id: str, title: str | None) -> bool:
-        """Give the conversation its own title (None: its first question); False if none."""
-        ...
-
-    async def give_feedback(
-        self, turn_id: str, rating: Rating, comment: str | None
-    ) -> Given | None:
-        """Keep the reader's feedback on a done turn over any before; None if not done."""
-        ...
-
-    async def feedback_of(self, turn_id: str) -> Rated | None:
-        """The turn's feedback, or None."""
-        ...
-
-    async def feedback(self, since: float) -> list[Feedback]:
-        """Every turn's feedback given since `since` (Unix seconds), oldest first."""
-        ...
-
     async def create_turn(
-        self, conversation_id: str, question: str, *, user: str | None = None, locale: str = "en"
+        self,
+        conversation_id: str,
+        question: str,
+        *,
+        user: str | None = None,
+        locale: str = "en",
+        limits: Limits | None = None,
     ) -> Turn:
         """Queue a turn (version 1, `queued`) asked by `user` in `locale`; `Busy` while the
-        conversation has one not done."""
+        conversation has one not done; with `limits`, `OverLimit` if the asker's minute is
+        full or day used up, decided in the same transaction (ledger.py)."""
         ...
 
     async def turn(self, turn_id: str) -> Turn | None:
@@ -240,19 +231,26 @@ class Store(Protocol):
         within a second by a cancel from this process or, on PostgreSQL, from any other."""
         ...
 
-    async def record_usage(self, turn_id: str, fence: int, usage: Usage) -> None:
+    async def record_usage(
+        self, turn_id: str, fence: int, usage: Usage, charge: Charge | None = None
+    ) -> None:
         """Store the turn's usage so far, as soon as a model call returns; `FenceLost` if the
-        fence is not the turn's."""
+        fence is not the turn's. A `charge` (this and the next three writes) is added to
+        the ledger in the same transaction, and the day's totals read back into it."""
         ...
 
-    async def publish(self, turn_id: str, fence: int, state: PublishedState) -> None:
+    async def publish(
+        self, turn_id: str, fence: int, state: PublishedState, charge: Charge | None = None
+    ) -> None:
         """Publish a state that is no checkpoint: the turn's `running` state, before its
         first checkpoint. (A turn is recovered from its row as last written, so a state
         published after a checkpoint would be the one recovered; the runtime never
         publishes one.)"""
         ...
 
-    async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> bool:
+    async def checkpoint(
+        self, turn_id: str, fence: int, checkpoint: Checkpoint, charge: Charge | None = None
+    ) -> bool:
         """One iteration's write, in one transaction: append the new history messages,
         publish its state, record its usage and model calls, and mark the turn's row
         as checkpointed (what `take_over` recovers).
@@ -263,9 +261,16 @@ class Store(Protocol):
         next model call without one."""
         ...
 
-    async def finish(self, turn_id: str, fence: int, final: Checkpoint) -> None:
+    async def finish(
+        self, turn_id: str, fence: int, final: Checkpoint, charge: Charge | None = None
+    ) -> None:
         """The one final write: history tail, final state, usage, model calls; clears the
         turn's checkpointed mark and cancel flag."""
+        ...
+
+    async def ledger(self, user: str | None, day: str, window: float = 60.0) -> Ledger:
+        """The turns `user` asked in the last `window` seconds (None: every turn, an
+        assistant without sign-in) and their subject's ledger for the UTC `day`."""
         ...
 
     async def iterations(self, turn_id: str) -> list[dict[str, Any]]:

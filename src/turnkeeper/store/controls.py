@@ -11,14 +11,12 @@ call returns.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
+from ..state import PublishedState
 from .base import Busy
+from .controlled import Feedback, Given, Rated, Rating
 from .dialect import All, Dialect, Exec, Executor, One, Steps
-
-Rating = Literal["up", "down"]
-RATINGS: tuple[Rating, ...] = ("up", "down")
 
 TITLES_AND_FEEDBACK = """
     ALTER TABLE conversations ADD COLUMN title {text};
@@ -54,38 +52,14 @@ SINCE = (
 FEEDBACK_OF = "SELECT feedback, feedback_at FROM turns WHERE turn_id = ?"
 
 
-@dataclass(frozen=True, slots=True)
-class Given:
-    """A turn's feedback as just given: what the metrics count it by."""
-
-    outcome: str
-    model: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class Rated:
-    """A turn's feedback as kept: `trace show` prints it."""
-
-    rating: str
-    comment: str | None
-    at: float
-    """When it was last given (Unix seconds)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Feedback:
-    """One turn's feedback as `turnkeeper feedback` exports it."""
-
-    turn_id: str
-    conversation_id: str
-    outcome: str
-    rating: str
-    comment: str | None
-    at: float
-    """When it was last given (Unix seconds)."""
-    user: str | None
-    locale: str
-    question: str
+def bubbles_past(
+    d: Dialect, statement: str, turn_id: str, state: PublishedState, stored: int
+) -> Steps[int]:
+    """The state's bubbles past the `stored` count written (a decision's, `Store.decide`);
+    the count after them."""
+    for n in range(stored, len(state.messages)):
+        yield Exec(statement, (turn_id, n, d.json(state.messages[n].to_json())))
+    return len(state.messages)
 
 
 class _SqlParts(Protocol):

@@ -29,6 +29,7 @@ from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
 from ..state import PublishedState
+from ..usage import Charge
 from .records import Checkpoint
 
 T = TypeVar("T")
@@ -83,12 +84,15 @@ class Write(StrEnum):
     FINISH = "finish"
 
 
-FastWrite = Callable[[Write, str, int, PublishedState, "Checkpoint | None", bool], Routine[bool]]
-"""A dialect's fast write path: `(kind, turn_id, fence, state, checkpoint, alone)` → the
-routine that writes it (the checkpoint is None for a publish; `alone`: the write is the
-whole transaction, so what it sent may be remembered for the next one). It raises
-`FenceLost` when the fence or the version is refused, and returns the turn's cancel flag
-as it read it with the write."""
+FastWrite = Callable[
+    [Write, str, int, PublishedState, "Checkpoint | None", bool, "Charge | None"], Routine[bool]
+]
+"""A dialect's fast write path: `(kind, turn_id, fence, state, checkpoint, alone, charge)` →
+the routine that writes it (the checkpoint is None for a publish; `alone`: the write is the
+whole transaction, so what it sent may be remembered for the next one; `charge`, if any, is
+added to the ledger in the same transaction, its `total` read back: `store/ledger.py`). It
+raises `FenceLost` when the fence or the version is refused, and returns the turn's cancel
+flag as it read it with the write."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,8 @@ from typing import Any
 from ..credentials import redact_url
 from ..errors import ConfigError, MissingExtra
 from ..state import PublishedState
-from . import base
+from ..usage import Charge
+from . import base, ledger
 from . import events as log
 from .base import refused
 from .controls import TITLES_AND_FEEDBACK
@@ -164,6 +165,10 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
         log.EVENTS_TABLE.format(text="text", json="json", time="double precision", now=NOW),
     ),
     (
+        "the ledger: usage per subject per UTC day, `usage_days`",
+        ledger.TABLE.format(text="text", bigint="bigint", real="double precision"),
+    ),
+    (
         "a conversation's own title, a turn's feedback",
         TITLES_AND_FEEDBACK.format(text="text", json="jsonb", seconds="double precision"),
     ),
@@ -240,6 +245,11 @@ WRITE = (
     "SELECT turnkeeper_write(%s::text, %s::text, %s::integer, %s::integer, %s::text, %s::json,"
     " %s::jsonb, %s::json, %s::json, %s::integer, %s::json)"
 )
+CHARGED_WRITE = (
+    f"WITH charged AS ({ledger.CHARGE.replace('?', '%s')})"
+    f" SELECT {WRITE.removeprefix('SELECT ')}, tokens, cost_usd FROM charged"
+)
+"""The write and the ledger's charge in one statement, the day's totals read back."""
 SHOWN_KEPT = 10_000
 """Turns whose bubble count a store keeps; past it, it forgets them all (a turn it
 forgets sends its bubbles whole once)."""
@@ -260,6 +270,7 @@ class FastWrites:
         state: PublishedState,
         cp: Checkpoint | None,
         alone: bool = True,
+        charge: Charge | None = None,
     ) -> Routine[bool]:
         """One `turnkeeper_write` statement; the cancel flag it read with the row locked.
 
@@ -271,7 +282,12 @@ class FastWrites:
         def steps() -> Steps[bool]:
             held, count = self.shown.pop(turn_id, (None, 0))
             since = min(count, len(state.messages)) if held == fence and alone else 0
-            row = yield One(WRITE, _written(kind, turn_id, fence, state, cp, since))
+            written = _written(kind, turn_id, fence, state, cp, since)
+            if charge is None:
+                row = yield One(WRITE, written)
+            else:
+                row = yield One(CHARGED_WRITE, (*ledger.charge_params(charge), *written))
+                ledger.charged(charge, row[1:])
             if row is None or row[0] is None:
                 raise refused(turn_id, fence)
             if kind is not Write.FINISH and alone:
@@ -328,6 +344,7 @@ DIALECT = Dialect(
         "time": "timestamptz",
         "has_migrations": "SELECT 1 WHERE to_regclass('turnkeeper_migrations') IS NOT NULL",
         "migration_lock": f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})",
+        "age": "extract(epoch from clock_timestamp() - created)",
     },
     json=Json,
     jsonb=Jsonb,

@@ -19,9 +19,10 @@ from typing import Any, Protocol
 from .. import state as published
 from ..outcomes import TurnStatus
 from ..state import PublishedState
-from ..usage import Usage
+from ..usage import Charge, Ledger, Limits, Usage
 from ..wire import Message
 from . import events as log
+from . import ledger
 from .base import (
     ALL,
     Busy,
@@ -34,7 +35,7 @@ from .base import (
     turn_start,
 )
 from .cancellations import Cancellations
-from .controls import Controls
+from .controls import Controls, bubbles_past
 from .dialect import All, Dialect, Exec, Executor, Many, One, Steps, Write
 from .records import (
     Checkpoint,
@@ -61,8 +62,7 @@ class Companion(Protocol):
 
 
 class SqlStore(Controls):
-    """The store over one dialect and one executor (see the module's docstring); the
-    reader's controls (delete, rename, feedback) are `Controls`'."""
+    """The store over one dialect and one executor (the module's docstring; `Controls`)."""
 
     def __init__(
         self, dialect: Dialect, executor: Executor, companions: Sequence[Companion] = ()
@@ -129,11 +129,19 @@ class SqlStore(Controls):
         return [ConversationSummary(*row) for row in rows]
 
     async def create_turn(
-        self, conversation_id: str, question: str, *, user: str | None = None, locale: str = "en"
+        self,
+        conversation_id: str,
+        question: str,
+        *,
+        user: str | None = None,
+        locale: str = "en",
+        limits: Limits | None = None,
     ) -> Turn:
         turn_id, sql, d = new_id("t"), self.sql, self.dialect
 
         def steps() -> Steps[Turn]:
+            if limits is not None:
+                yield from ledger.admit(d, user, limits)
             (offset,) = yield One(sql.offset, (conversation_id,))
             first = published.queued(turn_id, conversation_id, question, int(offset))
             usage = d.jsonb(first.usage.as_dict())
@@ -238,38 +246,62 @@ class SqlStore(Controls):
     async def wait_cancel(self, turn_id: str) -> None:
         await self.cancellations.wait(turn_id, lambda: self.cancel_requested(turn_id))
 
-    async def record_usage(self, turn_id: str, fence: int, usage: Usage) -> None:
+    async def record_usage(
+        self, turn_id: str, fence: int, usage: Usage, charge: Charge | None = None
+    ) -> None:
+        if charge is not None:
+            await ledger.record_usage(self.dialect, self.executor, turn_id, fence, usage, charge)
+            return
         params = (self.dialect.jsonb(usage.as_dict()), turn_id, fence)
         statement = Exec(self.sql.record_usage, params)
         if await self.executor.write(statement, one=True, turn=True) != 1:
             raise refused(turn_id, fence)
 
-    async def publish(self, turn_id: str, fence: int, state: PublishedState) -> None:
-        await self._write(Write.PUBLISH, turn_id, fence, state, None)
+    async def publish(
+        self, turn_id: str, fence: int, state: PublishedState, charge: Charge | None = None
+    ) -> None:
+        await self._write(Write.PUBLISH, turn_id, fence, state, None, charge)
 
-    async def checkpoint(self, turn_id: str, fence: int, checkpoint: Checkpoint) -> bool:
-        return await self._write(Write.CHECKPOINT, turn_id, fence, checkpoint.state, checkpoint)
+    async def checkpoint(
+        self, turn_id: str, fence: int, checkpoint: Checkpoint, charge: Charge | None = None
+    ) -> bool:
+        state = checkpoint.state
+        return await self._write(Write.CHECKPOINT, turn_id, fence, state, checkpoint, charge)
 
-    async def finish(self, turn_id: str, fence: int, final: Checkpoint) -> None:
-        await self._write(Write.FINISH, turn_id, fence, final.state, final)
+    async def finish(
+        self, turn_id: str, fence: int, final: Checkpoint, charge: Charge | None = None
+    ) -> None:
+        await self._write(Write.FINISH, turn_id, fence, final.state, final, charge)
 
     def _write(
-        self, kind: Write, turn_id: str, fence: int, state: PublishedState, cp: Checkpoint | None
+        self,
+        kind: Write,
+        turn_id: str,
+        fence: int,
+        state: PublishedState,
+        cp: Checkpoint | None,
+        charge: Charge | None,
     ) -> Awaitable[bool]:
         """The dialect's fast write path, as a turn's write (an awaitable of the cancel flag);
-        with the checkpoint's events, if it has any, in the same transaction."""
+        with the checkpoint's events, if it has any, and its charge, in the same transaction."""
         if cp is not None and cp.events:
-            return self._write_with_events(kind, turn_id, fence, state, cp)
-        program = self.dialect.write(kind, turn_id, fence, state, cp, True)
+            return self._write_with_events(kind, turn_id, fence, state, cp, charge)
+        program = self.dialect.write(kind, turn_id, fence, state, cp, True, charge)
         one = self.dialect.one_statement_write
         return self.executor.write(program, one=one, turn=True)
 
     async def _write_with_events(
-        self, kind: Write, turn_id: str, fence: int, state: PublishedState, cp: Checkpoint
+        self,
+        kind: Write,
+        turn_id: str,
+        fence: int,
+        state: PublishedState,
+        cp: Checkpoint,
+        charge: Charge | None,
     ) -> bool:
         """A write and its events in one transaction (none of it if the write is refused);
         the turn's subscribers woken once it is committed."""
-        write = self.dialect.write(kind, turn_id, fence, state, cp, False)
+        write = self.dialect.write(kind, turn_id, fence, state, cp, False, charge)
 
         def steps() -> Steps[bool]:
             cancel = yield from write()
@@ -377,7 +409,9 @@ class SqlStore(Controls):
         taken = Taken(recovery, record, bool(cancel), streamed)
         final = close(taken)
         fence = recovery.fence
-        yield from self.dialect.write(Write.FINISH, turn_id, fence, final.state, final, False)()
+        yield from self.dialect.write(
+            Write.FINISH, turn_id, fence, final.state, final, False, None
+        )()
         if final.events:
             yield from self._append(turn_id, final.events)
         return Ended(taken, final)
@@ -405,20 +439,18 @@ class SqlStore(Controls):
             row = yield One(sql.waiting_turn, (turn_id,))
             if row is None or row[0] is None:
                 return None
-            record = ResumeRecord.from_json(dict(d.load(row[0])))
             bubbles = yield from self._bubbles(turn_id, row[2])
             stored = PublishedState.from_json({**d.load(row[1]), "messages": bubbles})
-            made = decision_made(record, stored, tool_use_id, approved)
+            made = decision_made(
+                ResumeRecord.from_json(d.load(row[0])), stored, tool_use_id, approved
+            )
             if made is None:
                 return None
             record, state = made
-            resume, bare = d.jsonb(record.to_json()), d.json(state.bare())
-            status, count = state.status, len(state.messages)
-            for n in range(row[2], count):  # the decision's bubble
-                yield Exec(sql.decision_bubble, (turn_id, n, d.json(state.messages[n].to_json())))
-            params = (resume, bare, state.version, status, count, status, turn_id)
-            yield Exec(sql.decided, params)
-            return state.status, state.version
+            resume, bare, status = d.jsonb(record.to_json()), d.json(state.bare()), state.status
+            count = yield from bubbles_past(d, sql.decision_bubble, turn_id, state, row[2])
+            yield Exec(sql.decided, (resume, bare, state.version, status, count, status, turn_id))
+            return status, state.version
 
         return await self.executor.write(steps)
 
@@ -431,7 +463,7 @@ class SqlStore(Controls):
         events: Sequence[NewEvent] = (),
     ) -> None:
         d = self.dialect
-        publish = d.write(Write.PUBLISH, turn_id, fence, state, None, False)
+        publish = d.write(Write.PUBLISH, turn_id, fence, state, None, False, None)
 
         def steps() -> Steps[None]:
             yield from publish()
@@ -448,6 +480,11 @@ class SqlStore(Controls):
     async def waiting(self, older_than: float) -> list[str]:
         rows = await self._all(self.sql.waiting, (older_than,))
         return [str(t) for (t,) in rows]
+
+    # ---- the ledger (ledger.py) ----------------------------------------------
+
+    async def ledger(self, user: str | None, day: str, window: float = 60.0) -> Ledger:
+        return await ledger.ledger(self.dialect, self.executor, user, day, window)
 
     # ---- the statements' shapes ----------------------------------------------
 

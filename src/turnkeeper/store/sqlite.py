@@ -26,7 +26,8 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..state import PublishedState
-from . import base
+from ..usage import Charge
+from . import base, ledger
 from . import events as log
 from .base import refused
 from .controls import TITLES_AND_FEEDBACK
@@ -114,6 +115,7 @@ class _Write:
     row: tuple[Any, ...]
     bodies: list[str]
     calls: list[tuple[str, int, str]]
+    charge: Charge | None = None
 
     @classmethod
     def of(
@@ -133,6 +135,12 @@ class _Write:
             [(turn_id, c.iteration, _dump(c.summary())) for c in cp.calls],
         )
 
+    def charged(self) -> Steps[None]:
+        """The ledger charged, its day's totals read back (none without a charge)."""
+        if self.charge is not None:
+            row = yield One(ledger.CHARGE, ledger.charge_params(self.charge))
+            ledger.charged(self.charge, row)
+
     def steps(self) -> Steps[bool]:
         turn_id = self.turn_id
         row = yield One(FENCED, (turn_id, self.fence, self.state.version))
@@ -151,6 +159,7 @@ class _Write:
             yield Many(ADD_BUBBLES, shown)
         if self.calls:
             yield Many(SAVE_CALL, self.calls)
+        yield from self.charged()
         if self.kind is not Write.CHECKPOINT:
             yield Exec(UPDATES[self.kind], self.row)
             return False
@@ -165,10 +174,14 @@ def fast_write(
     state: PublishedState,
     cp: Checkpoint | None,
     alone: bool = True,
+    charge: Charge | None = None,
 ) -> Routine[bool]:
     """SQLite's write path: encoded here, run as several statements in the group's
-    transaction (bubbles past those stored; fewer than stored drop the rest)."""
-    return _Write.of(kind, turn_id, fence, state, cp).steps
+    transaction (bubbles past those stored; fewer than stored drop the rest; the ledger's
+    charge, if any)."""
+    write = _Write.of(kind, turn_id, fence, state, cp)
+    write.charge = charge
+    return write.steps
 
 
 # ---- the schema --------------------------------------------------------------------
@@ -208,6 +221,10 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
         "the turn's event log: `turn_events`",
         log.EVENTS_TABLE.format(text="TEXT", json="TEXT", time="REAL", now=NOW),
+    ),
+    (
+        "the ledger: usage per subject per UTC day, `usage_days`",
+        ledger.TABLE.format(text="TEXT", bigint="INTEGER", real="REAL"),
     ),
     (
         "a conversation's own title, a turn's feedback",
@@ -266,6 +283,7 @@ DIALECT = Dialect(
         "notify_events": "",
         "time": "REAL",
         "has_migrations": "SELECT 1 FROM sqlite_master WHERE name = 'turnkeeper_migrations'",
+        "age": f"{NOW} - created",
     },
     json=_dump,
     jsonb=_dump,

@@ -59,6 +59,12 @@ class Hooks(Protocol):
         return. Never raises: a passing failure to learn of a stop is its own to retry."""
         ...
 
+    def limit_reached(self) -> str | None:
+        """The key of the day's limit the turn's user has used up (`limits.tokens_per_day`,
+        `limits.cost_per_day`), as the last write read the ledger; asked before every model
+        call, after `should_stop`. None: go on (always, without limits)."""
+        ...
+
     async def started(self, state: PublishedState) -> None:
         """Publish the turn's `running` state, once, before anything else."""
         ...
@@ -128,6 +134,9 @@ class LocalHooks:
 
     async def wait_stop(self) -> None:
         await self._stopping.wait()
+
+    def limit_reached(self) -> str | None:
+        return None
 
     async def started(self, state: PublishedState) -> None:
         self.published.append(state)

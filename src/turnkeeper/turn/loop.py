@@ -170,8 +170,7 @@ class _Turn:
             async with backstop:
                 tools = await self.toolset.list_tools()
                 while True:
-                    if self.room.race.checked(await self.hooks.should_stop()):
-                        self.end(Outcome.STOPPED)
+                    if await self.must_end():
                         break
                     await self.answer_resumed()
                     timeout = self.budget.timeout_for_call(self.deadline - self.clock.now())
@@ -210,13 +209,23 @@ class _Turn:
 
     # ---- the model call -------------------------------------------------
 
+    async def must_end(self) -> bool:
+        """Before every model call: the reader asked to stop, or the day's limit is used up."""
+        if self.room.race.checked(await self.hooks.should_stop()):
+            self.end(Outcome.STOPPED)
+            return True
+        if (limit := self.hooks.limit_reached()) is not None:
+            self.end(Outcome.LIMIT_REACHED, f"{limit} is used up")
+            return True
+        return False
+
     async def call(self, tools: Sequence[ToolSpec], timeout: float) -> Reply | None:
         """One model call, raced against a stop; None, the turn ended, on failure or stop."""
         self.events.begin(events.next_bubble(self.state))
         try:
             called = await self.room.call(self.history, tools, timeout, self.events.text)
         except ProviderError as error:
-            self.end(Outcome.FAILED, str(error), key=error.key, details=error.describe())
+            self.end(Outcome(error.outcome), str(error), key=error.notice, details=error.describe())
             return None
         if called is None:  # a stop aborted the call: nothing to append, no usage to count
             self.end(Outcome.STOPPED)

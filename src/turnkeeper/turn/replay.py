@@ -14,8 +14,10 @@ from typing import Any
 
 from ..errors import ProviderFailed, provider_error_from
 from ..observe.report import Report
+from ..outcomes import Outcome
 from ..providers import TextSink, wire_format
 from ..store.records import ModelCall
+from ..usage import TOKENS_PER_DAY
 from ..wire import Message, Reply, ToolResult, ToolSpec, ToolUse, WireFormat
 from .approvals import Resume
 from .hooks import LocalHooks
@@ -92,16 +94,21 @@ class ReplayClock:
 
 class ReplayHooks(LocalHooks):
     """Says stop at the same check the recorded turn saw its cancel flag, and during the
-    call a stop aborted (`stop()`, from the `ReplayProvider`)."""
+    call a stop aborted (`stop()`, from the `ReplayProvider`); says a day's limit is used
+    up at the check after the last recorded call of a turn that ended `limit_reached`."""
 
-    def __init__(self, stopped_at_check: int | None) -> None:
+    def __init__(self, stopped_at_check: int | None, limit_at_check: int | None = None) -> None:
         super().__init__(reporter=_quiet)
         self._stop_at = stopped_at_check
+        self._limit_at = limit_at_check
         self._checks = 0
 
     async def should_stop(self) -> bool:
         self._checks += 1
         return self._checks == self._stop_at
+
+    def limit_reached(self) -> str | None:
+        return TOKENS_PER_DAY if self._checks == self._limit_at else None
 
 
 def _quiet(report: Report) -> None:
@@ -112,7 +119,8 @@ async def replay(trace: Trace) -> TurnResult:
     """Run the recorded turn again offline."""
     wire = wire_format(trace.wire)
     names = sorted({n for call in trace.calls for n in call.tools or ()})
-    hooks = ReplayHooks(trace.stopped_at_check)
+    limited = trace.outcome is Outcome.LIMIT_REACHED
+    hooks = ReplayHooks(trace.stopped_at_check, len(trace.calls) + 1 if limited else None)
     return await run_turn(
         trace.question,
         provider=ReplayProvider(trace, wire, hooks.stop),

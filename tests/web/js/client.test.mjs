@@ -214,3 +214,31 @@ describe("retry-after and what the reader is told", () => {
     }
   });
 });
+
+describe("a 429: over a limit", () => {
+  test("names the limit and when the reader may ask again", async () => {
+    const body = { error: "Too many.", key: "limits.turns_per_minute", retry_after: 41 };
+    const { client } = api(json(body, 429, { "retry-after": "41" }));
+    const outcome = await client.startTurn("c_1", "hello", "en");
+    assert.deepEqual(outcome, {
+      ok: false,
+      kind: "limited",
+      status: 429,
+      key: "limits.turns_per_minute",
+      retryAfter: 41000,
+    });
+  });
+
+  test("reads the body's wait when the header is not shown (another origin)", async () => {
+    const body = { error: "Spent.", key: "limits.tokens_per_day", retry_after: 3600 };
+    const { client } = api(json(body, 429));
+    const outcome = await client.startTurn("c_1", "hello", "en");
+    assert.equal(outcome.retryAfter, 3600 * 1000);
+  });
+
+  test("a 429 without a limit's body still says it is limited, with no time", async () => {
+    const { client } = api(new Response("slow down", { status: 429 }));
+    const outcome = await client.startTurn("c_1", "hello", "en");
+    assert.deepEqual(outcome, { ok: false, kind: "limited", status: 429, key: null, retryAfter: null });
+  });
+});

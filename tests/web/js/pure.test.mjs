@@ -315,3 +315,32 @@ describe("the trouble area", () => {
     assert.equal(trouble.area.hidden, true);
   });
 });
+
+describe("a limit's sentence", async () => {
+  const { limitSentence } = await import("../../../src/turnkeeper/web/widget/trouble.js");
+  const catalog = {
+    "limits.tokens_per_day": "You have used up today's allowance of the assistant.",
+    "ui.ask_again_at": "You can ask again at {time}.",
+    "errors.ai_failed": "Something went wrong.",
+  };
+  const text = (key) => catalog[key] ?? null;
+  const noon = Date.UTC(2026, 11, 2, 12, 0, 0);
+
+  test("says the limit, then the time of day the reader may ask again", () => {
+    const outcome = { kind: "limited", key: "limits.tokens_per_day", retryAfter: 2 * 3600 * 1000 };
+    const said = limitSentence(outcome, text, "en", noon);
+    const at = new Date(noon + 2 * 3600 * 1000).toLocaleTimeString("en", {
+      hour: "2-digit",
+      minute: "2-digit",
+    });
+    assert.equal(said, `You have used up today's allowance of the assistant. You can ask again at ${at}.`);
+  });
+
+  test("without a wait, only the limit; without a key, that something went wrong", () => {
+    assert.equal(
+      limitSentence({ key: "limits.tokens_per_day", retryAfter: null }, text, "en", noon),
+      "You have used up today's allowance of the assistant.",
+    );
+    assert.equal(limitSentence({ key: null, retryAfter: null }, text, "en", noon), "Something went wrong.");
+  });
+});

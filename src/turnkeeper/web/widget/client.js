@@ -9,6 +9,8 @@
  *   "unavailable"  a 5xx; `retryAfter`: the milliseconds its `retry-after` asks for, or null
  *   "gone"         a 404: no such conversation, turn or catalog (any more)
  *   "busy"         a 409; `turnId`: the conversation's turn that is not done, if named
+ *   "limited"      a 429: over a limit; `key`, the limit's message key (`limits.*`), and
+ *                  `retryAfter`, the milliseconds until the reader may ask again, or null
  *   "failed"       anything else: another status, or an answer that is not JSON
  *
  * The conversation's token travels only in the Authorization header, never in a URL; when
@@ -49,6 +51,7 @@ async function refused(response) {
   if (status === 401) return SIGN_IN;
   if (status === 404) return GONE;
   if (status === 409) return { ok: false, kind: "busy", status, turnId: await busyTurn(response) };
+  if (status === 429) return limited(response);
   if (status >= 500) {
     const retryAfter = retryAfterMs(response.headers.get("retry-after"));
     return { ok: false, kind: "unavailable", status, retryAfter };
@@ -64,6 +67,22 @@ async function busyTurn(response) {
   } catch (error) {
     return null;
   }
+}
+
+/** A 429's limit: its body's `key` and `retry_after` (seconds), the header's wait first
+ *  (a page of another origin may not be shown the header). */
+async function limited(response) {
+  let body = null;
+  try {
+    body = await response.json();
+  } catch (error) {
+    body = null;
+  }
+  const named = body && typeof body.key === "string" && body.key.startsWith("limits.");
+  const key = named ? body.key : null;
+  const seconds = body && Number.isInteger(body.retry_after) ? body.retry_after * 1000 : null;
+  const retryAfter = retryAfterMs(response.headers.get("retry-after")) ?? seconds;
+  return { ok: false, kind: "limited", status: 429, key, retryAfter };
 }
 
 /** An accepted answer, its JSON read when `json` (not for a 204): a body that is not JSON

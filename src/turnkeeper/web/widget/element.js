@@ -65,7 +65,7 @@ export class TurnkeeperChat extends HTMLElement {
     const labels = { lang: this.catalog.lang, name: this.name, text, users: this.users };
     Object.assign(this, build(this.shadowRoot, labels));
     this.transcript = new Transcript(this.log, { text, name: this.name, markdown });
-    this.trouble = new Trouble(this.troubleArea, text);
+    this.trouble = new Trouble(this.troubleArea, text, this.catalog.lang);
     this.compose.addEventListener("submit", (event) => {
       event.preventDefault();
       this.send();

@@ -9,10 +9,26 @@ import { troubleKey } from "./client.js";
 
 export const TROUBLE_AFTER = 3; // failed requests in a row before the reader is told
 
+/**
+ * What a reader over a limit (a 429, client.js) is told: the limit's sentence, then when
+ * they may ask again, a time of day in `lang` (`ui.ask_again_at`), when the server said.
+ */
+export function limitSentence(outcome, text, lang, now = Date.now()) {
+  const said = (outcome.key && text(outcome.key)) || text("errors.ai_failed") || "";
+  if (outcome.retryAfter === null || outcome.retryAfter === undefined) return said;
+  const at = new Date(now + outcome.retryAfter);
+  const precise = outcome.retryAfter < 3600 * 1000 ? { second: "2-digit" } : {};
+  const clock = { hour: "2-digit", minute: "2-digit", ...precise };
+  const time = at.toLocaleTimeString(lang || undefined, clock);
+  const again = (text("ui.ask_again_at") || "{time}").replace("{time}", time);
+  return `${said} ${again}`;
+}
+
 export class Trouble {
-  constructor(area, text) {
+  constructor(area, text, lang = null) {
     this.area = area;
     this.text = text;
+    this.lang = lang; // the catalog's: a limit's time of day is written in it
     this.failures = 0;
     this.waiting = false; // told the conversation is busy elsewhere, until its turn ends
   }
@@ -30,7 +46,9 @@ export class Trouble {
       return false;
     }
     this.failures += 1;
-    this.say(this.text(troubleKey(outcome)));
+    const limited = outcome.kind === "limited";
+    const said = limited ? limitSentence(outcome, this.text, this.lang) : null;
+    this.say(said ?? this.text(troubleKey(outcome)));
     this.area.hidden = !now && this.failures < TROUBLE_AFTER && !this.waiting;
     return true;
   }

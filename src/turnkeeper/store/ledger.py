@@ -1,0 +1,120 @@
+"""The ledger (docs/design.md §13): usage per subject per UTC day, in the store.
+
+One table, `usage_days(subject, day, tokens, cost_usd)`. A turn's writes charge it in
+their own transaction: a publish, a checkpoint and the final write through the fast write
+path (on PostgreSQL, a data-modifying CTE beside the `turnkeeper_write` call: still one
+statement), the usage recorded before tools run alike. Each charge reads the day's totals
+back (`Charge.total`). Nothing is charged, and no statement added, when a write carries
+no `Charge` (an assistant without limits).
+
+The door decides in the transaction that creates a turn (`admit()`, from
+`create_turn`); `GET /api/usage` and `turnkeeper usage` read the day and the subject's
+turns of the last minute (`ledger()`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from ..usage import MINUTE, Charge, Day, Ledger, Limits, Usage, refused, subject, today
+from .base import OverLimit
+from .base import refused as fence_refused
+from .dialect import All, Dialect, Exec, Executor, One, Steps
+
+TABLE = """
+    CREATE TABLE usage_days (
+        subject {text} NOT NULL,
+        day {text} NOT NULL,
+        tokens {bigint} NOT NULL DEFAULT 0,
+        cost_usd {real} NOT NULL DEFAULT 0,
+        PRIMARY KEY (subject, day)
+    );
+    CREATE INDEX turns_by_asker ON turns (asked_by, created)
+"""
+"""The migration: the ledger, and the turns of one asker by time (the minute's count)."""
+
+CHARGE = (
+    "INSERT INTO usage_days (subject, day, tokens, cost_usd) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT (subject, day) DO UPDATE SET tokens = usage_days.tokens + excluded.tokens,"
+    " cost_usd = usage_days.cost_usd + excluded.cost_usd RETURNING tokens, cost_usd"
+)
+"""Add a charge to the day's row (made if it is the day's first) and read the totals back."""
+
+DAY = "SELECT tokens, cost_usd FROM usage_days WHERE subject = ? AND day = ?"
+RECENT_OF = "SELECT {age} FROM turns WHERE asked_by = ? AND created > {ago} ORDER BY created"
+RECENT = "SELECT {age} FROM turns WHERE asked_by IS NULL AND created > {ago} ORDER BY created"
+"""The ages in seconds of a user's turns (or, without sign-in, of every turn) asked in the
+last `?` seconds, oldest first."""
+
+RECORD_USAGE = "UPDATE turns SET usage = ? WHERE turn_id = ? AND fence = ? AND done = {false}"
+RECORD_AND_CHARGE = (
+    "WITH charged AS (" + CHARGE + "), recorded AS (" + RECORD_USAGE + " RETURNING 1)"
+    " SELECT (SELECT count(*) FROM recorded), tokens, cost_usd FROM charged"
+)
+"""PostgreSQL: the usage recorded and the ledger charged in one statement."""
+
+
+def charge_params(charge: Charge) -> tuple[Any, ...]:
+    return (charge.subject, charge.day, charge.tokens, charge.cost_usd)
+
+
+def charged(charge: Charge, row: Sequence[Any]) -> None:
+    """Keep the day's totals a charge read back (`tokens, cost_usd`)."""
+    charge.total = Day(int(row[0]), float(row[1]))
+
+
+async def record_usage(
+    dialect: Dialect, executor: Executor, turn_id: str, fence: int, usage: Usage, charge: Charge
+) -> None:
+    """The turn's usage so far and its charge, in one transaction (one statement on
+    PostgreSQL); `FenceLost` if the fence is not the turn's."""
+    params = (dialect.jsonb(usage.as_dict()), turn_id, fence)
+    if dialect.one_statement_write:
+        statement = One(dialect.sql(RECORD_AND_CHARGE), (*charge_params(charge), *params))
+        row: Any = await executor.write(statement, one=True, turn=True)
+        charged(charge, row[1:])
+        if row[0] != 1:
+            raise fence_refused(turn_id, fence)
+        return
+
+    def steps() -> Steps[int]:
+        charged(charge, (yield One(dialect.sql(CHARGE), charge_params(charge))))
+        changed: int = yield Exec(dialect.sql(RECORD_USAGE), params)
+        return changed
+
+    if await executor.write(steps, turn=True) != 1:
+        raise fence_refused(turn_id, fence)
+
+
+def admit(dialect: Dialect, user: str | None, limits: Limits) -> Steps[None]:
+    """The door, in the transaction that creates the turn: the day's row touched (a zero
+    charge: on PostgreSQL it holds the row's lock to the commit, so one asker's new turns
+    are counted one at a time), the asker's turns of the last minute counted; `OverLimit`
+    if the minute is full or the day used up, and nothing is created."""
+    now = datetime.now(UTC)
+    day = yield One(dialect.sql(CHARGE), (subject(user), today(now), 0, 0.0))
+    recent, params = (RECENT, (MINUTE,)) if user is None else (RECENT_OF, (user, MINUTE))
+    ages = yield All(dialect.sql(recent), params)
+    kept = Ledger(tuple(float(a) for (a,) in ages), Day(int(day[0]), float(day[1])))
+    refusal = refused(limits, kept, now)
+    if refusal is not None:
+        raise OverLimit(*refusal)
+
+
+async def ledger(
+    dialect: Dialect, executor: Executor, user: str | None, day: str, window: float
+) -> Ledger:
+    """The turns `user` (None: anyone, without sign-in) asked in the last `window`
+    seconds, and their subject's ledger for `day`."""
+
+    def steps() -> Steps[Ledger]:
+        recent = RECENT if user is None else RECENT_OF
+        params = (window,) if user is None else (user, window)
+        ages = yield All(dialect.sql(recent), params)
+        row = yield One(dialect.sql(DAY), (subject(user), day))
+        kept = Day() if row is None else Day(int(row[0]), float(row[1]))
+        return Ledger(tuple(float(a) for (a,) in ages), kept)
+
+    return await executor.read(steps)
