@@ -12,7 +12,9 @@ _PUBLIC = {
     "Card": ".cards",
     "CardError": ".cards",
     "Checkpoint": ".store.records",
+    "Compaction": ".turn.compaction",
     "ConfigError": ".errors",
+    "ContextTooLong": ".errors",
     "Hooks": ".turn.hooks",
     "Limits": ".usage",
     "LocalHooks": ".turn.hooks",
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
     from .cards import Card, CardError
     from .errors import (
         ConfigError,
+        ContextTooLong,
         ProviderError,
         ProviderFailed,
         ProviderUnavailable,
@@ -65,6 +68,7 @@ if TYPE_CHECKING:
     from .store.records import Checkpoint
     from .tools.context import ToolContext
     from .tools.functions import Tool, ToolRefused, tool
+    from .turn.compaction import Compaction
     from .turn.hooks import Hooks, LocalHooks
     from .turn.loop import TurnResult, run_turn
     from .turn.setting import TurnSetting
@@ -99,7 +103,9 @@ __all__ = [
     "Card",
     "CardError",
     "Checkpoint",
+    "Compaction",
     "ConfigError",
+    "ContextTooLong",
     "Hooks",
     "Limits",
     "LocalHooks",

@@ -43,6 +43,7 @@ from .tools import CombinedToolset, Toolset
 from .tools.files import DEMO_ROOT, read_file_tool
 from .tools.functions import FunctionToolset, Tool, ToolFunction, function_tool
 from .turn.activity import ACTIVITIES
+from .turn.compaction import Compaction, compaction_of
 from .turn.resume import Resuming
 from .usage import Limits, LimitsSetting, check_setting
 from .wire import ToolSpec
@@ -68,15 +69,13 @@ class Assistant:
     give no `assistant.name` of its own (the default, "Assistant", is translated by the
     shipped catalogs)."""
     instructions: str | Instructions | None = None
-    """The system prompt, sent on every model call; or `instructions(ctx: ToolContext) ->
-    str`, sync or async, called once per turn where the turn runs (a worker too), so they
-    can say who asks: the user, their plan, their language."""
+    """The system prompt; or `instructions(ctx: ToolContext) -> str`, sync or async, called
+    once per turn where it runs (a worker too), so it can say who asks and in which language."""
     tools: Sequence[Tool | ToolFunction | Toolset] = ()
     """Python functions (sync or async), `@tool` tools, and toolsets such as MCP servers."""
     captions: Mapping[str, Any] = field(default_factory=dict)
-    """`{tool: {locale: past-tense text}}` (`en` required), what the reader sees once a tool
-    ran (or an existing `activity.*` key to reuse); `{tool: {locale: {"done": text, "ask":
-    text}}}` adds what the approval card asks, in the imperative ("Delete a note")."""
+    """`{tool: {locale: past-tense text}}` (`en` required; or an `activity.*` key), what the
+    reader sees once a tool ran; `{locale: {"done": …, "ask": "Delete a note"}}` adds the ask."""
     messages: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """`{locale: {key: text}}`: catalog entries in any BCP 47 locale, of the keys
     docs/design.md §7 lists and the `activity.<tool>` keys of `captions`; any other key is a
@@ -118,6 +117,10 @@ class Assistant:
     """`Limits(turns_per_minute=, tokens_per_day=, cost_per_day=)` per signed-in user
     (without `authenticate`, for the whole assistant), or a function of the user giving
     theirs (tiers); None: no limits but the per-turn `budget`."""
+    compaction: Compaction | bool = field(default_factory=Compaction)
+    """Keeps a long conversation inside the model's context window: old tool results
+    cleared, older turns summarised (`Compaction(window=, at=, keep_turns=, model=)`); on by
+    default, `False` turns it off. The transcript and the stored history stay whole."""
 
     _functions: FunctionToolset = field(init=False, repr=False, compare=False)
     _toolsets: tuple[Toolset, ...] = field(init=False, repr=False, compare=False)
@@ -175,6 +178,11 @@ class Assistant:
                     f"assistant {self.name!r} has {what} for tools it does not have: "
                     f"{', '.join(unknown)} (its tools: {have})"
                 )
+
+    @property
+    def compacting(self) -> Compaction | None:
+        """The compaction the turns run with (None: turned off)."""
+        return compaction_of(self.compaction)
 
     @property
     def resuming(self) -> Resuming:
@@ -302,6 +310,7 @@ def _check_settings(a: Assistant) -> None:
     check_setting(a.limits)
     if isinstance(a.limits, Limits):
         check_priced(a.limits, a.model or _described_model(a.provider))
+    compaction_of(a.compaction)
     ttl_of(a.prompt_cache)
 
 
@@ -382,8 +391,7 @@ def _sorted_tools(tools: Sequence[Any]) -> tuple[list[Tool], list[Toolset]]:
 def _checked_captions(
     captions: Mapping[str, object], functions: Sequence[Tool]
 ) -> dict[str, tuple[str | Texts | None, Texts]]:
-    """Each tool's caption (past-tense texts, or an activity key) and ask texts, from
-    `captions` and the tools' own `ask` (captions' texts win for a locale both give)."""
+    """Each tool's caption and ask texts, from `captions` and its own `ask` (captions win)."""
     if not isinstance(captions, Mapping):
         raise ConfigError("captions must map tool names to {locale: text}")
     found = {tool: caption_texts(tool, entry) for tool, entry in captions.items()}

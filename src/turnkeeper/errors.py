@@ -9,7 +9,9 @@
             ├── ProviderUnavailable   429, 529, 5xx, timeout, connection lost:
             │                         errors.ai_unavailable
             └── ProviderFailed        other 4xx, unreadable body, anything else:
-                └── ScriptExhausted   errors.ai_failed
+                ├── ScriptExhausted   errors.ai_failed
+                └── ContextTooLong    the request is longer than the model's window:
+                                      errors.ai_context_full (outcome context_exceeded)
 
 A `ProviderError` never escapes `run_turn`: the loop turns it into the outcome
 `failed` with the matching message key, and reports it once.
@@ -18,6 +20,7 @@ A `ProviderError` never escapes `run_turn`: the loop turns it into the outcome
 from __future__ import annotations
 
 import importlib.util
+import re
 from collections.abc import Iterable
 
 from .credentials import redact_text
@@ -118,13 +121,37 @@ class ScriptExhausted(ProviderFailed):
     """The scripted model was asked for more responses than it holds."""
 
 
+class ContextTooLong(ProviderFailed):
+    """The provider refused the request for its size: Anthropic's 400 "prompt is too long",
+    an OpenAI-compatible `context_length_exceeded`. The turn compacts and sends the call once
+    more; refused again, it ends `context_exceeded`."""
+
+    key = "errors.ai_context_full"
+
+    @property
+    def outcome(self) -> str:
+        """`context_exceeded`: compacting did not help, or is off."""
+        return "context_exceeded" if self.wait is None else "time_limit"
+
+    @property
+    def window(self) -> int | None:
+        """The model's window as the refusal states it ("> 200000 maximum", "maximum context
+        length is 128000 tokens"), else None."""
+        found = _WINDOW.search(str(self))
+        return int(found.group(1) or found.group(2)) if found else None
+
+
+_WINDOW = re.compile(r"> ?(\d+) maximum|maximum context length is (\d+)")
+
+
 def timed_out(timeout: float) -> str:
     """The one message of a model call that ran out of time, however it did."""
     return f"no complete response within the call's {timeout:.1f} s"
 
 
 ERROR_KINDS: dict[str, type[ProviderError]] = {
-    cls.__name__: cls for cls in (ProviderUnavailable, ProviderFailed, ScriptExhausted)
+    cls.__name__: cls
+    for cls in (ProviderUnavailable, ProviderFailed, ScriptExhausted, ContextTooLong)
 }
 
 

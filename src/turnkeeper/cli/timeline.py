@@ -62,6 +62,8 @@ class Row:
     """Why the turn resumed just before the call, on a job's first call."""
     streamed: bool = False
     """The provider streamed the call's answer text as it arrived."""
+    compacted: str | None = None
+    """What was compacted just before the call (tool results cleared, turns summarised)."""
 
     def to_json(self) -> Json:
         """The row's object, its fields in the order `trace show --json` has always printed."""
@@ -87,6 +89,8 @@ class Row:
             data["resumed"] = self.resumed
         if self.streamed:
             data["streamed"] = True
+        if self.compacted is not None:
+            data["compacted"] = self.compacted
         return data
 
     def count(self, kind: str) -> int:
@@ -147,6 +151,7 @@ def row(call: ModelCall, wire: str = "anthropic") -> Row:
         cost=cost,
         resumed=call.resumed,
         streamed=call.streamed,
+        compacted=call.compacted,
     )
 
 
@@ -169,6 +174,7 @@ def stored_row(summary: Mapping[str, Any]) -> Row:
         cost=float(cost) if isinstance(cost, int | float) else None,
         resumed=resumed if isinstance(resumed := summary.get("resumed"), str) else None,
         streamed=summary.get("streamed") is True,
+        compacted=compacted if isinstance(compacted := summary.get("compacted"), str) else None,
     )
 
 
@@ -189,6 +195,7 @@ def _row(
     cost: float | None,
     resumed: str | None = None,
     streamed: bool = False,
+    compacted: str | None = None,
 ) -> Row:
     """A row; a turn that waited for a person after the call says `waiting`, and the first
     call of a job that resumed it says why (`resumed`)."""
@@ -212,6 +219,7 @@ def _row(
         waiting=decision == "waiting",
         resumed=resumed,
         streamed=streamed,
+        compacted=compacted,
     )
 
 
@@ -281,6 +289,8 @@ def render(timeline: Sequence[Row], outcome: str | None) -> str:
         previous = r.input_tokens if answered else previous
         if r.resumed:
             lines.append(f"{'':>3}  resumed {r.resumed}")
+        if r.compacted:
+            lines.append(f"{'':>3}  compacted the request: {r.compacted}")
         lines.append(
             f"{r.iteration!s:>3}  {str(stop)[:28]:<28} {r.input_tokens:>7} {growth:>7} "
             f"{_tokens_of(r)} {r.seconds:>8.3f} {r.tool_seconds:>8.3f} "

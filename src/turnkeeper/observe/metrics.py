@@ -77,6 +77,7 @@ class Metrics:
             "turnkeeper_turns_in_flight", "Turns running in this process now.", registry=r
         )
         self.first_text, self.deltas = _streaming(r)
+        self.compactions, self.cleared = _compactions(r)
         self.swept = prometheus.Counter(
             "turnkeeper_sweeper_finalised",
             "Turns the sweeper finalised after their worker's lease expired.",
@@ -150,6 +151,36 @@ class TurnCounts:
             return
         self.ended = True
         self.metrics.in_flight.dec()
+
+    def compacted(self, summarised: int, cleared: int) -> None:
+        _compacted(self.metrics, summarised, cleared)
+
+
+def _compacted(metrics: Metrics, summarised: int, cleared: int) -> None:
+    """A compaction: the steps it took, the tool results it cleared."""
+    if cleared:
+        metrics.compactions.labels("cleared").inc()
+        metrics.cleared.inc(cleared)
+    if summarised:
+        metrics.compactions.labels("summarised").inc()
+
+
+def _compactions(r: Any) -> tuple[Any, Any]:
+    """The instruments of compaction: requests compacted by step, tool results cleared."""
+    compactions = prometheus.Counter(
+        "turnkeeper_compactions",
+        "Requests compacted to stay within the model's context window, by step.",
+        ["step"],
+        registry=r,
+    )
+    for step in ("cleared", "summarised"):
+        compactions.labels(step)
+    cleared = prometheus.Counter(
+        "turnkeeper_cleared_tool_results",
+        "Old tool results sent as a placeholder to stay within the context window.",
+        registry=r,
+    )
+    return compactions, cleared
 
 
 def _feedback(r: Any) -> Any:

@@ -75,6 +75,8 @@ class TurnSpans:
         self.tools: dict[str, Span] = {}
         self.pieces = 0
         """Pieces of answer text streamed over the turn's run (`turnkeeper.deltas`)."""
+        self.compactions = 0
+        self.cleared = 0
 
     def call_started(self, iteration: int) -> None:
         model = self.info.model or "unknown"
@@ -144,11 +146,23 @@ class TurnSpans:
         self.span.set_status(StatusCode.OK)
         self._close(Status.WAITING.value, usage)
 
+    def compacted(self, summarised: int, cleared: int) -> None:
+        """An event on the turn's span; its totals when it ends."""
+        self.compactions += 1
+        self.cleared += cleared
+        self.span.add_event(
+            "turnkeeper.compaction",
+            {"turnkeeper.summarised_turns": summarised, "turnkeeper.cleared_tool_results": cleared},
+        )
+
     def _close(self, status: str, usage: Usage) -> None:
         for span in [*self.calls.values(), *self.tools.values()]:
             span.end()
         self.span.set_attribute("turnkeeper.outcome", status)
         self.span.set_attribute("turnkeeper.deltas", self.pieces)
+        if self.compactions:
+            self.span.set_attribute("turnkeeper.compactions", self.compactions)
+            self.span.set_attribute("turnkeeper.cleared_tool_results", self.cleared)
         self.span.set_attributes(usage_attributes(usage))
         if usage.cost_usd is not None:
             self.span.set_attribute("turnkeeper.cost_usd", usage.cost_usd)

@@ -61,6 +61,12 @@ class TurnWatch(Protocol):
         once, in the loop's finalisation. It is no longer in flight in this process."""
         ...
 
+    def compacted(self, summarised: int, cleared: int) -> None:
+        """The turn compacted its request to stay within the model's context window:
+        `summarised` turns, `cleared` tool results (a watch without this method is not
+        told)."""
+        ...
+
 
 class Watcher(Protocol):
     """Watches turns (spans, metrics): makes one `TurnWatch` per turn."""
@@ -91,6 +97,9 @@ class _Unwatched:
     def turn_waiting(self, usage: Usage) -> None:
         pass
 
+    def compacted(self, summarised: int, cleared: int) -> None:
+        pass
+
 
 UNWATCHED = _Unwatched()
 
@@ -115,7 +124,9 @@ class _Fanout:
     def _each(self, method: str, *args: Any) -> None:
         for watch in self.watches:
             try:
-                getattr(watch, method)(*args)
+                told = getattr(watch, method, None)
+                if told is not None or method != "compacted":  # a watch written before it
+                    getattr(watch, method)(*args)
             except Exception:
                 logger.exception("a turn watcher failed in %s; the turn goes on", method)
 
@@ -136,6 +147,9 @@ class _Fanout:
 
     def turn_waiting(self, usage: Usage) -> None:
         self._each("turn_waiting", usage)
+
+    def compacted(self, summarised: int, cleared: int) -> None:
+        self._each("compacted", summarised, cleared)
 
 
 _telemetry_missing = False

@@ -18,6 +18,7 @@ with the OpenAI adapter.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -33,6 +34,8 @@ from .attempts import DEFAULT_MAX_RETRIES, DEFAULT_MIN_ATTEMPT, event_hooks
 from .messages_stream import MessageFold
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
+SERVER_COMPACTION_BETA = "compact-2026-01-12"
+"""The beta of the API's own compaction (the context-management edit `compact_20260112`)."""
 DEFAULT_MAX_TOKENS = 8192
 REQUEST_ID_HEADER = "request-id"
 _OPTIONS = ("timeout", "extra_body", "extra_headers")
@@ -60,6 +63,9 @@ class AnthropicProvider(sdk.SdkProvider):
 
     wire = messages_api.WIRE
     errors = ERRORS
+    server_compaction: int | None = None
+    """The input tokens past which the API compacts (`compacting_on_server`; 0: its own
+    default), or None: it does not."""
 
     def __init__(
         self,
@@ -162,7 +168,28 @@ class AnthropicProvider(sdk.SdkProvider):
             return await sdk.folded(response, MessageFold(on_text))
         return sdk.json_body(response.content)
 
+    def compacting_on_server(self, trigger: int | None = None) -> AnthropicProvider:
+        """This provider asking the API to compact the conversation itself once a request's
+        input passes `trigger` tokens (the API's default without one): the beta
+        `compact-2026-01-12` and its `compact_20260112` edit. The reply's `compaction` block
+        is appended like any other, and its stop reason continues the turn."""
+        other = copy.copy(self)
+        edit: dict[str, Any] = {"type": "compact_20260112"}
+        if trigger is not None:
+            edit["trigger"] = {"type": "input_tokens", "value": trigger}
+        other.extra_body = {**self.extra_body, "context_management": {"edits": [edit]}}
+        if SERVER_COMPACTION_BETA not in self.betas:
+            other.betas = [*self.betas, SERVER_COMPACTION_BETA]
+        other.server_compaction = trigger or 0
+        return other
+
     def describe(self) -> dict[str, Any]:
+        described = self._described()
+        if self.server_compaction is not None:
+            described["server_compaction"] = self.server_compaction
+        return described
+
+    def _described(self) -> dict[str, Any]:
         return {
             "provider": "anthropic",
             "model": self.model,

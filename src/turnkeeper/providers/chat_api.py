@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import ProviderError, ProviderFailed, ProviderUnavailable
+from ..errors import ContextTooLong, ProviderError, ProviderFailed, ProviderUnavailable
 from ..outcomes import Stop
 from ..usage import Usage, count
 from ..wire import Message, Reply, ToolResult, ToolUse, WireFormat
@@ -134,6 +134,8 @@ def error_from_body(body: dict[str, Any], status: int | None = None) -> Provider
     message = f"{kind}: {error.get('message', '')}".rstrip(": ")
     unavailable = kind in UNAVAILABLE_ERRORS or str(error.get("type")) in UNAVAILABLE_ERRORS
     cls: type[ProviderError] = ProviderUnavailable if unavailable else ProviderFailed
+    if kind == "context_length_exceeded" or "maximum context length" in message:
+        cls = ContextTooLong
     return cls(message, status=status)
 
 

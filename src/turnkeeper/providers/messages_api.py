@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import ProviderError, ProviderFailed, ProviderUnavailable
+from ..errors import ContextTooLong, ProviderError, ProviderFailed, ProviderUnavailable
 from ..outcomes import Stop
 from ..usage import Usage, count
 from ..wire import Message, Reply, ToolResult, ToolUse, WireFormat
@@ -99,6 +99,8 @@ def error_from_body(body: dict[str, Any], status: int | None = None) -> Provider
     request_id = body.get("request_id")
     request_id = request_id if isinstance(request_id, str) else None
     cls: type[ProviderError] = ProviderUnavailable if kind in UNAVAILABLE_ERRORS else ProviderFailed
+    if kind == "invalid_request_error" and "prompt is too long" in message.lower():
+        cls = ContextTooLong
     return cls(message, status=status, request_id=request_id)
 
 

@@ -23,6 +23,7 @@ the call's own deadline, the SDK's `APITimeoutError`, the HTTP client's
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from typing import Any, ClassVar
 
 import httpx2
 
-from ..errors import ProviderError, ProviderFailed, ProviderUnavailable, timed_out
+from ..errors import ContextTooLong, ProviderError, ProviderFailed, ProviderUnavailable, timed_out
 from ..wire import Message, Reply, ToolResult, ToolSpec, WireFormat
 from . import TextSink, sse
 from .attempts import Attempts, root_cause
@@ -88,6 +89,19 @@ class SdkProvider:
             max_retries=self.max_retries,
             min_attempt=self.min_attempt,
         )
+
+    def summarising(self, model: str | None = None) -> SdkProvider:
+        """This provider as it asks for a summary of the earlier conversation: the same
+        client, without the assistant's instructions and server tools, with `model` if one
+        is named (docs/design.md §2, "Compaction")."""
+        other = copy.copy(self)
+        changes: dict[str, Any] = {"system": None, "server_tools": [], "mcp_servers": []}
+        if model is not None:
+            changes["model"] = model
+        for name, value in changes.items():
+            if hasattr(other, name):
+                setattr(other, name, value)
+        return other
 
     async def aclose(self) -> None:
         """Close the SDK client's connections."""
@@ -170,6 +184,10 @@ def _from_status(errors: SdkErrors, e: Any, attempts: Attempts) -> ProviderError
     """An `APIStatusError`: the API's own error body when it sent one, else the status."""
     status: int = e.status_code
     described = errors.error_body(e.body, status)
+    if isinstance(described, ContextTooLong):  # the loop compacts on this one
+        error = attempts.error(ContextTooLong, str(described), status=status)
+        error.request_id = e.request_id or error.request_id
+        return error
     if described is None:
         message, unavailable = f"HTTP {status}: {e.message}", False
     else:

@@ -28,12 +28,13 @@ from ..outcomes import Outcome, ending
 from ..providers import Provider, instructed
 from ..state import PublishedState
 from ..store import UNCLAIMED, FenceLost, Store, held_by
-from ..store.records import Checkpoint, NewEvent, ResumeRecord, Turn, TurnStart
+from ..store.records import Checkpoint, Compacted, NewEvent, ResumeRecord, Turn, TurnStart
 from ..tools import NoTools, Toolset
 from ..tools.context import ToolContext
 from ..turn import lifecycle
 from ..turn.activity import ACTIVITIES
 from ..turn.approvals import Resume
+from ..turn.compaction import Compaction
 from ..turn.loop import TurnResult, run_turn
 from ..turn.resume import Resuming
 from ..turn.setting import TurnSetting
@@ -180,6 +181,8 @@ class TurnJob:
     limits: LimitsSetting = None
     """The assistant's `limits`: with any, every turn is metered (`MeteredHooks`), so each
     user's day is known (`GET /api/usage`) whatever their own limits; without, none is."""
+    compaction: Compaction | None = field(default_factory=Compaction)
+    """How the turns' requests are kept inside the model's context window (None: off)."""
     instructions: Instructions | None = None
     """`instructions(ctx)`, sync or async: each turn's own instructions, from who asks and
     in which language (the assistant's callable `instructions`); None: the provider's."""
@@ -253,7 +256,7 @@ class TurnJob:
             limits = limits_for(self.limits, turn.user) or Limits()
             meter = Meter(limits, turn.user, start.state.usage)
             hooks = MeteredHooks(self.store, turn_id, hooks.fence, self.reporter, meter)
-        history = await self.store.history(turn.conversation_id)
+        history, compacted = await self.store.context(turn.conversation_id)
         # A turn queued again (after a wait or a crash) has published more than `queued`.
         record = await self.store.resume_record(turn_id) if start.state.version > 1 else None
         hooks.crash_resumes = 0 if record is None else record.resumes
@@ -261,7 +264,7 @@ class TurnJob:
         told = await self._instructions(turn_id, turn)
         try:
             with instructed(told):
-                result = await self._run_turn(turn_id, start, history, hooks, resume)
+                result = await self._run_turn(turn_id, start, (history, compacted), hooks, resume)
         except FenceLost:
             raise
         except Exception as e:
@@ -286,10 +289,12 @@ class TurnJob:
         return told
 
     async def _run_turn(
-        self, turn_id: str, start: TurnStart, history: list[Message], hooks: StoreHooks,
-        resume: Resume,
+        self, turn_id: str, start: TurnStart, context: tuple[list[Message], Compacted | None],
+        hooks: StoreHooks, resume: Resume,
     ) -> TurnResult:  # fmt: skip
-        turn = start.turn
+        """The turn run by the loop: `context` is the conversation's history and its
+        compaction, as the store read them."""
+        turn, (history, compacted) = start.turn, context
         return await run_turn(
             turn.question,
             provider=self.provider,
@@ -306,7 +311,9 @@ class TurnJob:
                 locale=turn.locale,
                 resume=resume,
                 activities=self.activities,
+                compacted=compacted,
             ),
+            compaction=self.compaction,
         )
 
 

@@ -246,6 +246,7 @@ def _job(
         watcher=watchers(metrics),
         resuming=assistant.resuming,
         limits=assistant.limits,
+        compaction=assistant.compacting,
         instructions=None if isinstance(assistant.instructions, str) else assistant.instructions,
     )
 

@@ -26,6 +26,7 @@ from ..wire import Message
 from .controlled import ReaderControls
 from .records import (
     Checkpoint,
+    Compacted,
     ConversationSummary,
     Ended,
     Guard,
@@ -207,6 +208,11 @@ class Store(ReaderControls, Protocol):
 
     async def history(self, conversation_id: str) -> list[Message]:
         """The conversation's history in its wire format, oldest first."""
+        ...
+
+    async def context(self, conversation_id: str) -> tuple[list[Message], Compacted | None]:
+        """The conversation's history, oldest first, and its newest compaction record (None:
+        never compacted), read together: a turn's requests are built from both."""
         ...
 
     async def queued(self, older_than: float = 0.0) -> list[str]:

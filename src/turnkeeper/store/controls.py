@@ -17,6 +17,7 @@ from ..state import PublishedState
 from .base import Busy
 from .controlled import Feedback, Given, Rated, Rating
 from .dialect import All, Dialect, Exec, Executor, One, Steps
+from .records import ResumeRecord
 
 TITLES_AND_FEEDBACK = """
     ALTER TABLE conversations ADD COLUMN title {text};
@@ -34,6 +35,7 @@ DELETES = (
     f"DELETE FROM iterations WHERE turn_id IN ({OF_CONVERSATION})",
     f"DELETE FROM bubbles WHERE turn_id IN ({OF_CONVERSATION})",
     "DELETE FROM messages WHERE conversation_id = ?",
+    "DELETE FROM compactions WHERE conversation_id = ?",
     "DELETE FROM turns WHERE conversation_id = ?",
     "DELETE FROM conversations WHERE conversation_id = ?",
 )
@@ -50,6 +52,16 @@ SINCE = (
     " FROM turns WHERE feedback_at >= ? ORDER BY feedback_at, seq"
 )
 FEEDBACK_OF = "SELECT feedback, feedback_at FROM turns WHERE turn_id = ?"
+
+
+def waiting_of(
+    d: Dialect, bubbles: Steps[list[dict[str, Any]]], row: Sequence[Any]
+) -> Steps[tuple[ResumeRecord, PublishedState]]:
+    """A waiting turn's resume record and its state with its stored `bubbles` (the decision
+    joins them), from its row (`resume`, `state`)."""
+    shown = yield from bubbles
+    state = PublishedState.from_json({**d.load(row[1]), "messages": shown})
+    return ResumeRecord.from_json(d.load(row[0])), state
 
 
 def bubbles_past(

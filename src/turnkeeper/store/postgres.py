@@ -29,7 +29,7 @@ from ..credentials import redact_url
 from ..errors import ConfigError, MissingExtra
 from ..state import PublishedState
 from ..usage import Charge
-from . import base, ledger
+from . import base, compactions, ledger
 from . import events as log
 from .base import refused
 from .controls import TITLES_AND_FEEDBACK
@@ -167,6 +167,10 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
     (
         "the ledger: usage per subject per UTC day, `usage_days`",
         ledger.TABLE.format(text="text", bigint="bigint", real="double precision"),
+    ),
+    (
+        "compactions: a conversation's records of what its requests are built from",
+        compactions.TABLE.format(text="text", json="json"),
     ),
     (
         "a conversation's own title, a turn's feedback",

@@ -100,6 +100,8 @@ class ModelCall:
     a crash), and what was decided."""
     streamed: bool = False
     """The provider streamed the call's answer text as it arrived (`trace show` marks it)."""
+    compacted: str | None = None
+    """What was compacted just before this call (tool results cleared, turns summarised)."""
 
     def summary(self) -> dict[str, Any]:
         """What `trace show` prints for the call, as the store keeps it with the turn
@@ -129,6 +131,8 @@ class ModelCall:
             summary["resumed"] = self.resumed
         if self.streamed:
             summary["streamed"] = True
+        if self.compacted is not None:
+            summary["compacted"] = self.compacted
         if usage.cost_usd is not None:
             summary["cost_usd"] = usage.cost_usd
         return summary
@@ -152,6 +156,55 @@ class Checkpoint:
     """The model calls made since the previous write."""
     events: Sequence[NewEvent] = ()
     """The turn's events since the previous write, written in the same transaction."""
+    compacted: Compacted | None = None
+    """The conversation's new compaction record, when the turn compacted since the previous
+    write: kept in the same transaction."""
+
+
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    """A compaction of a conversation: what its next request is built from (docs/design.md
+    §2, "Compaction"). The verbatim history is kept whole; a request is `summary` (when
+    there is one) as the first message, then the history from message `reach` on, each
+    tool result in a message before `cleared` sent as a short placeholder."""
+
+    reach: int = 0
+    """How many of the history's first messages `summary` stands for."""
+    cleared: int = 0
+    """Tool results in the messages before this one are cleared (sent as placeholders)."""
+    summary: str | None = None
+    """The summary of the history's first `reach` messages (and of every summary before)."""
+    turns: int = 0
+    """How many turns the summary stands for."""
+    window: int | None = None
+    """The model's window as a refusal stated it (the next turns compact before it), if
+    one did."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "reach": self.reach,
+            "cleared": self.cleared,
+            "summary": self.summary,
+            "turns": self.turns,
+            "window": self.window,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> Compacted:
+        """Read back what `to_json()` wrote; a field that is not what it should be is 0 or None."""
+        data = data if isinstance(data, dict) else {}
+        summary = data.get("summary")
+        return cls(
+            reach=_whole(data.get("reach")),
+            cleared=_whole(data.get("cleared")),
+            summary=summary if isinstance(summary, str) else None,
+            turns=_whole(data.get("turns")),
+            window=_whole(data.get("window")) or None,
+        )
+
+
+def _whole(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 @dataclass(frozen=True, slots=True)

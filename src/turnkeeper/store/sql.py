@@ -21,8 +21,8 @@ from ..outcomes import TurnStatus
 from ..state import PublishedState
 from ..usage import Charge, Ledger, Limits, Usage
 from ..wire import Message
+from . import compactions, ledger
 from . import events as log
-from . import ledger
 from .base import (
     ALL,
     Busy,
@@ -35,7 +35,7 @@ from .base import (
     turn_start,
 )
 from .cancellations import Cancellations
-from .controls import Controls, bubbles_past
+from .controls import Controls, bubbles_past, waiting_of
 from .dialect import All, Dialect, Exec, Executor, Many, One, Steps, Write
 from .records import (
     Checkpoint,
@@ -61,7 +61,7 @@ class Companion(Protocol):
     async def close(self) -> None: ...
 
 
-class SqlStore(Controls):
+class SqlStore(compactions.Reads, Controls):
     """The store over one dialect and one executor (the module's docstring; `Controls`)."""
 
     def __init__(
@@ -283,8 +283,8 @@ class SqlStore(Controls):
         charge: Charge | None,
     ) -> Awaitable[bool]:
         """The dialect's fast write path, as a turn's write (an awaitable of the cancel flag);
-        with the checkpoint's events, if it has any, and its charge, in the same transaction."""
-        if cp is not None and cp.events:
+        with the checkpoint's events, compaction record and charge, in the same transaction."""
+        if cp is not None and (cp.events or cp.compacted is not None):
             return self._write_with_events(kind, turn_id, fence, state, cp, charge)
         program = self.dialect.write(kind, turn_id, fence, state, cp, True, charge)
         one = self.dialect.one_statement_write
@@ -305,7 +305,9 @@ class SqlStore(Controls):
 
         def steps() -> Steps[bool]:
             cancel = yield from write()
-            yield from self._append(turn_id, cp.events)
+            if cp.events:
+                yield from self._append(turn_id, cp.events)
+            yield from compactions.added(self.dialect, turn_id, cp.compacted)
             return cancel
 
         cancel: bool = await self.executor.write(steps, turn=True)
@@ -439,11 +441,8 @@ class SqlStore(Controls):
             row = yield One(sql.waiting_turn, (turn_id,))
             if row is None or row[0] is None:
                 return None
-            bubbles = yield from self._bubbles(turn_id, row[2])
-            stored = PublishedState.from_json({**d.load(row[1]), "messages": bubbles})
-            made = decision_made(
-                ResumeRecord.from_json(d.load(row[0])), stored, tool_use_id, approved
-            )
+            record, stored = yield from waiting_of(d, self._bubbles(turn_id, row[2]), row)
+            made = decision_made(record, stored, tool_use_id, approved)
             if made is None:
                 return None
             record, state = made

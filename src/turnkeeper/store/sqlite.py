@@ -27,7 +27,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..state import PublishedState
 from ..usage import Charge
-from . import base, ledger
+from . import base, compactions, ledger
 from . import events as log
 from .base import refused
 from .controls import TITLES_AND_FEEDBACK
@@ -225,6 +225,10 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
         "the ledger: usage per subject per UTC day, `usage_days`",
         ledger.TABLE.format(text="TEXT", bigint="INTEGER", real="REAL"),
+    ),
+    (
+        "compactions: a conversation's records of what its requests are built from",
+        compactions.TABLE.format(text="TEXT", json="TEXT"),
     ),
     (
         "a conversation's own title, a turn's feedback",

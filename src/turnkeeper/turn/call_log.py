@@ -56,6 +56,8 @@ class _InProgress:
     tools_duration: float | None = None
     built: ModelCall | None = None
     """The record as built from these facts (a checkpoint's), until one of them changes."""
+    compacted: str | None = None
+    """What was compacted just before the call (context.py)."""
 
     def record(self) -> ModelCall:
         """The record of these facts: built once, unless a fact came in since."""
@@ -82,6 +84,7 @@ class _InProgress:
             stopped=called.stopped,
             resumed=self.resumed,
             streamed=self.streamed,
+            compacted=self.compacted,
         )
 
 
@@ -97,6 +100,8 @@ class CallLog:
         self.records: list[ModelCall] = []
         """The records of the calls over, in order."""
         self._current: _InProgress | None = None
+        self._compacted: str | None = None
+        """What was compacted since the last call began, for the next call's record."""
 
     @property
     def made(self) -> int:
@@ -110,7 +115,13 @@ class CallLog:
         iteration = self.earlier + len(self.records) + 1
         resumed = None if self.records else self.resumed
         self._current = _InProgress(iteration, started, timeout, resumed, streamed)
+        if self._compacted is not None:
+            self._current.compacted, self._compacted = self._compacted, None
         return iteration
+
+    def compacted(self, what: str) -> None:
+        """The request was compacted (`what` says how): the next call's record says so."""
+        self._compacted = what if self._compacted is None else f"{self._compacted}; {what}"
 
     def ended(self, called: Called, decision: str | None = None) -> None:
         """What the call in progress came to (and, for a stop, the decision it makes)."""

@@ -38,7 +38,7 @@ from ..tools import NoTools, Toolset
 from ..tools.context import running
 from ..usage import Usage
 from ..wire import Message, Reply, ToolResult, ToolSpec, ToolUse
-from . import events, lifecycle, tool_round
+from . import compacting, events, lifecycle, tool_round
 from .activity import caption
 from .approvals import Resume
 from .call_log import CallLog
@@ -82,15 +82,16 @@ async def run_turn(
     hooks: Hooks | None = None,
     watcher: Watcher | None = None,
     setting: TurnSetting | None = None,
+    compaction: compacting.Compaction | None = compacting.DEFAULT,
 ) -> TurnResult:
     """Run one turn of `question` after `history`; never raises for what the model or tools do.
 
     `setting` is what the job knows of the turn (`TurnSetting`: its ids, the state last
     published, who asked, where a resumed turn goes on, its captions and clock; default: a
     local turn). `watcher` sees its calls and tools (default: OpenTelemetry spans, if a
-    tracer provider is set).
+    tracer provider is set). `compaction`: the context window's (context.py; None: off).
     """
-    given = setting or _LOCAL
+    given, provider = setting or _LOCAL, compacting.served(provider, compaction)
     first, go_on, hooks = given.first(question), given.resume, hooks or LocalHooks()
     watch = watch_turn(watcher, provider, first, question)
     usage, clock = go_on.usage_so_far(), TurnClock(given.clock)
@@ -103,7 +104,9 @@ async def run_turn(
         events=Emitter(hooks),
         clock=clock,
         log=log,
-        room=CallRoom(provider, clock, StopRace(hooks.wait_stop), log, watch),
+        room=CallRoom(
+            provider, clock, StopRace(hooks.wait_stop), log, watch, compaction, given.compacted
+        ),
         activities=given.activities,
         history=list(history),
         state=first,
@@ -186,7 +189,7 @@ class _Turn:
                         self.end_on(reply, outcome)
                         break
                     self.show(reply)
-                    if self.usage.iterations >= self.budget.max_iterations:
+                    if self.usage.iterations - self.room.window.calls >= self.budget.max_iterations:
                         self.end(Outcome.ITERATION_LIMIT, "the model wanted another step")
                         break
                     if reply.tool_uses:
@@ -223,7 +226,7 @@ class _Turn:
         """One model call, raced against a stop; None, the turn ended, on failure or stop."""
         self.events.begin(events.next_bubble(self.state))
         try:
-            called = await self.room.call(self.history, tools, timeout, self.events.text)
+            called = await compacting.sent(self, tools, timeout, self.events.text)
         except ProviderError as error:
             self.end(Outcome(error.outcome), str(error), key=error.notice, details=error.describe())
             return None
@@ -309,6 +312,7 @@ class _Turn:
             usage=self.usage.copy(),
             calls=self.log.since(calls),
             events=emitted,
+            compacted=self.room.window.written(),
         )
 
     # ---- how the turn ends ---------------------------------------------
@@ -372,13 +376,8 @@ class _Turn:
 
     def result(self, question: str) -> TurnResult:
         outcome = None if self.ending is None else self.ending.outcome
-        return TurnResult(
-            outcome=outcome,
-            state=self.state,
-            history=self.history,
-            usage=self.usage,
-            record=partial(self.traced, question, outcome or Status.WAITING),
-        )
+        record = partial(self.traced, question, outcome or Status.WAITING)
+        return TurnResult(outcome, self.state, self.history, self.usage, record)
 
     def traced(self, question: str, outcome: Outcome | Status) -> Trace:
         return Trace(
@@ -390,7 +389,7 @@ class _Turn:
             budget=self.budget,
             calls=self.log.records,
             clock=self.clock.offsets(),
-            request=self.room.described,
+            request={**self.room.described, **self.room.window.traced()},
             turn_id=self.state.turn_id,
             usage=self.usage,
             state=self.state,

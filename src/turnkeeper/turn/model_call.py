@@ -26,10 +26,13 @@ from ..observe import prices
 from ..observe.watched import CallEnd
 from ..observe.watchers import UNWATCHED, TurnWatch
 from ..providers import Provider, takes_text
+from ..store.records import Compacted
 from ..usage import Usage
 from ..wire import Message, Reply, ToolSpec
 from .call_log import Called, CallLog
 from .clock import TurnClock
+from .compaction import Compaction
+from .context import Window
 from .stop_race import StopRace
 
 
@@ -53,6 +56,8 @@ class CallRoom:
         race: StopRace,
         log: CallLog,
         watch: TurnWatch = UNWATCHED,
+        compaction: Compaction | None = None,
+        compacted: Compacted | None = None,
     ) -> None:
         self.provider = provider
         self.clock = clock
@@ -70,6 +75,9 @@ class CallRoom:
         """The provider hands each piece of answer text to an `on_text` callback."""
         self._pieces: _Pieces | None = None
         """The text the call in flight streamed."""
+        self.window = Window(compaction, compacted, provider.wire, described)
+        """Builds each call's request inside the model's context window from `compacted`,
+        the conversation's compaction record (context.py; `compaction` None: off)."""
 
     async def call(
         self,
@@ -77,16 +85,19 @@ class CallRoom:
         tools: Sequence[ToolSpec],
         timeout: float,
         on_text: Callable[[str], None] | None = None,
+        via: Provider | None = None,
     ) -> Priced | None:
         """One model call, logged, raced against a stop: None if the stop came first and
         the call was aborted; any failure comes out as a `ProviderError`. `on_text` gets
-        each piece of answer text as it arrives, if the provider streams."""
+        each piece of answer text as it arrives, if the provider streams. `via`: another
+        provider than the turn's (the summariser's, context.py), called without `on_text`."""
         started = self.clock.now()
         streamed = on_text is not None and self.streams
         iteration = self.log.began(started - self.clock.started, timeout, streamed=streamed)
         self.watch.call_started(iteration)
         try:
-            reply = await self.race.unless_stopped(self._complete(history, tools, timeout, on_text))
+            asked = self._complete(history, tools, timeout, on_text, via)
+            reply = await self.race.unless_stopped(asked)
         except BaseException as e:  # a cancel too (the deadline's backstop, the task's): timed
             duration = self.clock.now() - started
             if not isinstance(e, Exception):
@@ -127,8 +138,11 @@ class CallRoom:
         tools: Sequence[ToolSpec],
         timeout: float,
         on_text: Callable[[str], None] | None,
+        via: Provider | None = None,
     ) -> Coroutine[Any, Any, Reply]:
         self._pieces = None
+        if via is not None:
+            return via.complete(history, tools, timeout)
         if on_text is None or not self.streams:
             return self.provider.complete(history, tools, timeout)
         self._pieces = pieces = _Pieces(on_text)

@@ -12,14 +12,15 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..errors import ProviderFailed, provider_error_from
+from ..errors import ConfigError, ProviderFailed, provider_error_from
 from ..observe.report import Report
 from ..outcomes import Outcome
 from ..providers import TextSink, wire_format
-from ..store.records import ModelCall
+from ..store.records import Compacted, ModelCall
 from ..usage import TOKENS_PER_DAY
 from ..wire import Message, Reply, ToolResult, ToolSpec, ToolUse, WireFormat
 from .approvals import Resume
+from .compaction import Compaction
 from .hooks import LocalHooks
 from .loop import TurnResult, run_turn
 from .setting import TurnSetting
@@ -53,6 +54,10 @@ class ReplayProvider:
         if call.error is not None:
             raise provider_error_from(call.error)
         return self.wire.parse_reply(call.response)
+
+    def calls_left(self) -> int:
+        """How many recorded calls are not answered yet."""
+        return len(self._calls)
 
     def user_message(self, text: str) -> Message:
         return self.wire.user_message(text)
@@ -95,20 +100,24 @@ class ReplayClock:
 class ReplayHooks(LocalHooks):
     """Says stop at the same check the recorded turn saw its cancel flag, and during the
     call a stop aborted (`stop()`, from the `ReplayProvider`); says a day's limit is used
-    up at the check after the last recorded call of a turn that ended `limit_reached`."""
+    up at the check after the last recorded call of a turn that ended `limit_reached`
+    (once `calls_left()` says none is left: a check is made before a loop's call, not
+    before a summary's or a refused call's second sending)."""
 
-    def __init__(self, stopped_at_check: int | None, limit_at_check: int | None = None) -> None:
+    def __init__(self, stopped_at_check: int | None, limited: bool = False) -> None:
         super().__init__(reporter=_quiet)
         self._stop_at = stopped_at_check
-        self._limit_at = limit_at_check
+        self._limited = limited
         self._checks = 0
+        self.calls_left: Callable[[], int] = lambda: 1
+        """How many recorded calls the replay has not answered yet."""
 
     async def should_stop(self) -> bool:
         self._checks += 1
         return self._checks == self._stop_at
 
     def limit_reached(self) -> str | None:
-        return TOKENS_PER_DAY if self._checks == self._limit_at else None
+        return TOKENS_PER_DAY if self._limited and self.calls_left() == 0 else None
 
 
 def _quiet(report: Report) -> None:
@@ -118,12 +127,14 @@ def _quiet(report: Report) -> None:
 async def replay(trace: Trace) -> TurnResult:
     """Run the recorded turn again offline."""
     wire = wire_format(trace.wire)
+    compaction, compacted = _compaction(trace)
     names = sorted({n for call in trace.calls for n in call.tools or ()})
-    limited = trace.outcome is Outcome.LIMIT_REACHED
-    hooks = ReplayHooks(trace.stopped_at_check, len(trace.calls) + 1 if limited else None)
+    hooks = ReplayHooks(trace.stopped_at_check, trace.outcome is Outcome.LIMIT_REACHED)
+    provider = ReplayProvider(trace, wire, hooks.stop)
+    hooks.calls_left = provider.calls_left
     return await run_turn(
         trace.question,
-        provider=ReplayProvider(trace, wire, hooks.stop),
+        provider=provider,
         toolset=ReplayTools(wire.recorded_results(trace.history), names),
         history=trace.history[: trace.prior],
         budget=trace.budget,
@@ -132,8 +143,27 @@ async def replay(trace: Trace) -> TurnResult:
             turn_id=trace.turn_id or "t_replay",
             resume=trace.resume or Resume(),
             clock=ReplayClock(trace.clock),
+            compacted=compacted,
         ),
+        compaction=compaction,
     )
+
+
+def _compaction(trace: Trace) -> tuple[Compaction | None, Compacted | None]:
+    """The compaction settings and record the recorded turn ran with (its request's
+    `compaction`), so the replay builds the same requests; `ConfigError` if unusable."""
+    traced = trace.request.get("compaction")
+    if traced is None:
+        return None, None
+    settings = traced.get("settings") if isinstance(traced, dict) else None
+    if not isinstance(settings, dict):
+        raise ConfigError("the trace's compaction has no settings")
+    try:
+        compaction = Compaction(**settings)
+    except TypeError as e:
+        raise ConfigError(f"the trace's compaction settings are malformed: {e}") from None
+    record = traced.get("record")
+    return compaction, None if record is None else Compacted.from_json(record)
 
 
 def first_difference(recorded: Trace, replayed: Trace) -> str | None:

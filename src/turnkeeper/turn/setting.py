@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from ..budget import Clock, monotonic
 from ..errors import ConfigError
 from ..state import PublishedState, queued
+from ..store.records import Compacted
 from ..tools.context import ToolContext
 from .activity import ACTIVITIES
 from .approvals import Resume
@@ -31,7 +32,8 @@ class TurnSetting:
     what the tools that ask for a `ToolContext` get. `resume`: which tools wait for
     approval, and where a resumed turn goes on (approvals.py). `activities`: the captions
     of what the turn is doing (activity.py). `clock`: what the turn reads the time from
-    (a replay gives back the recorded readings)."""
+    (a replay gives back the recorded readings). `compacted`: the conversation's
+    compaction record its requests are built from."""
 
     turn_id: str = "t_local"
     conversation_id: str = "c_local"
@@ -41,6 +43,9 @@ class TurnSetting:
     resume: Resume = field(default_factory=Resume)
     activities: Mapping[str, str] = field(default_factory=lambda: ACTIVITIES)
     clock: Clock = monotonic
+    compacted: Compacted | None = None
+    """The conversation's compaction record as the store holds it (context.py): the turn's
+    requests are built from it."""
 
     def __post_init__(self) -> None:
         start = self.start

@@ -43,7 +43,7 @@ USAGE_OF = {"anthropic": messages_api.parse_usage, "openai": chat_api.parse_usag
 
 @dataclass(slots=True, kw_only=True)
 class Trace:
-    """A turn as its trace file holds it: `to_json()` writes it, `read_trace()` reads it."""
+    """A turn as its trace file holds it (`state`: the final published one)."""
 
     wire: str
     question: str
@@ -57,11 +57,10 @@ class Trace:
     clock: list[float]
     """Every clock reading the turn made, as seconds since the first."""
     request: dict[str, Any] = field(default_factory=dict)
-    """The request's parameters, secrets left out (`Provider.describe()`)."""
+    """The request's parameters, secrets left out (`Provider.describe()`), and `compaction`."""
     turn_id: str | None = None
     usage: Usage | None = None
     state: PublishedState | None = None
-    """The final published state."""
     stopped_at_check: int | None = None
     """Which stop check, counted from 1, saw a cancel (None: none did)."""
     resume: Resume | None = None
@@ -87,8 +86,7 @@ class Trace:
 
 
 def call_json(call: ModelCall) -> Json:
-    """A model call as the trace records it (`records.ModelCall`, which the store keeps
-    as its `summary()`)."""
+    """A model call as the trace records it (`ModelCall`; the store keeps its `summary()`)."""
     record: Json = {
         "iteration": call.iteration,
         "started": call.started,
@@ -107,6 +105,7 @@ def call_json(call: ModelCall) -> Json:
         ("caption", call.caption),
         ("model", call.model),
         ("resumed", call.resumed),
+        ("compacted", call.compacted),
     ):
         if value is not None:
             record[name] = value
@@ -209,6 +208,7 @@ def _call(record: Json, wire: str, n: int) -> ModelCall:
         stopped=record.get("stopped") is True,
         resumed=record.get("resumed"),
         streamed=record.get("streamed") is True,
+        compacted=record.get("compacted"),
     )
 
 
@@ -224,7 +224,7 @@ def _check_call(record: Json) -> None:
     for name in ("started", "timeout", "duration", "tools_duration", "cost_usd"):
         optional = name in ("tools_duration", "cost_usd") and record.get(name) is None
         _check(optional or _number(record.get(name)), f"{name} must be a number")
-    for name in ("stop_reason", "decision", "caption", "model", "resumed"):
+    for name in ("stop_reason", "decision", "caption", "model", "resumed", "compacted"):
         _check(isinstance(record.get(name), str | None), f"{name} must be text")
     tools = record.get("tools", [])
     ok = isinstance(tools, list) and all(isinstance(t, str) for t in tools)
