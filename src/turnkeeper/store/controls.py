@@ -55,7 +55,7 @@ FEEDBACK_OF = "SELECT feedback, feedback_at FROM turns WHERE turn_id = ?"
 
 
 def waiting_of(
-    d: Dialect, bubbles: Steps[list[dict[str, Any]]], row: Sequence[Any]
+    d: Dialect, bubbles: Steps[list[Any]], row: Sequence[Any]
 ) -> Steps[tuple[ResumeRecord, PublishedState]]:
     """A waiting turn's resume record and its state with its stored `bubbles` (the decision
     joins them), from its row (`resume`, `state`)."""
