@@ -16,6 +16,7 @@ from typing import Any
 
 from langchain_core.tools import StructuredTool
 from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
 
 from .. import window_turn
 
@@ -34,7 +35,7 @@ async def conversation(base_url: str, turns: int) -> dict[str, Any]:
         coroutine=read, name=window_turn.TOOL, description=window_turn.DESCRIPTION
     )
     chat = ChatOpenAI(
-        model=window_turn.CHAT_MODEL, base_url=f"{base_url}/v1", api_key=window_turn.KEY
+        model=window_turn.CHAT_MODEL, base_url=f"{base_url}/v1", api_key=SecretStr(window_turn.KEY)
     )
     graph = create_react_agent(chat, [tool], checkpointer=InMemorySaver())
     config: Any = {"configurable": {"thread_id": "bench"}}
