@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PEERS = ("pydantic_ai", "agents", "langgraph", "langchain_core", "anthropic")
+PEERS = ("pydantic_ai", "agents", "langgraph", "langchain_core", "langchain_openai", "anthropic")
 HEADLINES = (
     "| A, N = 2 | CPU µs per model call |",
     "| A, N = 2 | sync tool ÷ async tool |",
@@ -37,6 +37,12 @@ HEADLINES = (
     "| G, PostgreSQL, `serve --no-worker` + worker | ms from the model's first text byte",
     "| G, a 1,000-piece answer over ~1 s | store writes of its text (most of any run) | ≤ 25 |",
     "| G, 5 streams at once, one `serve` |",
+    "| Compaction, 16 turns, 4,000-token window | turnkeeper's turns finished | 16 of 16 "
+    "| 16 of 16 | met |",
+    "| Compaction, 16 turns, 4,000-token window | input billed per turn, median of the last 4 ÷ "
+    "of turns 6–10 | ≤ 1.3 | 1.",
+    "| Compaction, 16 turns, 4,000-token window | turns finished before the first failure: "
+    "pydantic-ai; openai-agents; langgraph | for comparison | ",
 )
 CONTENDERS = (
     "bare loop (baseline)",
@@ -51,6 +57,9 @@ CONTENDERS = (
     "turnkeeper `TurnJob`, SQLite store",
     "bare Starlette endpoint (baseline)",
     "turnkeeper `GET /api/turns/{id}?after=N`",
+    "turnkeeper `TurnJob`, SQLite store, `AnthropicProvider` over HTTP",
+    "openai-agents `Runner.run`, `OpenAIChatCompletionsModel` over HTTP",
+    "langgraph `create_react_agent`, `ChatOpenAI` over HTTP",
 )
 
 
@@ -181,3 +190,37 @@ def test_the_fake_api_caches_nothing_short_and_puts_automatic_caching_on_the_las
     bill = cache.bill(automatic)
     assert bill.breakpoints == 2
     assert bill.input == 0, "written through the last block"
+
+
+# ---- the compaction workload's fake API refuses as the real APIs do ------------------
+
+
+def test_the_window_fake_refuses_a_long_request_on_both_wires_and_bills_only_answers() -> None:
+    import httpx
+    from bench.window_api import WindowApi
+
+    from turnkeeper.turn import summary
+
+    def ask(text: str) -> dict[str, Any]:
+        return {"model": "m", "messages": [{"role": "user", "content": text}]}
+
+    with WindowApi(1_000) as api:
+        long = ask("Please read the notes for day 3." + "x" * 4_000)
+        refused = httpx.post(f"{api.url}/v1/messages", json=long)
+        chat = httpx.post(f"{api.url}/v1/chat/completions", json=long)
+        summarised = httpx.post(f"{api.url}/v1/messages", json=ask(summary.ASK + " day 1"))
+        answered = httpx.post(
+            f"{api.url}/v1/messages", json=ask("Please read the notes for day 2.")
+        )
+    assert refused.status_code == 400
+    assert chat.status_code == 400
+    error = refused.json()["error"]
+    assert error["type"] == "invalid_request_error"
+    assert error["message"].startswith("prompt is too long: ")
+    assert error["message"].endswith(" tokens > 1000 maximum")
+    assert chat.json()["error"]["code"] == "context_length_exceeded"
+    assert summarised.status_code == answered.status_code == 200
+    assert answered.json()["stop_reason"] == "tool_use"
+    assert api.refusals == [3, 3], "a refused request is not billed"
+    tokens = [b.tokens for b in api.bills]
+    assert api.per_turn(3) == [0, sum(tokens), 0], "the summary's bill goes to the next turn"

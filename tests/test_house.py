@@ -89,7 +89,7 @@ WIRE_CODE = (
     "providers/",
     "api/ui_stream.py",
     "tools/",
-    "api/openapi.py",
+    "api/openapi",
     "api/contract.py",
 )
 """Issue 27's exclusions. The wire code: `wire.py` and `providers/` (each adapter builds
@@ -97,7 +97,8 @@ its provider's own request JSON and folds its responses, kept verbatim: the hist
 provider's JSON, not a typed copy of it) and `api/ui_stream.py` (the AI SDK's UI message
 stream parts, a protocol with no Python types of its own); tool arguments (`tools/`: what
 a model sends a tool is JSON by definition); the OpenAPI document (`api/openapi.py`, and
-`api/contract.py`, the same document as an app serves it)."""
+`api/openapi_controls.py`, its part for the reader's controls; `api/contract.py`, the same
+document as an app serves it)."""
 
 JSON_EDGES = {"to_json", "from_json", "as_dict", "from_dict", "describe", "summary", "bare"}
 """Functions that write or read JSON (a JSON edge), where a `dict` is the honest type."""

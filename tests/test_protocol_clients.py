@@ -156,7 +156,7 @@ def test_ag_ui_approval_resumed(app: Served) -> None:
     assert first["outcome"]["type"] == "interrupt"
     assert interrupt["reason"] == "tool_call"
     assert interrupt["toolCallId"] == "toolu_ag_del"
-    assert interrupt["message"] == "Deleted a file"  # the approval's key, as the widget says it
+    assert interrupt["message"] == "Delete a file"  # the ask text, as the widget's card says it
     assert second["error"] is None, got
     assert second["types"][0] == "RUN_STARTED"
     assert second["types"][-1] == "RUN_FINISHED"

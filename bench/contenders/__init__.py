@@ -37,6 +37,22 @@ CONTENDERS = {
         "pydanticai_cache",
         "pydantic-ai `Agent.run`, `AnthropicModel` over HTTP",
     ),
+    "turnkeeper-window": (
+        "turnkeeper_window",
+        "turnkeeper `TurnJob`, SQLite store, `AnthropicProvider` over HTTP",
+    ),
+    "pydantic-ai-window": (
+        "pydanticai_window",
+        "pydantic-ai `Agent.run`, `AnthropicModel` over HTTP",
+    ),
+    "openai-agents-window": (
+        "openai_agents_window",
+        "openai-agents `Runner.run`, `OpenAIChatCompletionsModel` over HTTP",
+    ),
+    "langgraph-window": (
+        "langgraph_window",
+        "langgraph `create_react_agent`, `ChatOpenAI` over HTTP",
+    ),
 }
 
 

@@ -75,6 +75,9 @@ class NullHooks:
     async def record_usage(self, usage: Any) -> None:
         pass
 
+    def limit_reached(self) -> str | None:
+        return None
+
     async def started(self, state: Any) -> None:
         pass
 

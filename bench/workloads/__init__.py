@@ -21,6 +21,7 @@ ALL = [
     "e_scale_out",
     "f_prompt_cache",
     "g_live",
+    "h_compaction",
 ]
 
 

@@ -131,9 +131,29 @@ assistant = Assistant(
             "ui.no_conversations": "Pas encore de conversation.",
             "ui.earlier": "Afficher les messages précédents",
             "ui.approval_title": "L’assistant veut faire ceci :",
-            "ui.approval_unknown": "Utiliser l’outil {tool}",
+            "ui.approval_unknown": "Exécuter {tool} ?",
             "ui.approve": "Approuver",
             "ui.deny": "Refuser",
+            "ui.you_approved": "Vous avez approuvé : {action}",
+            "ui.you_denied": "Vous avez refusé : {action}",
+            "ui.rate_up": "Bonne réponse",
+            "ui.rate_down": "Mauvaise réponse",
+            "ui.rename": "Renommer",
+            "ui.delete": "Supprimer",
+            "ui.delete_confirm": (
+                "Supprimer cette conversation et tout son contenu ? C’est définitif."
+            ),
+            "ui.conversation_title": "Titre",
+            "ui.save": "Enregistrer",
+            "ui.cancel": "Annuler",
+            "ui.ask_again_at": "Vous pourrez reposer une question à {time}.",
+            "limits.turns_per_minute": "Vous avez posé trop de questions dans la dernière minute.",
+            "limits.tokens_per_day": "Vous avez épuisé ce que l’assistant vous accorde ce jour.",
+            "limits.cost_per_day": "Vous avez épuisé ce que l’assistant vous accorde ce jour.",
+            "notices.limit_reached": (
+                "Vous avez atteint la limite du jour ; l’assistant s’est arrêté avant la fin."
+            ),
+            "activity.compacted": "A résumé le début de la conversation",
             "errors.ai_truncated": (
                 "La réponse a été coupée avant d’être complète ; elle n’est pas affichée."
             ),
@@ -167,6 +187,7 @@ assistant = Assistant(
             "cli.outcome.time_limit": "Temps écoulé",
             "cli.outcome.stopped": "Arrêté",
             "cli.outcome.failed": "Échec",
+            "cli.outcome.limit_reached": "Limite atteinte",
         }
     },
     authenticate=signed_in,

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from .budget import Budget
 from .errors import ConfigError, require_extra
-from .i18n import DEFAULT, Catalogs, keys, locale_tag, shorter
+from .i18n import Catalogs, Texts, ask_key, caption_texts, keys, locale_tag, shorter
 from .observe import prices
 from .providers import MAX_RESPONSE, Provider
 from .providers.cache_marks import ttl_of
@@ -50,6 +50,7 @@ from .wire import ToolSpec
 if TYPE_CHECKING:
     from starlette.requests import Request
 
+    from .service.job import Instructions
     from .serving.mounted import AssistantApp
 
 log = logging.getLogger("turnkeeper")
@@ -66,13 +67,14 @@ class Assistant:
     """Shown in the widget's header and on its bubbles, in every locale whose `messages`
     give no `assistant.name` of its own (the default, "Assistant", is translated by the
     shipped catalogs)."""
-    instructions: str | None = None
-    """The system prompt, sent on every model call."""
+    instructions: str | Instructions | None = None
+    """The system prompt; or `instructions(ctx: ToolContext) -> str`, sync or async, called
+    once per turn where it runs (a worker too), so it can say who asks and in which language."""
     tools: Sequence[Tool | ToolFunction | Toolset] = ()
     """Python functions (sync or async), `@tool` tools, and toolsets such as MCP servers."""
-    captions: Mapping[str, str | Mapping[str, str]] = field(default_factory=dict)
-    """`{tool: {locale: past-tense text}}` (`en` required), what the reader sees once a tool
-    ran (or an existing `activity.*` key to reuse)."""
+    captions: Mapping[str, Any] = field(default_factory=dict)
+    """`{tool: {locale: past-tense text}}` (`en` required; or an `activity.*` key), what the
+    reader sees once a tool ran; `{locale: {"done": …, "ask": "Delete a note"}}` adds the ask."""
     messages: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """`{locale: {key: text}}`: catalog entries in any BCP 47 locale, of the keys
     docs/design.md §7 lists and the `activity.<tool>` keys of `captions`; any other key is a
@@ -133,9 +135,14 @@ class Assistant:
         functions, toolsets = _sorted_tools(self.tools)
         catalogs = Catalogs(self.messages)
         activities = dict(ACTIVITIES)
-        for tool, entry in _checked_captions(self.captions).items():
-            activities[tool] = _caption_key(catalogs, tool, entry)
-        _check_keys(self.messages, activities)
+        asked = []
+        for tool, (done, ask) in _checked_captions(self.captions, functions).items():
+            if done is not None:
+                activities[tool] = _caption_key(catalogs, tool, done)
+            for locale, text in ask.items():
+                catalogs.add(locale, {ask_key(tool): text})
+            asked += [ask_key(tool)] if ask else []
+        _check_keys(self.messages, [*activities.values(), *asked])
         _name_everywhere(catalogs, self.name, self.messages)
         _report_missing(catalogs, self.name)
         set_ = object.__setattr__
@@ -213,7 +220,7 @@ class Assistant:
         """What goes with every request of this assistant's turns: the instructions,
         `max_tokens`, temperature, thinking's budget, the prompt cache and streaming."""
         return ModelSettings(
-            self.instructions,
+            self.instructions if isinstance(self.instructions, str) else None,
             self.max_tokens,
             self.temperature,
             self.thinking,
@@ -297,8 +304,8 @@ def demo_assistant(root: Path = DEMO_ROOT, toolsets: Sequence[Toolset] = ()) -> 
 def _check_settings(a: Assistant) -> None:
     if not (isinstance(a.name, str) and a.name.strip()):
         raise ConfigError(f"an assistant's name must be a non-empty string, got {a.name!r}")
-    if a.instructions is not None and not isinstance(a.instructions, str):
-        raise ConfigError("an assistant's instructions must be a string")
+    if a.instructions is not None and not isinstance(a.instructions, str | Callable):
+        raise ConfigError("an assistant's instructions must be a string or a function of the turn")
     if isinstance(a.provider, str) and a.provider not in NAMES:
         raise ConfigError(f"unknown provider {a.provider!r}; choose one of: {', '.join(NAMES)}")
     if not isinstance(a.provider, str | None) and not callable(
@@ -397,40 +404,40 @@ def _sorted_tools(tools: Sequence[Any]) -> tuple[list[Tool], list[Toolset]]:
 
 
 def _checked_captions(
-    captions: Mapping[str, str | Mapping[str, str]],
-) -> Mapping[str, str | Mapping[str, str]]:
+    captions: Mapping[str, object], functions: Sequence[Tool]
+) -> dict[str, tuple[str | Texts | None, Texts]]:
+    """Each tool's caption and ask texts, from `captions` and its own `ask` (captions win)."""
     if not isinstance(captions, Mapping):
         raise ConfigError("captions must map tool names to {locale: text}")
-    for tool, entry in captions.items():
-        if not isinstance(entry, str | Mapping) or not entry:
-            raise ConfigError(
-                f"the caption of {tool!r} must be {{locale: text}} or an activity key"
-            )
-    return captions
+    found = {tool: caption_texts(tool, entry) for tool, entry in captions.items()}
+    for t in functions:
+        if t.ask is not None:
+            done, ask = found.get(t.spec.name, (None, {}))
+            own = caption_texts(t.spec.name, {"ask": t.ask})[1]
+            found[t.spec.name] = (done, {**own, **ask})
+    return found
 
 
-def _caption_key(catalogs: Catalogs, tool: str, entry: str | Mapping[str, str]) -> str:
+def _caption_key(catalogs: Catalogs, tool: str, done: str | Mapping[str, str]) -> str:
     """The caption key of `tool`, its texts added to `catalogs` under `activity.<tool>`;
-    `ConfigError` for a key no catalog has, or texts without `en` (English readers, and
-    every locale without its own, would see no caption)."""
-    if isinstance(entry, str):
-        if not entry.startswith("activity.") or entry not in keys():
+    `ConfigError` for a key no catalog has."""
+    if isinstance(done, str):
+        if not done.startswith("activity.") or done not in keys():
             raise ConfigError(
-                f"the caption of {tool!r} must be an existing activity.* key, got {entry!r}"
+                f"the caption of {tool!r} must be an existing activity.* key, got {done!r}"
             )
-        return entry
-    if DEFAULT not in entry:
-        raise ConfigError(f"the caption of {tool!r} needs an 'en' text (it has {sorted(entry)})")
+        return done
     key = f"activity.{tool}"
-    for locale, text in entry.items():
+    for locale, text in done.items():
         catalogs.add(locale, {key: text})
     return key
 
 
-def _check_keys(messages: Mapping[str, Mapping[str, str]], activities: Mapping[str, str]) -> None:
+def _check_keys(messages: Mapping[str, Mapping[str, str]], own: Sequence[str]) -> None:
     """`ConfigError` naming each key of `messages` no catalog knows (a misspelt `ui.sendd`
-    would otherwise be kept and never shown)."""
-    known = set(keys()) | set(activities.values())
+    would otherwise be kept and never shown); `own`: the caption and ask keys of the
+    assistant's tools."""
+    known = set(keys()) | set(own)
     unknown = sorted({key for entries in messages.values() for key in entries} - known)
     if unknown:
         raise ConfigError(

@@ -63,6 +63,60 @@ def fallbacks(locale: str) -> list[str]:
     return chain if DEFAULT in chain else [*chain, DEFAULT]
 
 
+def ask_key(tool: str) -> str:
+    """The message key of a tool's ask text, in the imperative ("Delete a note"): what the
+    approval card says the assistant wants to do. A catalog without it says
+    `ui.approval_unknown` ("Run {tool}?") instead."""
+    return f"ask.{tool}"
+
+
+Texts = dict[str, str]
+"""Texts by locale."""
+KINDS = frozenset({"done", "ask"})
+
+
+def caption_texts(tool: str, entry: object) -> tuple[str | Texts | None, Texts]:
+    """A tool's `captions` entry as its past-tense texts by locale (or an existing
+    `activity.*` key to reuse) and its ask texts by locale. An entry is a key, `{locale:
+    text}` (the past tense only), `{locale: {"done": text, "ask": text}}`, or `{"done":
+    {locale: text}, "ask": {locale: text}}`; `ConfigError` for any other shape, or for
+    texts without `en` (English readers, and every locale without its own, would see
+    none)."""
+    if isinstance(entry, str):
+        return entry, {}
+    if not isinstance(entry, Mapping) or not entry:
+        raise ConfigError(f"the caption of {tool!r} must be {{locale: text}} or an activity key")
+    done: Texts = {}
+    ask: Texts = {}
+    if set(entry) <= KINDS:
+        done, ask = (
+            _by_locale(tool, entry.get("done") or {}),
+            _by_locale(tool, entry.get("ask") or {}),
+        )
+    else:
+        for locale, text in entry.items():
+            kinds = text if isinstance(text, Mapping) else {"done": text}
+            if not isinstance(kinds, Mapping) or not set(kinds) <= KINDS:
+                raise ConfigError(
+                    f"the caption of {tool!r} in {locale!r} must be a text or "
+                    '{"done": text, "ask": text}'
+                )
+            done |= {locale: kinds["done"]} if "done" in kinds else {}
+            ask |= {locale: kinds["ask"]} if "ask" in kinds else {}
+    for what, texts in (("caption", done), ("ask text", ask)):
+        if texts and DEFAULT not in texts:
+            raise ConfigError(f"the {what} of {tool!r} needs an 'en' text (it has {sorted(texts)})")
+    return done or None, ask
+
+
+def _by_locale(tool: str, texts: object) -> Texts:
+    if isinstance(texts, str):  # one text: English
+        return {DEFAULT: texts}
+    if not isinstance(texts, Mapping):
+        raise ConfigError(f"the caption of {tool!r} must give {{locale: text}} for done and ask")
+    return dict(texts)
+
+
 class Catalogs:
     """The shipped catalogs with an application's entries over them, per locale."""
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from .cards import Card
+from .i18n import ask_key
 from .outcomes import STATUSES, Ending, Status, TurnStatus
 from .usage import Usage
 
@@ -40,9 +41,32 @@ def role(value: str) -> Role:
 
 
 @dataclass(frozen=True, slots=True)
+class Decided:
+    """A person's decision on a tool use, kept in the transcript ("You approved: Delete a
+    note"): the tool, the decision, and the key of the tool's ask text (`ask.<tool>`)."""
+
+    tool: str
+    approved: bool
+    ask: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tool": self.tool, "approved": self.approved, "ask": self.ask}
+
+    @classmethod
+    def of(cls, approval: Approval, approved: bool) -> Decided:
+        """The decision on `approval`'s use."""
+        return cls(approval.tool, approved, ask_key(approval.tool))
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Decided:
+        ask = data.get("ask")
+        return cls(str(data["tool"]), bool(data["approved"]), ask if isinstance(ask, str) else None)
+
+
+@dataclass(frozen=True, slots=True)
 class Bubble:
-    """One published message: model `text`, a runtime notice's i18n `key`, or a tool's
-    `card`."""
+    """One published message: model `text`, a runtime notice's i18n `key`, a tool's
+    `card`, or a person's `decision` on a tool use."""
 
     id: str
     role: Role
@@ -50,9 +74,13 @@ class Bubble:
     key: str | None = None
     is_error: bool = False
     card: Card | None = None
+    decision: Decided | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The message as the API serves it: its `text`, its notice's `key`, or its `card`."""
+        """The message as the API serves it: its `text`, its notice's `key`, its `card`, or
+        its `decision`."""
+        if self.decision is not None:
+            return {"id": self.id, "role": self.role, "decision": self.decision.to_json()}
         if self.card is not None:
             return {"id": self.id, "role": self.role, "card": self.card.to_json()}
         if self.key is None:
@@ -68,14 +96,16 @@ class Bubble:
             key=data.get("key"),
             is_error=bool(data.get("is_error", False)),
             card=Card.from_json(data["card"]) if data.get("card") is not None else None,
+            decision=Decided.from_json(data["decision"]) if data.get("decision") else None,
         )
 
 
 @dataclass(frozen=True, slots=True)
 class Approval:
     """A tool use a `waiting` turn holds for a person's yes, as published: the use's id,
-    the tool, the input the model gave it, and the tool's caption key (None: it has none),
-    so the widget can say what the assistant wants to do in the reader's language."""
+    the tool, the input the model gave it, the tool's caption key (None: it has none), and
+    the key of its ask text (`ask_key`), so the widget can say what the assistant wants to
+    do in the reader's language."""
 
     tool_use_id: str
     tool: str
@@ -84,7 +114,7 @@ class Approval:
 
     def to_json(self) -> dict[str, Any]:
         return {"tool_use_id": self.tool_use_id, "tool": self.tool, "input": self.input,
-                "key": self.key}  # fmt: skip
+                "key": self.key, "ask": ask_key(self.tool)}  # fmt: skip
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Approval:
@@ -210,11 +240,20 @@ class PublishedState:
         shown = self.iterated(None, text, usage, cards)
         return replace(shown, status=Status.WAITING, approvals=approvals)
 
-    def after_decision(self, left: tuple[Approval, ...]) -> PublishedState:
+    def after_decision(
+        self, left: tuple[Approval, ...], decided: Decided | None = None
+    ) -> PublishedState:
         """One version on once a person decided one use: still `waiting` for the `left`
-        ones, else `queued` again (it resumes in a new job)."""
+        ones, else `queued` again (it resumes in a new job); the decision kept as the
+        reader's own bubble, so the transcript says what they approved or denied."""
         status = Status.WAITING if left else Status.QUEUED
-        return replace(self, version=self.version + 1, status=status, approvals=left)
+        messages = self.messages
+        if decided is not None:
+            n = int(messages[-1].id[1:]) if messages else 0
+            messages = (*messages, Bubble(f"m{n + 1}", "user", decision=decided))
+        return replace(
+            self, version=self.version + 1, status=status, approvals=left, messages=messages
+        )
 
     def requeued(self) -> PublishedState:
         """One version on, `queued` again after its worker stopped (it resumes in a new job)."""

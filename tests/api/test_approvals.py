@@ -143,6 +143,7 @@ async def test_a_turn_waits_for_approval_after_running_the_tools_that_need_none(
             "tool": "delete_file",
             "input": DELETE,
             "key": "activity.delete_file",
+            "ask": "ask.delete_file",
         }
     ]
     assert state["messages"][-1]["text"] == "I will delete it."
@@ -164,6 +165,15 @@ async def test_an_approved_tool_runs_once_and_the_model_is_asked_once_per_respon
     assert final["done"] is True
     assert "approvals" not in final
     assert final["messages"][-1]["text"] == "Done."
+    decision = {"tool": "delete_file", "approved": True, "ask": "ask.delete_file"}
+    said, kept, answer = final["messages"][-3:]
+    assert said["text"] == "I will delete it."
+    assert kept == {"id": kept["id"], "role": "user", "decision": decision}
+    assert int(answer["id"][1:]) == int(kept["id"][1:]) + 1 == int(said["id"][1:]) + 2
+    path = f"/api/conversations/{final['conversation_id']}"
+    transcript = (await served.client.get(path, headers=auth)).json()["messages"]
+    in_turn = [{**m, "turn_id": turn_id} for m in (kept, answer)]
+    assert transcript[-2:] == in_turn, "a reload shows the decision where it was made"
     assert served.ran.counts == {"lookup": 1, "delete_file": 1}
     first, second = served.model.requests
     assert second[: len(first)] == first, "the resumed turn goes on from the same history"
@@ -185,6 +195,9 @@ async def test_a_denied_tool_never_runs_and_the_model_reads_that_the_person_decl
     final = await served.until(turn_id, auth, "finished")
     await served.queue.join()
     assert served.ran.counts == {"lookup": 1, "delete_file": 0}
+    assert final["messages"][-2]["decision"] == {
+        "tool": "delete_file", "approved": False, "ask": "ask.delete_file"
+    }  # fmt: skip
     assert len(served.model.requests) == 2
     denied = served.model.requests[1][-1]["content"][1]
     assert denied["tool_use_id"] == "toolu_delete"

@@ -22,7 +22,7 @@ SHOP = "https://shop.example.com"
     "headers",
     [
         {"origin": "https://evil.example", "access-control-request-method": "POST"},
-        {"origin": SHOP, "access-control-request-method": "DELETE"},
+        {"origin": SHOP, "access-control-request-method": "PUT"},
         {
             "origin": SHOP,
             "access-control-request-method": "POST",

@@ -23,7 +23,14 @@ from starlette.requests import Request
 from tests import scripts
 from tests.waiting import eventually
 from turnkeeper.api import create_app
-from turnkeeper.api.openapi import DOCUMENT, MAX_AFTER, Bubble, State, Transcript
+from turnkeeper.api.openapi import (
+    DOCUMENT,
+    MAX_AFTER,
+    Bubble,
+    State,
+    Transcript,
+    TranscriptMessage,
+)
 from turnkeeper.api.openapi import Usage as DeclaredUsage
 from turnkeeper.outcomes import Outcome, Status, TurnStatus
 from turnkeeper.providers.scripted import ScriptedProvider
@@ -128,7 +135,10 @@ async def test_a_served_state_and_transcript_validate_against_the_document(store
         state = State.model_validate((await client.get(turn, headers=auth)).json())
         assert [m.text for m in state.messages] == ["hi", "hello"]
         transcript = (await client.get(conversation, headers=auth)).json()
-        assert [Bubble.model_validate(m).id for m in transcript["messages"]] == ["m1", "m2"]
+        assert [TranscriptMessage.model_validate(m).id for m in transcript["messages"]] == [
+            "m1",
+            "m2",
+        ]
 
 
 def test_the_served_usage_is_declared_field_for_field_cost_included() -> None:

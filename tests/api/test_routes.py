@@ -122,6 +122,8 @@ async def test_the_transcript_holds_every_turn_oldest_first(
         await TurnJob(store, model).run(response.json()["turn_id"])
     response = await client.get(f"/api/conversations/{conversation_id}", headers=auth)
     body = response.json()
+    turns = [m.pop("turn_id") for m in body["messages"]]
+    assert turns[0] == turns[1] != turns[2] == turns[3], "each message names its turn"
     assert body.pop("usage")["iterations"] == 2, "usage is summed over the conversation's turns"
     assert body.pop("running_turn_id") is None, "both turns are done"
     assert body.pop("before") is None, "one page holds them all"

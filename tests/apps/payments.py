@@ -76,5 +76,10 @@ async def charge(amount: int) -> str:
 assistant = Assistant(
     name="Payments desk",
     tools=[delete_file, look_up, charge],
-    captions={"delete_file": {"en": "Deleted a file", "es": "Borró un archivo"}},
+    captions={
+        "delete_file": {
+            "en": {"done": "Deleted a file", "ask": "Delete a file"},
+            "es": {"done": "Borró un archivo", "ask": "Borrar un archivo"},
+        }
+    },
 )

@@ -341,7 +341,8 @@ async def test_bubbles_past_those_stored_are_added_and_fewer_drop_the_rest(store
     final = running(6, q, a, c, d, done=True)
     await store.finish(turn_id, recovery.fence, write([], final, Usage()))
     await shown(final)
-    assert (await store.transcript(conversation_id)).messages == final.to_json()["messages"]
+    each = [{**m, "turn_id": turn_id} for m in final.to_json()["messages"]]
+    assert (await store.transcript(conversation_id)).messages == each
 
 
 async def test_leases_expire_unless_renewed(store: Store) -> None:

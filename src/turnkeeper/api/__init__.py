@@ -25,6 +25,7 @@ from ..store.records import Fate, Owner
 from ..usage import LimitsSetting
 from . import widget
 from .contract import served
+from .controls import Controls
 from .errors import (
     ApiError,
     api_error,
@@ -73,8 +74,8 @@ def create_app(
     `catalogs`; with `authenticate`, conversations are users'. Pages of `cors_origins` may
     call it, of `frame_ancestors` frame it; `metrics` count its turns (public_metrics); the
     door holds new turns to `limits` (api/door.py)."""
-    routes = Routes(store, queue, catalogs=catalogs, authenticate=authenticate, limits=limits,
-                    owner=owner, fate=fate)  # fmt: skip
+    routes = Routes(store, queue, catalogs=catalogs or Catalogs(), authenticate=authenticate,
+                    limits=limits, owner=owner, fate=fate)  # fmt: skip
     metrics = metrics or Metrics()
     app = Starlette(
         routes=[
@@ -90,6 +91,7 @@ def create_app(
             ),
             *Protocols(routes).endpoints(),
             Route("/api/usage", routes.usage),
+            *Controls(routes, metrics).endpoints(),
             *widget.routes(name, routes.catalogs, users=authenticate is not None),
             Route("/openapi.json", openapi(authenticate is not None)),
             *([Route("/metrics", exposition(store, metrics))] if public_metrics else []),
@@ -130,7 +132,7 @@ def _cors(origins: Sequence[str]) -> list[Middleware]:
         Middleware(
             JsonCORSMiddleware,
             allow_origins=list(origins),
-            allow_methods=["GET", "POST"],
+            allow_methods=["GET", "POST", "PATCH", "DELETE"],
             allow_headers=["authorization", "content-type"],
             expose_headers=[TOKEN_HEADER, TURN_HEADER],
         )

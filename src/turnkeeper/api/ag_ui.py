@@ -232,9 +232,12 @@ class AgUiRun:
         )
 
     def _asking(self, approval: Mapping[str, Any]) -> str:
-        key = approval.get("key")
-        if isinstance(key, str) and key:
-            return self.resolve(key)
+        """What the use asks, as the widget's card says it: the tool's ask text (never its
+        past-tense caption), else `ui.approval_unknown` naming the tool."""
+        ask = approval.get("ask")
+        said = self.resolve(ask) if isinstance(ask, str) and ask else None
+        if said and said != ask:
+            return said
         return self.resolve(APPROVAL).replace("{tool}", str(approval.get("tool") or ""))
 
     def _retract(self, message: str, key: str) -> BaseEvent:

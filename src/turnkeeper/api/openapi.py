@@ -17,6 +17,8 @@ from pydantic.json_schema import models_json_schema
 
 from ..outcomes import TurnStatus
 from ..state import Role
+from . import openapi_controls as controls
+from .openapi_controls import Approval, Decided, Decision, DecisionMade
 from .routes import MAX_PAGE, PAGE
 
 MAX_AFTER = 10**18 - 1
@@ -93,7 +95,8 @@ class Card(BaseModel):
 
 
 class Bubble(BaseModel):
-    """A published message: model `text`, a runtime notice's i18n `key`, or a tool's `card`."""
+    """A published message: model `text`, a runtime notice's i18n `key`, a tool's `card`,
+    or a person's `decision` on a tool use (role `user`)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -103,6 +106,7 @@ class Bubble(BaseModel):
     key: str | None = None
     is_error: bool | None = None
     card: Card | None = None
+    decision: DecisionMade | None = None
 
 
 class Usage(BaseModel):
@@ -119,29 +123,6 @@ class Usage(BaseModel):
     web_fetch_requests: int = Field(ge=0)
     cost_usd: float | None = Field(
         default=None, ge=0, description="US dollars, present when every model's price is known."
-    )
-
-
-class Approval(BaseModel):
-    """A tool use the turn waits for a person to approve or deny."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    tool_use_id: str
-    tool: str
-    input: Any = Field(description="The input the model gave the tool.")
-    key: str | None = Field(description="The tool's caption key (what it does), or null.")
-
-
-class Decision(BaseModel):
-    tool_use_id: str = Field(description="The `tool_use_id` of one of the turn's `approvals`.")
-    approved: bool
-
-
-class Decided(BaseModel):
-    turn_id: str
-    status: Literal["waiting", "queued"] = Field(
-        description="`waiting` while other uses wait; `queued` once the turn resumes."
     )
 
 
@@ -183,9 +164,15 @@ class About(BaseModel):
     users: bool = Field(description="Readers sign in: the API answers 401 without a user.")
 
 
+class TranscriptMessage(Bubble):
+    """A published message in a transcript, with the turn it belongs to."""
+
+    turn_id: str
+
+
 class Transcript(BaseModel):
     conversation_id: str
-    messages: list[Bubble]
+    messages: list[TranscriptMessage]
     usage: Usage = Field(description="Summed over the conversation's turns.")
     running_turn_id: str | None = Field(
         default=None, description="The turn that is not done yet (to follow), or null."
@@ -243,6 +230,7 @@ MODELS: tuple[type[BaseModel], ...] = (
     About,
     Limited,
     UsageToday,
+    *controls.MODELS,
 )
 BEARER: list[dict[str, list[str]]] = [{"bearer": []}]
 _PROTOCOL: dict[str, Any] = {"type": "object"}
@@ -473,6 +461,9 @@ PATHS: dict[str, Any] = {
         }
     },
 }
+
+PATHS["/api/conversations/{conversation_id}"] |= controls.CONVERSATION
+PATHS["/api/turns/{turn_id}/feedback"] = controls.FEEDBACK
 
 DOCUMENT: dict[str, Any] = {
     "openapi": "3.1.0",

@@ -1,7 +1,8 @@
 """Who owns what, remembered: a turn's conversation, and a conversation's guard (the hash
 of its token, and the user who owns it, if one does).
 
-Both facts are fixed when the row is created and never change, so once read
+Both facts are fixed when the row is created and never change (until the
+conversation is deleted: `forget()`, by the process that deleted it), so once read
 they can be kept: a poll then costs the API one store read (the version
 check) instead of three. Only found rows are kept (an unknown id is asked of
 the store every time), and at most `size` of each, the oldest dropped first.
@@ -55,6 +56,12 @@ class Owners:
                 return None
             found = self._keep(self._guards, conversation_id, stored)
         return found
+
+    def forget(self, conversation_id: str) -> None:
+        """A deleted conversation: neither it nor its turns are remembered."""
+        self._guards.pop(conversation_id, None)
+        for turn_id in [t for t, c in self._conversations.items() if c == conversation_id]:
+            del self._conversations[turn_id]
 
     def _keep(self, kept: dict[str, _V], key: str, value: _V) -> _V:
         if len(kept) >= self.size:

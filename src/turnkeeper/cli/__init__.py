@@ -1,4 +1,5 @@
-"""The command line: `demo`, `run`, `replay`, `trace`, `serve`, `worker`, `usage`.
+"""The command line: `demo`, `run`, `replay`, `trace`, `serve`, `worker`, `usage`,
+`conversations`, `feedback`.
 
 Exit codes: 0 when the command did its work (for `run` and `demo`: the turn
 finished), 1 when a replay differs from its trace or a turn failed or hit a cap,
@@ -18,6 +19,7 @@ from pathlib import Path
 from .. import __version__
 from ..credentials import redact_text
 from ..errors import ConfigError
+from .manage import add_commands, cmd_conversations, cmd_feedback
 from .options import _Parser, add_price_option, directory
 from .run import _add_run_command, cmd_demo, cmd_run
 from .serving import _add_serving_commands, cmd_serve, cmd_worker
@@ -63,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_price_option(show)
     _add_serving_commands(commands)
     add_usage_command(commands)
+    add_commands(commands)
     return parser
 
 
@@ -92,4 +95,6 @@ COMMANDS = {
     "serve": cmd_serve,
     "worker": cmd_worker,
     "usage": cmd_usage,
+    "conversations": cmd_conversations,
+    "feedback": cmd_feedback,
 }

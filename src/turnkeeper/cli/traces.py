@@ -9,12 +9,14 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from .. import i18n
 from ..credentials import redact_url
 from ..errors import ConfigError
+from ..store.controlled import Rated
 from ..turn.replay import first_difference, replay
 from ..turn.trace import read_trace
 from . import timeline
@@ -40,9 +42,10 @@ def cmd_trace(args: argparse.Namespace) -> int:
         trace = read_trace(args.trace)
         rows = timeline.rows(trace.calls, trace.wire)
         outcome: str | None = trace.outcome.value
+        feedback = None
     else:
         url = _stored_turn_url(args.trace, args.database)
-        rows, outcome = asyncio.run(_stored_timeline(args.trace, url))
+        rows, outcome, feedback = asyncio.run(_stored_timeline(args.trace, url))
     if args.json:
         print(json.dumps(timeline.to_json(rows), ensure_ascii=False))
     else:
@@ -54,7 +57,16 @@ def cmd_trace(args: argparse.Namespace) -> int:
         )
         if unresolved:
             print(f"({', '.join(unresolved)}: the application's captions; --app APP resolves them)")
+        if feedback is not None:
+            print(said(feedback))
     return 0
+
+
+def said(feedback: Rated) -> str:
+    """The reader's feedback on the turn, as `trace show` prints it under the table."""
+    comment = f" {json.dumps(feedback.comment)}" if feedback.comment else ""
+    at = datetime.fromtimestamp(feedback.at, UTC).isoformat(timespec="seconds")
+    return f"feedback: {feedback.rating}{comment} ({at})"
 
 
 def _catalogs(args: argparse.Namespace) -> i18n.Catalogs:
@@ -107,7 +119,9 @@ async def _readable(store: Any, url: str) -> None:
         )
 
 
-async def _stored_timeline(turn_id: str, url: str) -> tuple[list[timeline.Row], str | None]:
+async def _stored_timeline(
+    turn_id: str, url: str
+) -> tuple[list[timeline.Row], str | None, Rated | None]:
     """The timeline of a turn the store at `url` holds."""
     from ..store import open_store
 
@@ -119,7 +133,8 @@ async def _stored_timeline(turn_id: str, url: str) -> tuple[list[timeline.Row], 
             raise ConfigError(f"the store at {redact_url(url)} has no turn {turn_id}")
         records = await store.iterations(turn_id)
         state = await store.state_after(turn_id, 0)
+        feedback = await store.feedback_of(turn_id)
     finally:
         await store.close()
     outcome = state.get("status") if state is not None else None
-    return timeline.stored_rows(records), outcome
+    return timeline.stored_rows(records), outcome, feedback

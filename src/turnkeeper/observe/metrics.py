@@ -89,6 +89,7 @@ class Metrics:
             ["status"],
             registry=r,
         )
+        self.feedback = _feedback(r)
 
     def turn(self, info: TurnInfo) -> TurnCounts:
         self.in_flight.inc()
@@ -180,6 +181,17 @@ def _compactions(r: Any) -> tuple[Any, Any]:
         registry=r,
     )
     return compactions, cleared
+
+
+def _feedback(r: Any) -> Any:
+    """Readers' ratings (`POST /api/turns/{id}/feedback`), counted by the API's process."""
+    return prometheus.Counter(
+        "turnkeeper_feedback",
+        "Readers' ratings of answers, by rating, the turn's outcome and model (a changed"
+        " rating counts again, under its new rating).",
+        ["rating", "outcome", "model"],
+        registry=r,
+    )
 
 
 def _streaming(r: Any) -> tuple[Any, Any]:

@@ -13,9 +13,11 @@ which the answer's text leaves a call while it is still arriving.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from typing import Any, Protocol, TypeAlias
 
 from ..errors import ConfigError
@@ -39,6 +41,27 @@ tool's input. The pieces of one call join to its `Reply.text`. They come before 
 stop reason is known (a reply that ends `max_tokens` has streamed its cut text too) and
 a call that then fails has streamed some; the sink must not raise and must not block:
 it is called in the middle of reading the response."""
+
+
+_turn_instructions: ContextVar[str | None] = ContextVar("turnkeeper_instructions", default=None)
+
+
+def system_of(own: str | None) -> str | None:
+    """The instructions a request carries: the turn's own (`instructed`), else the
+    provider's. A provider of one process serves every turn, so a turn's instructions
+    travel with the turn's tasks, as its `ToolContext` does, not in the provider."""
+    return _turn_instructions.get() or own
+
+
+@contextlib.contextmanager
+def instructed(text: str | None) -> Iterator[None]:
+    """`text` is the instructions of every request made in this task and the tasks it
+    starts (an assistant's `instructions(ctx)`, called once per turn by its job)."""
+    token = _turn_instructions.set(text)
+    try:
+        yield
+    finally:
+        _turn_instructions.reset(token)
 
 
 def wire_format(name: str) -> WireFormat:

@@ -29,7 +29,7 @@ import httpx2
 from ..credentials import keep_secret, keep_url_secrets, redact_logger, redact_url
 from ..errors import ProviderError
 from ..wire import Message, ToolSpec
-from . import MAX_RESPONSE, TextSink, cache_marks, messages_api, sdk
+from . import MAX_RESPONSE, TextSink, cache_marks, messages_api, sdk, system_of
 from .attempts import DEFAULT_MAX_RETRIES, DEFAULT_MIN_ATTEMPT, event_hooks
 from .messages_stream import MessageFold
 
@@ -134,8 +134,8 @@ class AnthropicProvider(sdk.SdkProvider):
         offered = [_tool(t) for t in tools] + self.server_tools
         if offered:
             params["tools"] = offered if mark is None else cache_marks.marked_tools(offered, mark)
-        if self.system:
-            system = self.system
+        system = system_of(self.system)
+        if system:
             params["system"] = system if mark is None else cache_marks.marked_system(system, mark)
         extra = dict(self.extra_body)
         if self.mcp_servers:
@@ -196,7 +196,7 @@ class AnthropicProvider(sdk.SdkProvider):
             "provider": "anthropic",
             "model": self.model,
             "max_tokens": self.max_tokens,
-            "system": self.system,
+            "system": system_of(self.system),
             "server_tools": self.server_tools,
             "mcp_servers": [_without_secrets(s) for s in self.mcp_servers],
             "betas": self.betas,

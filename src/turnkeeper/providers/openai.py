@@ -23,7 +23,7 @@ import openai
 from ..credentials import keep_secret, keep_url_secrets, redact_logger, redact_url
 from ..errors import ProviderError
 from ..wire import Message, ToolSpec
-from . import MAX_RESPONSE, TextSink, chat_api, sdk
+from . import MAX_RESPONSE, TextSink, chat_api, sdk, system_of
 from .attempts import DEFAULT_MAX_RETRIES, DEFAULT_MIN_ATTEMPT, event_hooks
 from .chat_stream import ChatFold
 
@@ -109,7 +109,8 @@ class OpenAIProvider(sdk.SdkProvider):
         self, history: Sequence[Message], tools: Sequence[ToolSpec], timeout: float
     ) -> dict[str, Any]:
         """The keyword arguments of one `chat.completions.create` call."""
-        system = [{"role": "system", "content": self.system}] if self.system else []
+        own = system_of(self.system)
+        system = [{"role": "system", "content": own}] if own else []
         params: dict[str, Any] = {
             "model": self.model,
             "messages": system + list(history),
@@ -131,7 +132,7 @@ class OpenAIProvider(sdk.SdkProvider):
             "provider": "openai",
             "model": self.model,
             "max_tokens": self.max_tokens,
-            "system": self.system,
+            "system": system_of(self.system),
             "stream": self.stream,
             "base_url": redact_url(str(self.client.base_url)),
             "max_retries": self.max_retries,

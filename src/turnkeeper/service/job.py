@@ -15,8 +15,9 @@ being taken over writes nothing.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..budget import Budget
@@ -24,18 +25,30 @@ from ..credentials import redact_text
 from ..observe.report import Report, Reporter, log_report
 from ..observe.watchers import Watcher
 from ..outcomes import Outcome, ending
-from ..providers import Provider
+from ..providers import Provider, instructed
 from ..state import PublishedState
 from ..store import UNCLAIMED, FenceLost, Store, held_by
-from ..store.records import Checkpoint, Fate, NewEvent, Owner, ResumeRecord
+from ..store.records import (
+    Checkpoint,
+    Compacted,
+    Fate,
+    NewEvent,
+    Owner,
+    ResumeRecord,
+    Turn,
+    TurnStart,
+)
 from ..tools import NoTools, Toolset
+from ..tools.context import ToolContext
 from ..turn import lifecycle
 from ..turn.activity import ACTIVITIES
+from ..turn.approvals import Resume
 from ..turn.compaction import Compaction
-from ..turn.loop import run_turn
+from ..turn.loop import TurnResult, run_turn
 from ..turn.resume import Resuming
 from ..turn.setting import TurnSetting
 from ..usage import Limits, LimitsSetting, Meter, Usage, limits_for
+from ..wire import Message
 from .leases import Leases
 
 logger = logging.getLogger("turnkeeper.job")
@@ -115,6 +128,10 @@ class StoreHooks:
         self.reporter(report)
 
 
+Instructions = Callable[[ToolContext], "str | Awaitable[str]"]
+"""An assistant's instructions as a function of who asks (`ToolContext`), sync or async."""
+
+
 class MeteredHooks(StoreHooks):
     """`StoreHooks` whose writes also charge the ledger (`limits.py`): the `running`
     publish a zero charge (it reads the day's totals before the first call), the usage
@@ -176,6 +193,9 @@ class TurnJob:
     user's day is known (`GET /api/usage`) whatever their own limits; without, none is."""
     compaction: Compaction | None = field(default_factory=Compaction)
     """How the turns' requests are kept inside the model's context window (None: off)."""
+    instructions: Instructions | None = None
+    """`instructions(ctx)`, sync or async: each turn's own instructions, from who asks and
+    in which language (the assistant's callable `instructions`); None: the provider's."""
     owner: Owner | None = None
     """The assistant this job serves: it claims only that assistant's turns (None: any)."""
     _leases: Leases = field(init=False, repr=False)
@@ -277,27 +297,12 @@ class TurnJob:
         record = await self.store.resume_record(turn_id) if start.state.version > 1 else None
         hooks.crash_resumes = 0 if record is None else record.resumes
         resume = resuming.resume(record, history, self.provider.wire, start.state.usage)
+        told = await self._instructions(turn_id, turn)
         try:
-            result = await run_turn(
-                turn.question,
-                provider=self.provider,
-                toolset=self.toolset,
-                history=history,
-                budget=budget,
-                hooks=hooks,
-                watcher=self.watcher,
-                setting=TurnSetting(
-                    turn_id=turn_id,
-                    conversation_id=turn.conversation_id,
-                    start=start.state,
-                    user=turn.user,
-                    locale=turn.locale,
-                    resume=resume,
-                    activities=self.activities,
-                    compacted=compacted,
-                ),
-                compaction=self.compaction,
-            )
+            with instructed(told):
+                result = await self._run_turn(
+                    turn_id, start, (history, compacted), hooks, resume, budget
+                )
         except FenceLost:
             raise
         except Exception as e:
@@ -305,6 +310,49 @@ class TurnJob:
         if result.outcome is None and await self.store.cancel_requested(turn_id):
             await lifecycle.stop_waiting(self.store, turn_id, reporter=self.reporter)  # a Stop came
         return result.outcome
+
+    async def _instructions(self, turn_id: str, turn: Turn) -> str | None:
+        """The turn's instructions, asked once, here in the job (so a worker asks too); a
+        sync function runs in a thread, as a sync tool does. What it raises fails the turn."""
+        if self.instructions is None:
+            return None
+        context = ToolContext(turn.user, turn.locale, turn.conversation_id, turn_id)
+        if inspect.iscoroutinefunction(self.instructions):
+            told = await self.instructions(context)
+        else:
+            told = await asyncio.to_thread(self.instructions, context)
+            told = await told if inspect.isawaitable(told) else told
+        if not isinstance(told, str):
+            raise TypeError(f"instructions(ctx) returned {type(told).__name__}, not a string")
+        return told
+
+    async def _run_turn(
+        self, turn_id: str, start: TurnStart, context: tuple[list[Message], Compacted | None],
+        hooks: StoreHooks, resume: Resume, budget: Budget,
+    ) -> TurnResult:  # fmt: skip
+        """The turn run by the loop: `context` is the conversation's history and its
+        compaction, as the store read them."""
+        turn, (history, compacted) = start.turn, context
+        return await run_turn(
+            turn.question,
+            provider=self.provider,
+            toolset=self.toolset,
+            history=history,
+            budget=budget,
+            hooks=hooks,
+            watcher=self.watcher,
+            setting=TurnSetting(
+                turn_id=turn_id,
+                conversation_id=turn.conversation_id,
+                start=start.state,
+                user=turn.user,
+                locale=turn.locale,
+                resume=resume,
+                activities=self.activities,
+                compacted=compacted,
+            ),
+            compaction=self.compaction,
+        )
 
     def _fated(self, fate: Fate | None) -> tuple[Budget, Resuming]:
         """The budget and the crash and approval settings a turn runs under: those it was

@@ -250,6 +250,7 @@ def _job(
         resuming=assistant.resuming,
         limits=assistant.limits,
         compaction=assistant.compacting,
+        instructions=None if isinstance(assistant.instructions, str) else assistant.instructions,
         owner=assistant.owner,
     )
 

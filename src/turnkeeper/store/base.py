@@ -23,6 +23,7 @@ from ..outcomes import TurnStatus
 from ..state import PublishedState
 from ..usage import Charge, Ledger, Limits, Usage
 from ..wire import Message
+from .controlled import ReaderControls
 from .records import (
     Checkpoint,
     Compacted,
@@ -119,7 +120,7 @@ def transcript_page(rows: list[tuple[int, Any]], before: int | None) -> Transcri
     return TranscriptPage(before or 0, [])
 
 
-class Store(Protocol):
+class Store(ReaderControls, Protocol):
     """Everything a turn, its job, the sweeper and the HTTP API keep."""
 
     async def migrate(self) -> None:
@@ -195,8 +196,9 @@ class Store(Protocol):
     async def transcript(
         self, conversation_id: str, *, before: int | None = None, limit: int = ALL
     ) -> TranscriptPage:
-        """The turns' published messages, oldest first: the last `limit` of those before
-        message `before` (counted from 0, the oldest; None: the newest), all by default."""
+        """The turns' published messages, oldest first, each with its `turn_id` (what a
+        rating is given to): the last `limit` of those before message `before` (counted
+        from 0, the oldest; None: the newest), all by default."""
         ...
 
     async def usages(self, conversation_id: str) -> list[Usage]:

@@ -32,6 +32,7 @@ from ..usage import Charge
 from . import base, compactions, ledger, owned
 from . import events as log
 from .base import refused
+from .controls import TITLES_AND_FEEDBACK
 from .dialect import Dialect, One, Routine, Steps, Write
 from .records import Checkpoint
 from .sql import SqlStore
@@ -170,6 +171,10 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
     (
         "compactions: a conversation's records of what its requests are built from",
         compactions.TABLE.format(text="text", json="json"),
+    ),
+    (
+        "a conversation's own title, a turn's feedback",
+        TITLES_AND_FEEDBACK.format(text="text", json="jsonb", seconds="double precision"),
     ),
     (
         "what a turn needs travels with it: its `assistant`, `fingerprint`, `fate`",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from ..state import Approval, PublishedState
+from ..state import Approval, Decided, PublishedState
 from ..usage import Usage
 from ..wire import Json, Message, ToolResult, ToolUse
 
@@ -437,4 +437,6 @@ def decision_made(
     made = record.with_decision(tool_use_id, approved)
     if made is None:
         return None
-    return made, state.after_decision(made.undecided())
+    use = next(a for a in record.approvals if a.tool_use_id == tool_use_id)
+    decided = Decided.of(use, approved)
+    return made, state.after_decision(made.undecided(), decided)

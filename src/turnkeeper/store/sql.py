@@ -34,6 +34,7 @@ from .base import (
     transcript_page,
 )
 from .cancellations import Cancellations
+from .controls import Controls, bubbles_past, waiting_of
 from .dialect import All, Companion, Dialect, Exec, Executor, Many, One, Steps, Write
 from .records import (
     Checkpoint,
@@ -55,8 +56,8 @@ from .records import (
 from .statements import compiled
 
 
-class SqlStore(compactions.Reads):
-    """The store over one dialect and one executor (see the module's docstring)."""
+class SqlStore(compactions.Reads, Controls):
+    """The store over one dialect and one executor (the module's docstring; `Controls`)."""
 
     def __init__(
         self, dialect: Dialect, executor: Executor, companions: Sequence[Companion] = ()
@@ -199,7 +200,7 @@ class SqlStore(compactions.Reads):
     ) -> TranscriptPage:
         rows = await self._all(self.sql.paged, (conversation_id, before, before, limit))
         load = self.dialect.load
-        return transcript_page([(i, load(b)) for i, b in rows], before)
+        return transcript_page([(i, {**load(b), "turn_id": t}) for i, b, t in rows], before)
 
     async def usages(self, conversation_id: str) -> list[Usage]:
         rows = await self._all(self.sql.usages, (conversation_id,))
@@ -441,16 +442,15 @@ class SqlStore(compactions.Reads):
             row = yield One(sql.waiting_turn, (turn_id,))
             if row is None or row[0] is None:
                 return None
-            record = ResumeRecord.from_json(dict(d.load(row[0])))
-            stored = PublishedState.from_json(dict(d.load(row[1])))
+            record, stored = yield from waiting_of(d, self._bubbles(turn_id, row[2]), row)
             made = decision_made(record, stored, tool_use_id, approved)
             if made is None:
                 return None
             record, state = made
-            resume, bare = d.jsonb(record.to_json()), d.json(state.bare())
-            status = state.status
-            yield Exec(sql.decided, (resume, bare, state.version, status, status, turn_id))
-            return state.status, state.version
+            resume, bare, status = d.jsonb(record.to_json()), d.json(state.bare()), state.status
+            count = yield from bubbles_past(d, sql.decision_bubble, turn_id, state, row[2])
+            yield Exec(sql.decided, (resume, bare, state.version, status, count, status, turn_id))
+            return status, state.version
 
         return await self.executor.write(steps)
 

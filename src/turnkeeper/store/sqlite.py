@@ -30,6 +30,7 @@ from ..usage import Charge
 from . import base, compactions, ledger, owned
 from . import events as log
 from .base import refused
+from .controls import TITLES_AND_FEEDBACK
 from .data_version import SeenVersions
 from .dialect import Dialect, Exec, Many, One, Routine, Steps, Write
 from .group_commit import GroupCommit
@@ -228,6 +229,10 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
         "compactions: a conversation's records of what its requests are built from",
         compactions.TABLE.format(text="TEXT", json="TEXT"),
+    ),
+    (
+        "a conversation's own title, a turn's feedback",
+        TITLES_AND_FEEDBACK.format(text="TEXT", json="TEXT", seconds="REAL"),
     ),
     (
         "what a turn needs travels with it: its `assistant`, `fingerprint`, `fate`",

@@ -40,8 +40,8 @@ class Statements:
     )
     guard: str = "SELECT token_hash, owner FROM conversations WHERE conversation_id = ?"
     conversations: str = (
-        "SELECT c.conversation_id, {created}, (SELECT t.question FROM turns t"
-        " WHERE t.conversation_id = c.conversation_id ORDER BY t.seq LIMIT 1)"
+        "SELECT c.conversation_id, {created}, COALESCE(c.title, (SELECT t.question FROM turns t"
+        " WHERE t.conversation_id = c.conversation_id ORDER BY t.seq LIMIT 1))"
         " FROM conversations c WHERE c.owner = ? ORDER BY c.created DESC, {inserted} DESC LIMIT ?"
     )
     offset: str = "SELECT COALESCE(SUM(n_messages), 0) FROM turns WHERE conversation_id = ?"
@@ -73,14 +73,15 @@ class Statements:
     """The turn's version, and its state only if that is above the one asked after."""
     bubbles: str = "SELECT body FROM bubbles WHERE turn_id = ? AND n < ? ORDER BY n"
     paged: str = (
-        "SELECT i, body FROM (SELECT b.body, row_number() OVER (ORDER BY t.seq, b.n) - 1 AS i,"
+        "SELECT i, body, turn_id FROM (SELECT b.body, t.turn_id,"
+        " row_number() OVER (ORDER BY t.seq, b.n) - 1 AS i,"
         " count(*) OVER () AS total FROM turns t JOIN bubbles b ON b.turn_id = t.turn_id"
         " WHERE t.conversation_id = ? AND b.n < t.n_messages) m"
         " WHERE i < COALESCE(?, total) AND i >= {least}(COALESCE(?, total), total) - ?"
         " ORDER BY i"
     )
-    """A page of a transcript in one statement: parameters conversation, before, before,
-    limit."""
+    """A page of a transcript in one statement, each message with its turn's id: parameters
+    conversation, before, before, limit."""
     usages: str = "SELECT usage FROM turns WHERE conversation_id = ? ORDER BY seq"
     request_cancel: str = (
         "{notify_from}UPDATE turns SET cancel = {true} WHERE turn_id = ? AND done = {false}{notify}"
@@ -131,13 +132,15 @@ class Statements:
     )
     resume_record: str = "SELECT resume FROM turns WHERE turn_id = ?"
     waiting_turn: str = (
-        "SELECT resume, state FROM turns WHERE turn_id = ? AND status = 'waiting'"
+        "SELECT resume, state, n_messages FROM turns WHERE turn_id = ? AND status = 'waiting'"
         " AND done = {false}{lock}"
     )
     decided: str = (
-        "UPDATE turns SET resume = ?, state = ?, version = ?, status = ?,"
+        "UPDATE turns SET resume = ?, state = ?, version = ?, status = ?, n_messages = ?,"
         " requeued = CASE WHEN ? = 'queued' THEN {stamp} ELSE requeued END WHERE turn_id = ?"
     )
+    decision_bubble: str = "INSERT INTO bubbles (turn_id, n, body) VALUES (?, ?, ?)"
+    """The reader's decision, kept in the transcript (`state.Decided`)."""
     requeued: str = (
         "UPDATE turns SET resume = ?, requeued = {stamp}, lease_expires = NULL"
         " WHERE turn_id = ? AND fence = ? AND done = {false}"

@@ -28,7 +28,7 @@ import contextlib
 import dataclasses
 import inspect
 import typing
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast, overload
 
@@ -65,6 +65,9 @@ class Tool:
     """A person approves each call before it runs: the turn waits for the decision."""
     idempotent: bool = False
     """Safe to run again: a turn resumed after a crash re-runs it if it was in flight."""
+    ask: str | Mapping[str, str] | None = None
+    """What a call is to do, in the imperative ("Delete a note"), as the approval card says
+    it: English text, or `{locale: text}` with `en`; without it the card asks "Run {tool}?"."""
     is_async: bool = field(init=False, repr=False, compare=False)
     """Whether `function` is a coroutine function, found once (inspect is slow per call)."""
 
@@ -84,6 +87,7 @@ def tool(
     timeout: float | None = None,
     needs_approval: bool = False,
     idempotent: bool = False,
+    ask: str | Mapping[str, str] | None = None,
 ) -> Callable[[ToolFunction], Tool]: ...
 
 
@@ -96,11 +100,13 @@ def tool(
     timeout: float | None = None,
     needs_approval: bool = False,
     idempotent: bool = False,
+    ask: str | Mapping[str, str] | None = None,
 ) -> Tool | Callable[[ToolFunction], Tool]:
     """Make a typed function a `Tool`: `@tool` or `@tool(name=…, description=…, timeout=…)`.
 
     `needs_approval=True`: the turn waits for a person's yes before each call runs.
     `idempotent=True`: a turn resumed after a crash may run it again (docs/design.md §11).
+    `ask="Delete a note"` (or `{locale: text}`): what the approval card says it is to do.
 
     Every parameter needs a type hint; its description comes from the
     docstring's `Args:` section (or `:param name:`) or from
@@ -110,7 +116,9 @@ def tool(
 
     def make(fn: ToolFunction) -> Tool:
         made = function_tool(fn, name=name, description=description, timeout=timeout)
-        return dataclasses.replace(made, needs_approval=needs_approval, idempotent=idempotent)
+        return dataclasses.replace(
+            made, needs_approval=needs_approval, idempotent=idempotent, ask=ask
+        )
 
     return make if function is None else make(function)
 

@@ -389,7 +389,7 @@ class _Turn:
             budget=self.budget,
             calls=self.log.records,
             clock=self.clock.offsets(),
-            request={**self.provider.describe(), **self.room.window.traced()},
+            request={**self.room.described, **self.room.window.traced()},
             turn_id=self.state.turn_id,
             usage=self.usage,
             state=self.state,

@@ -66,7 +66,8 @@ class CallRoom:
         self.log = log
         self.watch = watch
         """Told of every model call as it starts and ends (spans, metrics)."""
-        described = provider.describe()
+        described = self.described = provider.describe()
+        """The request's parameters as the turn starts (its instructions: `instructed`)."""
         self.requested: str | None = described.get("model")
         """The model requested, as the provider describes itself."""
         self.cache_ttl = "1h" if described.get("prompt_cache") == "1h" else "5m"

@@ -6,6 +6,7 @@ import { describe, test } from "node:test";
 import {
   approvalWhat,
   cardParts,
+  decisionText,
   isHttps,
   summary,
 } from "../../../src/turnkeeper/web/widget/cards.js";
@@ -217,16 +218,38 @@ describe("cards", () => {
     assert.ok(long.endsWith("…"));
   });
 
-  test("what an approval asks: its caption, else the unknown one naming the tool", () => {
+  test("what an approval asks: its ask text under the title, else Run {tool}?, never its caption", () => {
     const catalog = {
-      "approvals.send_mail": "Send an email",
-      "ui.approval_unknown": "Use the tool {tool}",
+      "ask.send_mail": "Send an email",
+      "activity.send_mail": "Sent an email",
+      "ui.approval_title": "The assistant wants to do this:",
+      "ui.approval_unknown": "Run {tool}?",
     };
     const text = (key) => catalog[key] || null;
-    const approval = { tool_use_id: "u", tool: "send_mail" };
-    assert.equal(approvalWhat({ ...approval, key: "approvals.send_mail" }, text), "Send an email");
-    assert.equal(approvalWhat({ ...approval, key: "approvals.other" }, text), "Use the tool send_mail");
-    assert.equal(approvalWhat(approval, () => null), "send_mail");
+    const approval = { tool_use_id: "u", tool: "send_mail", key: "activity.send_mail" };
+    assert.deepEqual(approvalWhat({ ...approval, ask: "ask.send_mail" }, text), {
+      title: "The assistant wants to do this:",
+      what: "Send an email",
+    });
+    assert.deepEqual(approvalWhat({ ...approval, ask: "ask.other" }, text), {
+      title: "",
+      what: "Run send_mail?",
+    });
+    assert.deepEqual(approvalWhat(approval, () => null), { title: "", what: "send_mail" });
+  });
+
+  test("a decision reads as the reader's: what they approved or denied", () => {
+    const catalog = {
+      "ask.send_mail": "Send an email",
+      "ui.you_approved": "You approved: {action}",
+      "ui.you_denied": "You denied: {action}",
+    };
+    const text = (key) => catalog[key] || null;
+    const decided = { tool: "send_mail", ask: "ask.send_mail" };
+    assert.equal(decisionText({ ...decided, approved: true }, text), "You approved: Send an email");
+    assert.equal(decisionText({ ...decided, approved: false }, text), "You denied: Send an email");
+    assert.equal(decisionText({ tool: "wipe", ask: "ask.wipe", approved: false }, text), "You denied: wipe");
+    assert.equal(decisionText({ approved: true }, text), null);
   });
 });
 

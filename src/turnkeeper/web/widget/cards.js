@@ -16,6 +16,19 @@ export function make(tag, className, text) {
   return element;
 }
 
+/** A small icon (an SVG path in a 24-unit box), hidden from screen readers: the button
+ *  that holds it is labelled. `turned`: drawn upside down. */
+export function icon(path, turned = false) {
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("aria-hidden", "true");
+  if (turned) svg.setAttribute("transform", "rotate(180)");
+  const drawn = document.createElementNS("http://www.w3.org/2000/svg", "path");
+  drawn.setAttribute("d", path);
+  svg.append(drawn);
+  return svg;
+}
+
 /** A tool's input as a few lines of text, `name: value`, cut short when long. */
 export function summary(input) {
   const shown = (value) => (isText(value) ? value : String(JSON.stringify(value)));
@@ -117,19 +130,33 @@ export function waitingApprovals(approvals) {
   return listed(approvals).filter((a) => a && isText(a.tool_use_id) && isText(a.tool));
 }
 
-/** What the assistant wants to do: the approval's caption in the reader's words, else
- *  `ui.approval_unknown` naming the tool. `text`: a catalog's lookup (locale.js). */
+/** What the assistant wants to do: the tool's ask text in the reader's words, under
+ *  `ui.approval_title` ("The assistant wants to do this:"); a tool with none is asked
+ *  about by name alone (`ui.approval_unknown`, "Run {tool}?"), never by its past-tense
+ *  caption. `text`: a catalog's lookup (locale.js). */
 export function approvalWhat(approval, text) {
+  const ask = isText(approval.ask) ? text(approval.ask) : null;
+  if (ask) return { title: text("ui.approval_title") || "", what: ask };
   const unknown = text("ui.approval_unknown") || "{tool}";
-  return text(approval.key) || unknown.replace("{tool}", approval.tool);
+  return { title: "", what: unknown.replace("{tool}", approval.tool) };
 }
 
-/** An approval card: what the assistant wants to do, the input, and Approve and Deny, each
- *  calling `decide(card, approved)`. Text only: nothing of the input is read as HTML. */
+/** A decision as the transcript keeps it: "You approved: Delete a note" (the tool's name
+ *  when it has no ask text); null for one that names no tool. */
+export function decisionText(decision, text) {
+  if (!decision || !isText(decision.tool)) return null;
+  const action = (isText(decision.ask) && text(decision.ask)) || decision.tool;
+  const key = decision.approved === true ? "ui.you_approved" : "ui.you_denied";
+  return (text(key) || "{action}").replace("{action}", action);
+}
+
+/** An approval card: what the assistant wants to do, the input by its fields' names, and
+ *  Approve and Deny (Deny the quieter of the two), each calling `decide(card, approved)`.
+ *  Text only: nothing of the input is read as HTML. */
 export function approvalCard(approval, { text, name, decide }) {
   const item = make("li", "bubble bot approval");
   item.dataset.use = approval.tool_use_id;
-  const what = approvalWhat(approval, text);
+  const { title, what } = approvalWhat(approval, text);
   const approve = make("button", "approve", text("ui.approve") || "");
   const deny = make("button", "deny", text("ui.deny") || "");
   approve.type = deny.type = "button";
@@ -137,10 +164,11 @@ export function approvalCard(approval, { text, name, decide }) {
   deny.addEventListener("click", () => decide(item, false));
   const actions = make("div", "approval-actions");
   actions.append(approve, deny);
-  const title = make("p", "approval-title", text("ui.approval_title") || "");
   item.setAttribute("role", "group");
-  item.setAttribute("aria-label", `${title.textContent} ${what}`);
-  item.append(make("span", "who", name), title, make("p", "approval-what", what));
+  item.setAttribute("aria-label", title ? `${title} ${what}` : what);
+  item.append(make("span", "who", name));
+  if (title) item.append(make("p", "approval-title", title));
+  item.append(make("p", "approval-what", what));
   item.append(make("pre", "approval-input", summary(approval.input)), actions);
   return item;
 }

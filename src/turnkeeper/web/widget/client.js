@@ -203,4 +203,23 @@ export class Api {
     const body = { tool_use_id: toolUseId, approved };
     return this.request(path, { method: "POST", body, json: false });
   }
+
+  /** Delete a conversation and everything of it (`stop`: its running turn stopped first);
+   *  "busy" while a turn of it is not done and `stop` is not given. */
+  deleteConversation(conversationId, { stop = false } = {}) {
+    const path = `/api/conversations/${encodeURIComponent(conversationId)}${stop ? "?stop=1" : ""}`;
+    return this.request(path, { method: "DELETE", json: false });
+  }
+
+  /** A conversation's new title (null: its first question again). */
+  renameConversation(conversationId, title) {
+    const path = `/api/conversations/${encodeURIComponent(conversationId)}`;
+    return this.request(path, { method: "PATCH", body: { title } });
+  }
+
+  /** The reader's rating ("up" or "down") of a turn's answer; a new one replaces it. */
+  rate(turnId, rating) {
+    const path = `/api/turns/${encodeURIComponent(turnId)}/feedback`;
+    return this.request(path, { method: "POST", body: { rating }, json: false });
+  }
 }

@@ -16,11 +16,13 @@ import { wantedLocales } from "./locale.js";
 import { markdownIt } from "./markdown.js";
 import { earlierCursor, pageSize } from "./paging.js";
 import { kept, openable, Saved } from "./saved.js";
+import { answers } from "./rating.js";
 import { pollDelay, RETRY_MAX_MS, retryDelay } from "./timing.js";
 import { Watch } from "./stream.js";
+import { Threads } from "./threads.js";
 import { Transcript } from "./transcript.js";
 import { Trouble } from "./trouble.js";
-import { build, FOLDER, threadItems } from "./view.js";
+import { build, FOLDER } from "./view.js";
 
 export class TurnkeeperChat extends HTMLElement {
   connectedCallback() {
@@ -87,7 +89,7 @@ export class TurnkeeperChat extends HTMLElement {
     });
     this.stopButton.addEventListener("click", () => this.stop());
     this.newButton.addEventListener("click", () => this.switchTo(null));
-    this.history.addEventListener("toggle", () => this.history.open && this.listThreads());
+    this.threads = new Threads(this); // the reader's conversations, if they sign in
   }
 
   // ---- the conversation ------------------------------------------------------------
@@ -130,6 +132,7 @@ export class TurnkeeperChat extends HTMLElement {
     this.show(transcript.messages);
     this.offerEarlier(saved, earlierCursor(transcript));
     const running = "running_turn_id" in transcript ? transcript.running_turn_id : saved.turn_id;
+    this.offerRatings(transcript.messages, (message) => message.turn_id, running);
     if (running) this.follow(running);
     else if (saved.turn_id) this.save(kept(saved)); // that turn is done
   }
@@ -160,6 +163,7 @@ export class TurnkeeperChat extends HTMLElement {
     }
     this.trouble.cleared();
     this.transcript.prepend(page.body.messages, button.parentElement.nextSibling);
+    this.offerRatings(page.body.messages, (message) => message.turn_id);
     const next = this.offerEarlier(conversation, earlierCursor(page.body));
     (next || this.input).focus();
   }
@@ -171,6 +175,7 @@ export class TurnkeeperChat extends HTMLElement {
     if (!question.trim() || this.turn || !this.section) return;
     const fromButton = this.shadowRoot.activeElement === this.sendButton;
     this.input.value = "";
+    this.threads.close(); // the list never covers the answer or an approval card
     this.setBusy(true);
     if (fromButton) this.input.focus(); // the button is hidden now: focus stays in reach
     const pending = this.transcript.question(question);
@@ -285,6 +290,7 @@ export class TurnkeeperChat extends HTMLElement {
     this.show(state.messages);
     const decide = (card, approved) => this.decide(turn, card, approved);
     this.transcript.approvals(state.done ? [] : state.approvals, decide);
+    if (state.done) this.offerRatings(state.messages, () => state.turn_id);
     if (state.done) return this.finish();
     const working = state.status !== "waiting"; // the approval card says what it waits for
     this.caption.textContent = working ? this.working(state.activity) : "";
@@ -310,6 +316,15 @@ export class TurnkeeperChat extends HTMLElement {
     }
     turn.quiet = 0;
     if (turn === this.turn) this.schedule(0);
+  }
+
+  /** Thumbs under the answers of `messages` (`turnOf`: a message's turn; not `running`'s). */
+  offerRatings(messages, turnOf, running = null) {
+    const rate = async (turnId, rating) => {
+      const rated = await this.client.rate(turnId, rating);
+      return rated.ok || (this.trouble.failed(rated, true) && false);
+    };
+    this.transcript.offerRatings(answers(messages, turnOf, running), rate);
   }
 
   /** Stop, by click or keyboard: asked of the server; focus goes to the text box at once. */
@@ -352,7 +367,7 @@ export class TurnkeeperChat extends HTMLElement {
    * Leave the conversation shown (a turn of it runs on, unfollowed here) for `next`, one
    * of the reader's earlier ones, or none: a new one, made by the next question.
    */
-  switchTo(next) {
+  switchTo(next, { keepList = false } = {}) {
     if (this.turn && !this.turn.id) return; // a question on its way: it goes where it was asked
     this.epoch += 1;
     clearTimeout(this.timer);
@@ -361,24 +376,10 @@ export class TurnkeeperChat extends HTMLElement {
     this.setBusy(false);
     this.trouble.reset();
     this.transcript.clear();
-    this.history.open = false;
+    this.history.open = keepList && this.history.open;
     this.save(next);
     if (next) this.open(next);
     this.input.focus();
-  }
-
-  /** The reader's conversations, newest first, each a button that opens it. */
-  async listThreads() {
-    const listed = await this.client.conversations();
-    if (!listed.ok) return this.trouble.failed(listed, true); // the reader asked: said at once
-    const threads = listed.body && listed.body.conversations;
-    const items = threadItems(Array.isArray(threads) ? threads : [], {
-      current: this.conversation ? this.conversation.conversation_id : null,
-      lang: this.catalog.lang,
-      text: (key) => this.text(key),
-      open: (id) => this.switchTo({ conversation_id: id }),
-    });
-    this.historyList.replaceChildren(...items);
   }
 
   // ---- what the reader is told -----------------------------------------------------

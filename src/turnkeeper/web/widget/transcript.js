@@ -6,10 +6,18 @@
  * words, notices, a tool's card) is set as text. A notice is never Markdown.
  */
 
-import { approvalCard, cardElement, cardParts, make, waitingApprovals } from "./cards.js";
+import {
+  approvalCard,
+  cardElement,
+  cardParts,
+  decisionText,
+  make,
+  waitingApprovals,
+} from "./cards.js";
 import { growing } from "./growing.js";
 import { liveItems } from "./live.js";
 import { markdownNodes } from "./markdown.js";
+import { ratingElement } from "./rating.js";
 
 /**
  * The messages of `messages` not drawn yet, in order; each id is marked in `drawn` as it
@@ -56,6 +64,11 @@ export function describe(message, text) {
   if (message.card) classes.push("card");
   if (message.is_error) classes.push("error");
   const id = message.id || null;
+  if ("decision" in message) {
+    const said = decisionText(message.decision, text);
+    const line = ["bubble", "decision"]; // a small line, not a question of the reader's
+    return said ? { classes: line, user, id, kind: "text", text: said } : null;
+  }
   if ("card" in message) {
     return cardParts(message.card) ? { classes, user, id, kind: "card", card: message.card } : null;
   }
@@ -241,6 +254,16 @@ export class Transcript {
     this.log.scrollTop = this.log.scrollHeight;
   }
 
+  /** Thumbs under each of `answers` (rating.js's `{turnId, id}`) not offered yet; a press
+   *  calls `rate(turnId, rating)`. */
+  offerRatings(answers, rate) {
+    for (const { turnId, id } of answers) {
+      const bubble = this.log.querySelector(`.bubble[data-id="${CSS.escape(id)}"]`);
+      if (!bubble || bubble.querySelector(".rating")) continue;
+      bubble.append(ratingElement(turnId, { text: this.text, rate }));
+    }
+  }
+
   /** A bubble for one published message, or null when it has nothing to show. */
   bubble(message) {
     const shown = describe(message, this.text);
@@ -248,7 +271,8 @@ export class Transcript {
     const item = make("li", shown.classes.join(" "));
     if (shown.id) item.dataset.id = shown.id;
     const who = shown.user ? this.text("ui.you") || "" : this.name;
-    item.append(make("span", "who", who), this.content(shown));
+    if (!shown.classes.includes("decision")) item.append(make("span", "who", who)); // says "You"
+    item.append(this.content(shown));
     return item;
   }
 

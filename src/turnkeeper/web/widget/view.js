@@ -1,10 +1,8 @@
 /**
  * The widget's fixed parts: the markup its shadow root holds (nothing in it comes from the
- * model or the server), labelled from the reader's catalog, and the reader's earlier
- * conversations as a list of buttons.
+ * model or the server), labelled from the reader's catalog (the list of the reader's
+ * conversations is threads.js's).
  */
-
-import { isText, make } from "./cards.js";
 
 /** The folder widget.js is served from: its style sheet, and the API's default address. */
 const HOME = new URL("../", import.meta.url);
@@ -69,32 +67,4 @@ export function build(root, { lang, name, text, users }) {
   parts.newButton.textContent = text("ui.new_conversation") || "";
   find(".threads").hidden = !users;
   return parts;
-}
-
-/** The reader's conversations, newest first, each a button calling `open(id)`; the one
- *  shown (`current`, its id) marked; `ui.no_conversations` when there are none. */
-export function threadItems(threads, { current, lang, text, open }) {
-  const known = threads.filter((thread) => thread && isText(thread.conversation_id));
-  const items = known.map((thread) => threadItem(thread, { current, lang, open }));
-  return items.length ? items : [make("li", "history-empty", text("ui.no_conversations") || "")];
-}
-
-/** One earlier conversation: its title (its first question) and when it was started. */
-function threadItem(thread, { current, lang, open }) {
-  const { conversation_id: id, title, created_at: created } = thread;
-  const button = make("button", "thread");
-  button.type = "button";
-  if (current === id) button.setAttribute("aria-current", "true");
-  button.append(make("span", "thread-title", isText(title) ? title : ""));
-  const when = new Date(created);
-  if (isText(created) && !Number.isNaN(when.getTime())) {
-    const format = { dateStyle: "medium", timeStyle: "short" };
-    const time = make("time", "thread-time", when.toLocaleString(lang, format));
-    time.dateTime = created;
-    button.append(time);
-  }
-  button.addEventListener("click", () => open(id));
-  const item = make("li");
-  item.append(button);
-  return item;
 }
