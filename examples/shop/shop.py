@@ -169,6 +169,9 @@ assistant = Assistant(
                 "L’assistant est indisponible pour le moment. Réessayez dans un instant."
             ),
             "errors.ai_failed": "Un problème est survenu et l’assistant n’a pas pu répondre.",
+            "errors.ai_too_large": (
+                "La réponse était trop longue pour être affichée ; elle n’a pas été gardée."
+            ),
             "notices.stopped": "Arrêté.",
             "notices.approval_timeout": (
                 "Aucune réponse n’est venue ; l’assistant a cessé d’attendre."
