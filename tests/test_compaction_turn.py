@@ -90,7 +90,7 @@ class Recording(AnthropicProvider):
 
 
 async def talk(
-    provider: AnthropicProvider, questions: Sequence[str], **turn: Any
+    provider: AnthropicProvider, questions: Sequence[str], compaction: Compaction | None
 ) -> list[TurnResult]:
     """The questions as turns of one conversation, each after the last one's history; the
     compaction record is handed on as the store would."""
@@ -105,8 +105,7 @@ async def talk(
             toolset=READ_NOTES,
             history=history,
             hooks=hooks,
-            setting=TurnSetting(compacted=record),
-            **turn,
+            setting=TurnSetting(compaction=compaction, compacted=record),
         )
         record = next((c.compacted for c in reversed(hooks.checkpoints) if c.compacted), record)
         history, results = result.history, [*results, result]
@@ -186,8 +185,8 @@ async def test_a_model_context_window_exceeded_stop_is_compacted_and_sent_once_m
         "and now?",
         provider=provider,
         history=earlier_turns(3),
-        compaction=Compaction(),
         watcher=metrics,
+        setting=TurnSetting(compaction=Compaction()),
     )
     assert result.outcome is Outcome.FINISHED
     assert result.state.messages[-1].text == "ok"
@@ -222,7 +221,10 @@ async def test_with_compaction_off_the_whole_history_is_sent_and_nothing_compact
     full = scripts.body([], "model_context_window_exceeded")
     provider = ScriptedProvider([full])
     result = await run_turn(
-        "and now?", provider=provider, history=earlier_turns(2), compaction=None
+        "and now?",
+        provider=provider,
+        history=earlier_turns(2),
+        setting=TurnSetting(compaction=None),
     )
     assert result.outcome is Outcome.CONTEXT_EXCEEDED
     assert len(provider.requests) == 1
@@ -302,7 +304,7 @@ async def test_a_summary_that_fails_leaves_the_request_as_it_was_and_the_turn_go
         "and now?",
         provider=provider,
         history=earlier_turns(4),
-        compaction=Compaction(window=100, at=0.5),
+        setting=TurnSetting(compaction=Compaction(window=100, at=0.5)),
     )
     assert result.outcome is Outcome.FINISHED
     assert len(provider.requests[1]) == 9, "sent whole: nothing was compacted"
@@ -387,7 +389,7 @@ async def test_a_turn_whose_own_tool_results_outgrow_the_window_clears_them_and_
         provider=provider_for(wire, fake),
         toolset=READ_NOTES,
         budget=Budget(max_iterations=20),
-        compaction=Compaction(window=WINDOW),
+        setting=TurnSetting(compaction=Compaction(window=WINDOW)),
     )
     assert result.outcome is Outcome.FINISHED
     assert result.usage.iterations == 15
@@ -411,8 +413,7 @@ async def test_a_summary_that_leaves_no_time_for_its_call_ends_the_turn_time_lim
         "and now?",
         provider=provider,
         history=earlier_turns(4),
-        compaction=Compaction(window=100, at=0.5),
-        setting=TurnSetting(clock=lambda: now[0]),
+        setting=TurnSetting(clock=lambda: now[0], compaction=Compaction(window=100, at=0.5)),
     )
     assert result.outcome is Outcome.TIME_LIMIT
     assert result.state.messages[-1].key == "errors.ai_time_limit"

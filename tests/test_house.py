@@ -137,3 +137,13 @@ def test_only_outcomes_builds_an_ending() -> None:
         if isinstance(node, ast.Call) and ast.unparse(node.func) in ("Ending", "outcomes.Ending")
     )
     assert builders == ["outcomes.py"]
+
+
+def test_run_turn_takes_at_most_eight_parameters() -> None:
+    """The loop's door stays small: what a job knows of a turn travels in one
+    `TurnSetting` (compaction included), not in a growing list of parameters."""
+    import inspect
+
+    from turnkeeper import run_turn
+
+    assert len(inspect.signature(run_turn).parameters) <= 8

@@ -349,9 +349,9 @@ class TurnJob:
                 locale=turn.locale,
                 resume=resume,
                 activities=self.activities,
+                compaction=self.compaction,
                 compacted=compacted,
             ),
-            compaction=self.compaction,
         )
 
     def _fated(self, fate: Fate | None) -> tuple[Budget, Resuming]:

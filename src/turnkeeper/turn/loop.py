@@ -82,16 +82,16 @@ async def run_turn(
     hooks: Hooks | None = None,
     watcher: Watcher | None = None,
     setting: TurnSetting | None = None,
-    compaction: compacting.Compaction | None = compacting.DEFAULT,
 ) -> TurnResult:
     """Run one turn of `question` after `history`; never raises for what the model or tools do.
 
     `setting` is what the job knows of the turn (`TurnSetting`: its ids, the state last
     published, who asked, where a resumed turn goes on, its captions and clock; default: a
     local turn). `watcher` sees its calls and tools (default: OpenTelemetry spans, if a
-    tracer provider is set). `compaction`: the context window's (context.py; None: off).
+    tracer provider is set).
     """
-    given, provider = setting or _LOCAL, compacting.served(provider, compaction)
+    given = setting or _LOCAL
+    compaction, provider = given.compaction, compacting.served(provider, given.compaction)
     first, go_on, hooks = given.first(question), given.resume, hooks or LocalHooks()
     watch = watch_turn(watcher, provider, first, question)
     usage, clock = go_on.usage_so_far(), TurnClock(given.clock)

@@ -143,9 +143,9 @@ async def replay(trace: Trace) -> TurnResult:
             turn_id=trace.turn_id or "t_replay",
             resume=trace.resume or Resume(),
             clock=ReplayClock(trace.clock),
+            compaction=compaction,
             compacted=compacted,
         ),
-        compaction=compaction,
     )
 
 

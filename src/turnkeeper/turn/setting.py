@@ -21,6 +21,7 @@ from ..store.records import Compacted
 from ..tools.context import ToolContext
 from .activity import ACTIVITIES
 from .approvals import Resume
+from .compaction import DEFAULT, Compaction
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,8 +33,9 @@ class TurnSetting:
     what the tools that ask for a `ToolContext` get. `resume`: which tools wait for
     approval, and where a resumed turn goes on (approvals.py). `activities`: the captions
     of what the turn is doing (activity.py). `clock`: what the turn reads the time from
-    (a replay gives back the recorded readings). `compacted`: the conversation's
-    compaction record its requests are built from."""
+    (a replay gives back the recorded readings). `compaction`: how the requests are kept
+    inside the model's context window (context.py; None: not at all). `compacted`: the
+    conversation's compaction record its requests are built from."""
 
     turn_id: str = "t_local"
     conversation_id: str = "c_local"
@@ -43,6 +45,7 @@ class TurnSetting:
     resume: Resume = field(default_factory=Resume)
     activities: Mapping[str, str] = field(default_factory=lambda: ACTIVITIES)
     clock: Clock = monotonic
+    compaction: Compaction | None = DEFAULT
     compacted: Compacted | None = None
     """The conversation's compaction record as the store holds it (context.py): the turn's
     requests are built from it."""
