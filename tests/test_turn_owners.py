@@ -175,8 +175,14 @@ async def test_resume_set_only_where_the_turn_was_queued_resumes_it_after_sigkil
             command = ["worker", *APP, "--lease", "1", "--database", url]
             return stack.enter_context(turnkeeper(*command, log=log, env=env))
 
+        async def started(n: int) -> None:
+            async def listening() -> bool:
+                return "Starting worker on queues" in output(tmp_path / f"worker-{n}.log")
+
+            await eventually(listening, f"worker {n} to start", bound=30)
+
         doomed = worker(1)
-        await asyncio.sleep(3)  # worker 1 up: it fetches the turn (or the idle one does)
+        await started(1)  # it fetches the turn (or the idle one does)
         api = Api(base)
         turn_id = await api.ask("charge me for it")
 
@@ -186,11 +192,7 @@ async def test_resume_set_only_where_the_turn_was_queued_resumes_it_after_sigkil
         await eventually(both_tools_started, "both tools to start", bound=30)
         if restart is None:
             worker(2)
-
-            async def listening() -> bool:
-                return "Starting worker on queues" in output(tmp_path / "worker-2.log")
-
-            await eventually(listening, "the second worker to start", bound=30)
+            await started(2)
             await asyncio.sleep(1)  # its sweeper running
         doomed.kill()
         doomed.wait()
