@@ -6,7 +6,7 @@ import asyncio
 import itertools
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.scripts import assert_valid_history, body, server_tool_use, text, tool_use
@@ -94,6 +94,14 @@ class StopAt(LocalHooks):
     max_iterations=st.integers(1, 6),
     stop_at=st.none() | st.integers(1, 6),
 )
+@example(  # found by this test: the cap reached, then compaction's calls on top of it
+    script=[
+        *(body([tool_use("echo", {"say": ""})], "tool_use") for _ in range(3)),
+        body([text("x")], "model_context_window_exceeded"),
+    ],
+    max_iterations=4,
+    stop_at=None,
+)
 def test_loop_invariants(
     script: list[dict[str, Any]], max_iterations: int, stop_at: int | None
 ) -> None:
@@ -123,8 +131,10 @@ def test_loop_invariants(
     assert final["has_error"] == ending(result.outcome).has_error
     assert final["stopped"] == (result.outcome is Outcome.STOPPED)
 
-    # iterations never exceed the cap
-    assert len(provider.requests) <= max_iterations
+    # iterations never exceed the cap; compaction's own calls are not iterations (a reply
+    # that stopped on the context window, the summary, then the same call sent again)
+    compacting = sum(1 for call in result.trace.calls if call.decision == "compaction")
+    assert len(provider.requests) - compacting <= max_iterations
     assert result.usage.iterations <= max_iterations
 
     # no empty bubble; only a finished turn ends on model text
