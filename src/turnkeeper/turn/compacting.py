@@ -57,11 +57,10 @@ class Compacting(Protocol):
         ...
 
 
-async def before(turn: Compacting, tools: Sequence[ToolSpec], timeout: float) -> float:
-    """Before a model call: compact the request first if it would pass the trigger. The
-    call's timeout, less what the summary took (none left: the turn's time is up)."""
-    window = turn.room.window
-    if not (window.on and window.over(turn.history, tools)) or not await compact(turn):
+async def _compacted_first(turn: Compacting, timeout: float) -> float:
+    """The request would pass the trigger: compact it before it is sent. The call's timeout,
+    less what the summary took (none left: the turn's time is up)."""
+    if not await compact(turn):
         return timeout
     left = turn.budget.timeout_for_call(turn.deadline - turn.clock.now())
     if left is None:
@@ -137,48 +136,50 @@ async def sent(
     on_text: Callable[[str], None] | None,
 ) -> Priced | None:
     """The loop's model call, of the request built from the compaction record (compacted
-    first if it must be); refused for its size, compacted and sent once more. The window
-    learns what the call that answered sent."""
-    timeout = await before(turn, tools, timeout)
-    called = await _recovering(turn, tools, timeout, on_text)
-    if isinstance(called, _Again):
-        left = turn.budget.timeout_for_call(turn.deadline - turn.clock.now())
-        if left is None:
-            return called.give_up()
-        if called.called is not None:  # billed, not an iteration: the loop never sees it
-            turn.usage.add(called.called.usage)
-            turn.room.window.calls += 1
-        request = turn.room.window.request(turn.history)
-        called = await turn.room.call(request, tools, left, on_text)
-    if called is not None:
-        turn.room.window.seen(called.usage, len(turn.history) + called.reply.keep)
+    first if it would pass the trigger); refused for its size, compacted and sent once
+    more. The window learns what the call that answered sent. (One coroutine on the
+    common path: this runs on every model call.)"""
+    window = turn.room.window
+    if window.on and window.over(turn.history, tools):
+        timeout = await _compacted_first(turn, timeout)
+    try:
+        called = await turn.room.call(window.request(turn.history), tools, timeout, on_text)
+    except ContextTooLong as refused:
+        if not window.on:
+            raise
+        window.refused(refused.window)
+        if not await compact(turn, forced=True):
+            raise
+        return await _again(turn, tools, on_text, _Again(refused, None))
+    if called is None:
+        return None
+    if called.reply.stop is Stop.CONTEXT_EXCEEDED and window.on:
+        turn.log.decided("compaction", None)
+        if await compact(turn, forced=True):
+            return await _again(turn, tools, on_text, _Again(None, called))
+    window.seen(called.usage, len(turn.history) + called.reply.keep)
     return called
 
 
-async def _recovering(
+async def _again(
     turn: Compacting,
     tools: Sequence[ToolSpec],
-    timeout: float,
     on_text: Callable[[str], None] | None,
-) -> Priced | _Again | None:
+    again: _Again,
+) -> Priced | None:
+    """The request, compacted after a refusal for its size, sent once more (if time is
+    left: else the refusal stands)."""
+    left = turn.budget.timeout_for_call(turn.deadline - turn.clock.now())
+    if left is None:
+        return again.give_up()
+    if again.called is not None:  # billed, not an iteration: the loop never sees it
+        turn.usage.add(again.called.usage)
+        turn.room.window.calls += 1
     request = turn.room.window.request(turn.history)
-    try:
-        called = await turn.room.call(request, tools, timeout, on_text)
-    except ContextTooLong as refused:
-        if not turn.room.window.on:
-            raise
-        turn.room.window.refused(refused.window)
-        if not await compact(turn, forced=True):
-            raise
-        return _Again(refused, None)
-    if called is None or called.reply.stop is not Stop.CONTEXT_EXCEEDED:
-        return called
-    if not turn.room.window.on:
-        return called
-    turn.log.decided("compaction", None)
-    if not await compact(turn, forced=True):
-        return called
-    return _Again(None, called)
+    called = await turn.room.call(request, tools, left, on_text)
+    if called is not None:
+        turn.room.window.seen(called.usage, len(turn.history) + called.reply.keep)
+    return called
 
 
 class _Again:

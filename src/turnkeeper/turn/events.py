@@ -110,7 +110,9 @@ class Emitter:
 
     def begin(self, message: str) -> None:
         """A model call starts: its text streams into the bubble `message`."""
-        self.message, self._streamed, self._held = message, Streamed(), ""
+        self.message, self._held = message, ""
+        if self._streamed.length:  # the last call's count starts again (none: nothing to do)
+            self._streamed = Streamed()
 
     def text(self, piece: str) -> None:
         """The provider's `on_text`: a piece of answer text, as it arrives."""
@@ -147,7 +149,9 @@ class Emitter:
 
     def moved(self, before: PublishedState, after: PublishedState, *emitted: NewEvent) -> None:
         """The state moved from `before` to `after`: the cards it shows, then `emitted`."""
-        self.pending.extend([*cards(before, after), *emitted])
+        if len(after.messages) > len(before.messages):  # else no bubble, so no card, is new
+            self.pending.extend(cards(before, after))
+        self.pending.extend(emitted)
 
     def retract(self, key: str) -> None:
         """The call's text never stands: withdraw what it streamed, if anything."""

@@ -180,7 +180,8 @@ class _Turn:
                 while True:
                     if await self.must_end():
                         break
-                    await self.answer_resumed()
+                    if self.resume.uses and not self.log.made:
+                        await self.answer_resumed()
                     timeout = self.budget.timeout_for_call(self.deadline - self.clock.now())
                     if timeout is None:
                         self.end(Outcome.TIME_LIMIT, "too little time left to start a model call")
@@ -267,9 +268,7 @@ class _Turn:
 
     async def answer_resumed(self) -> None:
         """A resumed turn first answers the uses its last response left, unless a stop came;
-        then the next call."""
-        if not self.resume.uses or self.log.made:  # answered before this job's first call
-            return
+        then the next call (before this job's first call only: the loop asks)."""
         left = self.budget.timeout_for_tools(self.deadline - self.clock.now())
         self.applied(await tool_round.resumed(self.tools, self.resume, left))
         await self.iteration_done()

@@ -37,7 +37,7 @@ from .context import Window
 from .stop_race import StopRace
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Priced:
     """A model call's reply, and its usage priced for the model that answered (when that
     model's price is known)."""
@@ -95,7 +95,8 @@ class CallRoom:
         started = self.clock.now()
         streamed = on_text is not None and self.streams
         iteration = self.log.began(started - self.clock.started, timeout, streamed=streamed)
-        self.watch.call_started(iteration)
+        if self.watch is not UNWATCHED:
+            self.watch.call_started(iteration)
         try:
             asked = self._complete(history, tools, timeout, on_text, via)
             reply = await self.race.unless_stopped(asked)

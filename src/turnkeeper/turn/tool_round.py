@@ -43,7 +43,7 @@ class Round:
     """The resume record of a turn that stops to wait for a person's yes."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolRunner:
     """What runs a turn's tools: its toolset, its clock, and where a tool's failure is
     reported (the loop's `report`, with the turn's ids and usage)."""
