@@ -159,8 +159,7 @@ class _Turn:
 
     @property
     def tools(self) -> ToolRunner:
-        """What runs this round's tools; made per round, not kept, as it holds the turn's
-        `report` (kept, the two would be a reference cycle left to the garbage collector)."""
+        """Made per round: kept, it and the turn's `report` would be a reference cycle."""
         return ToolRunner(self.toolset, self.clock, self.report, self.events)
 
     # ---- the loop -------------------------------------------------------
@@ -267,8 +266,7 @@ class _Turn:
         return await tool_round.waiting(self.tools, self.resume, uses, timeout, self.activities)
 
     async def answer_resumed(self) -> None:
-        """A resumed turn first answers the uses its last response left, unless a stop came;
-        then the next call (before this job's first call only: the loop asks)."""
+        """Before this job's first call, a resumed turn answers the uses its last response left."""
         left = self.budget.timeout_for_tools(self.deadline - self.clock.now())
         self.applied(await tool_round.resumed(self.tools, self.resume, left))
         await self.iteration_done()
