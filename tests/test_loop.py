@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -119,6 +121,25 @@ async def test_tool_use_runs_the_tool_and_appends_content_and_results_verbatim()
     ]
     assert bot_texts(result.state) == ["Let me check.", "done"]
     assert_valid_history(history)
+
+
+async def test_a_finished_turn_is_freed_at_once_even_before_the_event_loop_runs_again() -> None:
+    """Once its result is dropped, a turn is freed at once. An instant model never gives the
+    event loop control: nothing the turn scheduled (the wait for a stop) nor a reference
+    cycle may keep the turn, its history and its hooks alive until the loop or the garbage
+    collector gets round to them (a batch of such turns grew without bound, and the
+    collector's cost with it)."""
+    hooks = quiet_hooks()
+    kept = weakref.ref(hooks)
+    gc.disable()
+    try:
+        script = [asks(tool_use("echo", {"say": "hi"})), answer("done")]
+        result, _, _ = await turn(script, tools=[echo_tool([])], hooks=hooks)
+        assert result.outcome is Outcome.FINISHED
+        del hooks, result  # the result holds the turn, for its trace (built when asked)
+        assert kept() is None, "the finished turn is still referenced"
+    finally:
+        gc.enable()
 
 
 async def test_tool_use_stop_without_client_tool_uses_is_treated_like_pause_turn() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import Callable
 
 import pytest
@@ -155,3 +156,23 @@ async def test_a_failing_wait_for_a_stop_aborts_nothing(caplog: pytest.LogCaptur
     call.answer.set()
     assert await running == "the reply"
     assert caplog.records[-1].levelno == logging.WARNING
+
+
+async def test_a_race_closed_before_the_event_loop_ran_is_not_held_by_what_it_scheduled() -> None:
+    """The wait for a stop starts once the event loop has control; a turn that ends before
+    that (an instant model) must not leave that start queued, holding the race and through
+    it the whole turn, until the loop runs it."""
+    never = asyncio.Event()
+
+    async def wait_stop() -> None:
+        await never.wait()
+
+    async def instant() -> str:
+        return "the reply"
+
+    race = StopRace(wait_stop)
+    assert await race.unless_stopped(instant()) == "the reply"
+    race.close()
+    kept = weakref.ref(race)
+    del race
+    assert kept() is None, "the closed race is still referenced"

@@ -156,7 +156,12 @@ class _Turn:
         self.written = (self.prior, 0)
         """History messages and model calls already handed to the hooks."""
         self.deadline = self.clock.started + self.budget.deadline - self.resume.working
-        self.tools = ToolRunner(self.toolset, self.clock, self.report, self.events)
+
+    @property
+    def tools(self) -> ToolRunner:
+        """What runs this round's tools; made per round, not kept, as it holds the turn's
+        `report` (kept, the two would be a reference cycle left to the garbage collector)."""
+        return ToolRunner(self.toolset, self.clock, self.report, self.events)
 
     # ---- the loop -------------------------------------------------------
 

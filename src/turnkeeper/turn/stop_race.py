@@ -33,7 +33,9 @@ class StopRace:
         """The turn's task while a call is in flight."""
         self._aborted = False
         """The stop cancelled the call in flight."""
-        self._watch_asked = False
+        self._watch_queued: asyncio.Handle | None = None
+        """The start of the wait, scheduled and not run yet (cancelled by `close()`: left in
+        the event loop's queue, it would keep the whole turn alive until the loop runs it)."""
         self._closed = False
 
     def checked(self, stop: bool) -> bool:
@@ -55,9 +57,9 @@ class StopRace:
         if self._stop_returned():
             call.close()
             return None
-        if not self._watch_asked and (self._stop is None or self._stop.done()):
-            self._watch_asked = True  # the first call, or the wait failed
-            asyncio.get_running_loop().call_soon(self._watch)
+        if self._watch_queued is None and (self._stop is None or self._stop.done()):
+            # the first call, or the wait failed
+            self._watch_queued = asyncio.get_running_loop().call_soon(self._watch)
         task = asyncio.current_task()
         assert task is not None, "a model call runs in a task"
         self._calling, entry = task, task.cancelling()
@@ -80,13 +82,16 @@ class StopRace:
     def close(self) -> None:
         """The turn is over: stop waiting for a stop."""
         self._closed = True
+        if self._watch_queued is not None:
+            self._watch_queued.cancel()
+            self._watch_queued = None
         if self._stop is not None:
             self._stop.cancel()
 
     def _watch(self) -> None:
         """Start the one wait for a stop, once the event loop has control: a turn that never
         gives it control (an instant model) ends before there is any call to abort."""
-        self._watch_asked = False
+        self._watch_queued = None
         if self._closed or (self._stop is not None and not self._stop.done()):
             return
         self._stop = asyncio.ensure_future(self._wait_stop())
