@@ -14,6 +14,11 @@ median of the per-round ratios this ÷ REV, with their interquartile range.
   store (`bench.workloads.a_loop:slice`), CPU µs per model call.
 - B: K = 1,000 turns at once in one fresh process, six 50 ms model calls each
   (`bench.workloads.b_concurrency:concurrent`), wall seconds and CPU µs per call.
+
+`python -m bench.compare --limits` compares this checkout with itself instead: B-store's
+batch (K turns through `LocalQueue`, `TurnJob` and SQLite, every turn with a user of its
+own) with no limits against the same with limits set for every user, fresh processes
+alternating round by round (`bench.workloads.b_store:with_limits`); ratio = limits ÷ none.
 """
 
 from __future__ import annotations
@@ -77,10 +82,12 @@ def interleaved(rounds: int, sides: dict[str, Callable[[], dict[str, Any]]]) -> 
     return answers
 
 
-def row(title: str, answers: dict[str, list], key: str) -> str:
+def row(
+    title: str, answers: dict[str, list], key: str, now_before: tuple[str, str] = ("now", "before")
+) -> str:
     """One table row: each side's median, and the median ratio now ÷ before with its IQR."""
-    now = [float(a[key]) for a in answers["now"]]
-    before = [float(a[key]) for a in answers["before"]]
+    now = [float(a[key]) for a in answers[now_before[0]]]
+    before = [float(a[key]) for a in answers[now_before[1]]]
     ratios = [a / b for a, b in zip(now, before, strict=True)]
     return (
         f"| {title} | {median(before):.4g} | {median(now):.4g} "
@@ -116,11 +123,17 @@ def measure_b(before: Path, rounds: int, k: int) -> dict[str, list]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.compare", description=__doc__)
-    parser.add_argument("--against", required=True, metavar="REV", help="the revision before")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--against", metavar="REV", help="the revision before")
+    which.add_argument(
+        "--limits", action="store_true", help="B-store with limits set against none, no REV"
+    )
     parser.add_argument("--rounds", type=int, default=15, help="rounds per row (default: 15)")
     parser.add_argument("--k", type=int, default=1000, help="B's turns at once (default: 1000)")
     parser.add_argument("--rows", default="a,b", help="which rows: a, b or a,b (default: a,b)")
     args = parser.parse_args(argv)
+    if args.limits:
+        return limits(args.rounds, args.k)
     rows = set(args.rows.split(","))
     lines = []
     with checkout(args.against) as before:
@@ -138,6 +151,29 @@ def main(argv: list[str] | None = None) -> int:
     print("| row | before (median) | now (median) | ratio (median) | ratio IQR |")
     print("|---|---|---|---|---|")
     print("\n".join(lines))
+    return 0
+
+
+def limits(rounds: int, k: int) -> int:
+    """B-store's batch with limits set for every user against none, interleaved."""
+    from .report import Context
+    from .workloads import b_store
+
+    print(f"B-store: K = {k}, {rounds} rounds of fresh processes", file=sys.stderr)
+    ctx = Context(smoke=False, log=lambda line: print(line, file=sys.stderr, flush=True))
+    sides = b_store.with_limits(ctx, k, rounds)
+    failed = [a["failed"] for side in sides.values() for a in side if "failed" in a]
+    if failed:
+        print("\n".join(failed), file=sys.stderr)
+        return 1
+    named = ("limits", "none")
+    print("this checkout, limits set against none, interleaved; ratio = limits ÷ none\n")
+    print("| row | none (median) | limits set (median) | ratio (median) | ratio IQR |")
+    print("|---|---|---|---|---|")
+    print(row(f"B-store (K = {k}): iterations per second", sides, "per_second", named))
+    print(row(f"B-store (K = {k}): CPU µs per iteration", sides, "cpu_us", named))
+    print(row(f"B-store (K = {k}): CPU µs per turn queued", sides, "queue_cpu_us", named))
+    print(row(f"B-store (K = {k}): writes per iteration", sides, "writes", named))
     return 0
 
 

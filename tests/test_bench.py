@@ -25,6 +25,7 @@ HEADLINES = (
     "| B-store, K = 5 | iterations per second, one process |",
     "| B, K = 5, as `serve` runs it | wall ÷ ideal (0.30 s) |",
     "| B-store, K = 5, `serve`'s GC policy | iterations per second, one process |",
+    "| B-store, K = 5, limits set ÷ none | CPU µs per iteration | ≤ 1.05× |",
     "| C, no store |",
     "| C, SQLite | µs / iteration at 11–20 ÷ at 1–10 |",
     "| C, PostgreSQL |",
@@ -87,6 +88,22 @@ def test_smoke_run_writes_every_row(tmp_path: Path) -> None:
         assert measured, rows
     assert "failed" not in text, run.stderr[-3000:]
     assert "turnkeeper's published usage of each turn against the fake's bills: the same" in text
+
+
+async def test_b_stores_limited_batch_charges_every_users_ledger_on_the_same_writes() -> None:
+    """B-store's limits row measures the limits' work: the door lets every turn in, the
+    job meters each one, and each user's ledger holds exactly what their turn billed, with
+    no write added; the same batch without limits charges nothing."""
+    # imported by name: the workloads' contenders are outside the strict type check
+    b_store = importlib.import_module("bench.workloads.b_store")
+    script = importlib.import_module("bench.fake").script(b_store.SPEC)
+    per_turn = sum(b["usage"]["input_tokens"] + b["usage"]["output_tokens"] for b in script)
+    limited = await b_store.batch(None, 5, users=True, limits=True)
+    plain = await b_store.batch(None, 5, users=True)
+    assert limited["ledger_rows"] == 10  # 5 users, and 5 more in the warm batch
+    assert limited["ledger_tokens"] == 10 * per_turn
+    assert plain["ledger_rows"] == plain["ledger_tokens"] == 0
+    assert limited["writes"] == plain["writes"] == 3.0
 
 
 # ---- the prompt-cache workload's fake API bills as the provider documents ------------

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
+import sqlite3
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
-from turnkeeper import Budget
+from turnkeeper import Budget, Limits
 from turnkeeper.service import gc_policy
 from turnkeeper.service.job import TurnJob
 from turnkeeper.service.queue import LocalQueue
 from turnkeeper.store import new_token
 from turnkeeper.store.sqlite import SqliteStore
+from turnkeeper.usage import Usage, billed
 
 from .. import fake
 from ..contenders.turnkeeper_loop import FakeProvider, quiet, toolset
@@ -26,14 +30,33 @@ TITLE = "B-store. Concurrent turns through the queue and SQLite"
 TARGET = 5000.0
 
 
-async def queued(store: SqliteStore, k: int) -> list[str]:
-    """K queued turns, each in a conversation of its own."""
+LIMITS = Limits(turns_per_minute=1_000_000, tokens_per_day=10**12, cost_per_day=1_000_000.0)
+"""Every limit set, none within reach: each turn is checked at the door and metered, its
+writes charge its user's ledger, and no turn is refused or cut short."""
 
-    async def one() -> str:
+
+async def queued(
+    store: SqliteStore, k: int, users: str | None = None, limits: Limits | None = None
+) -> list[str]:
+    """K queued turns, each in a conversation of its own; with `users`, each asked by a user
+    of its own (`{users}-{i}`), and with `limits` let in by the door (`create_turn`'s check)."""
+
+    async def one(i: int) -> str:
         conversation_id = await store.create_conversation(new_token()[1])
-        return (await store.create_turn(conversation_id, "go")).turn_id
+        user = None if users is None else f"{users}-{i}"
+        turn = await store.create_turn(conversation_id, "go", user=user, limits=limits)
+        return turn.turn_id
 
-    return list(await asyncio.gather(*(one() for _ in range(k))))
+    return list(await asyncio.gather(*(one(i) for i in range(k))))
+
+
+def ledger(path: str) -> tuple[int, int, int]:
+    """The ledger's rows and tokens, and the tokens the turns' own usage says they billed."""
+    with sqlite3.connect(path) as db:
+        found = db.execute("SELECT count(*), coalesce(sum(tokens), 0) FROM usage_days")
+        rows, tokens = found.fetchone()
+        usages = db.execute("SELECT usage FROM turns").fetchall()
+    return rows, tokens, sum(billed(Usage.from_dict(json.loads(u))) for (u,) in usages)
 
 
 async def run_batch(queue: LocalQueue, turn_ids: list[str]) -> None:
@@ -42,21 +65,33 @@ async def run_batch(queue: LocalQueue, turn_ids: list[str]) -> None:
     await queue.join()
 
 
-async def batch(worker: Worker, k: int, policy: bool = False) -> dict[str, Any]:
+async def batch(
+    worker: Worker, k: int, policy: bool = False, users: bool = False, limits: bool = False
+) -> dict[str, Any]:
     """K turns at once through the queue; wall, CPU and commits, after a warm batch.
 
-    With `policy`, the process applies `serve`'s GC policy after the warm batch.
+    With `policy`, the process applies `serve`'s GC policy after the warm batch. With
+    `users`, every turn has a user of its own; with `limits` (which needs `users`) the
+    assistant sets `LIMITS`: the door checks each turn in `create_turn`'s transaction, the
+    job meters every turn, and the ledger must come out holding every user's tokens.
     """
+    assert users or not limits, "limits count per user: give every turn one"
     spec = fake.Spec(**{"rounds": SPEC.rounds, "payload": SPEC.payload, "delay": SPEC.delay})
     budget = Budget(max_iterations=spec.calls, deadline=3600.0, call_timeout=600.0)
+    setting = LIMITS if limits else None
+    warm_users, batch_users = ("warm", "user") if users else (None, None)
     with tempfile.TemporaryDirectory(prefix="turnkeeper-bench-") as folder:
         store = SqliteStore(f"{folder}/bench.db")
         await store.migrate()
-        job = TurnJob(store, FakeProvider(spec), toolset(spec), budget, reporter=quiet)
+        job = TurnJob(
+            store, FakeProvider(spec), toolset(spec), budget, reporter=quiet, limits=setting
+        )
         queue = LocalQueue(job, concurrency=k)
         try:
-            await run_batch(queue, await queued(store, min(k, 50)))
-            turn_ids = await queued(store, k)
+            await run_batch(queue, await queued(store, min(k, 50), warm_users, setting))
+            door = time.process_time()
+            turn_ids = await queued(store, k, batch_users, setting)
+            door = time.process_time() - door
             gc.collect()
             if policy:
                 gc_policy.apply()
@@ -73,8 +108,14 @@ async def batch(worker: Worker, k: int, policy: bool = False) -> dict[str, Any]:
             counts = await store.counts()
         finally:
             await store.close()
-    iterations = k * spec.calls
-    assert counts == {"finished": k + min(k, 50)}, counts
+        rows, tokens, turns_billed = ledger(f"{folder}/bench.db")
+    iterations, turns = k * spec.calls, k + min(k, 50)
+    assert counts == {"finished": turns}, counts
+    if limits:  # every user's ledger written, with exactly what their turns billed
+        assert rows == turns, (rows, turns)
+        assert tokens == turns_billed > 0, (tokens, turns_billed)
+    else:
+        assert rows == 0, rows
     return {
         "wall": wall,
         "per_second": iterations / wall,
@@ -82,12 +123,18 @@ async def batch(worker: Worker, k: int, policy: bool = False) -> dict[str, Any]:
         "commits": commits / iterations,
         "writes": writes / iterations,
         "reads": reads / iterations,
+        "queue_cpu_us": door / k * 1e6,
+        "ledger_rows": rows,
+        "ledger_tokens": tokens,
     }
 
 
-def measure(ctx: Context, k: int, policy: bool) -> dict[str, Any]:
+def measure(
+    ctx: Context, k: int, policy: bool, users: bool = False, limits: bool = False
+) -> dict[str, Any]:
     try:
-        return fresh("turnkeeper", f"{__name__}:batch", 300.0, k=k, policy=policy)
+        args = {"k": k, "policy": policy, "users": users, "limits": limits}
+        return fresh("turnkeeper", f"{__name__}:batch", 300.0, **args)
     except WorkerFailed as e:
         ctx.log(f"  B-store K = {k}: {e}")
         return {"failed": str(e).splitlines()[0]}
@@ -138,7 +185,100 @@ def run(ctx: Context) -> Section:
         ctx.log(f"{TITLE}: round {r + 1}/{rounds}")
     rows = [row(k, policy, found[k, policy]) for k, policy in cases]
     heads = headlines(big, found[big, False], found[big, True])
-    return Section(TITLE, DESCRIPTION + "\n" + table(HEADERS, rows) + "\n", heads)
+    sides = with_limits(ctx, big, ctx.size(9, 1))
+    heads.append(limits_headline(big, sides))
+    body = DESCRIPTION + "\n" + table(HEADERS, rows) + "\n\n" + LIMITS_DESCRIPTION
+    body += "\n" + table(LIMITS_HEADERS, limits_rows(sides)) + "\n"
+    return Section(TITLE, body, heads)
+
+
+# ---- what setting limits costs: the same batch, every turn with a user, limits off and on
+
+
+def with_limits(ctx: Context, k: int, rounds: int) -> dict[str, list[dict[str, Any]]]:
+    """`rounds` rounds of one fresh batch of K turns with users and no limits ("none") and
+    one with `LIMITS` ("limits"), the order alternating from round to round."""
+    sides: dict[str, Callable[[], dict[str, Any]]] = {
+        "none": lambda: measure(ctx, k, False, users=True),
+        "limits": lambda: measure(ctx, k, False, users=True, limits=True),
+    }
+    found: dict[str, list[dict[str, Any]]] = {name: [] for name in sides}
+    names = list(sides)
+    for r in range(rounds):
+        for name in names[r % 2 :] + names[: r % 2]:
+            found[name].append(sides[name]())
+        ctx.log(f"{TITLE}, limits set and none: round {r + 1}/{rounds}")
+    return found
+
+
+def paired(sides: dict[str, list[dict[str, Any]]], key: str) -> list[float]:
+    """limits ÷ none, round by round (rounds where either side failed left out)."""
+    pairs = zip(sides["limits"], sides["none"], strict=True)
+    return [on[key] / off[key] for on, off in pairs if key in on and key in off]
+
+
+LIMITS_HEADERS = [
+    "limits",
+    "rounds",
+    "iterations / s (median, IQR)",
+    "CPU µs / iteration (median, IQR)",
+    "writes / iteration",
+    "commits / iteration",
+    "CPU µs / turn queued",
+    "ledger rows, tokens",
+]
+
+
+def limits_rows(sides: dict[str, list[dict[str, Any]]]) -> list[list[str]]:
+    rows = []
+    for name, label in (("none", "none"), ("limits", "set (`LIMITS`)")):
+        done = [a for a in sides[name] if "wall" in a]
+        if not done:
+            rows.append([label, str(sides[name][0].get("failed") if sides[name] else "not run")])
+            continue
+        rates, cpu = [a["per_second"] for a in done], [a["cpu_us"] for a in done]
+        rows.append(
+            [
+                label,
+                str(len(done)),
+                f"{number(median(rates))} ({spread(rates)})",
+                f"{number(median(cpu))} ({spread(cpu)})",
+                number(median([a["writes"] for a in done])),
+                number(median([a["commits"] for a in done])),
+                number(median([a["queue_cpu_us"] for a in done])),
+                f"{done[-1]['ledger_rows']:,}, {done[-1]['ledger_tokens']:,}",
+            ]
+        )
+    ratios = {key: paired(sides, key) for key in ("per_second", "cpu_us", "queue_cpu_us")}
+    rows.append(
+        [
+            "set ÷ none, per round (median, IQR)",
+            str(len(ratios["cpu_us"])),
+            f"{number(median(ratios['per_second']))}× ({spread(ratios['per_second'])})",
+            f"{number(median(ratios['cpu_us']))}× ({spread(ratios['cpu_us'])})",
+            "",
+            "",
+            f"{number(median(ratios['queue_cpu_us']))}× ({spread(ratios['queue_cpu_us'])})",
+            "",
+        ]
+    )
+    return rows
+
+
+def limits_headline(k: int, sides: dict[str, list[dict[str, Any]]]) -> Headline:
+    """CPU per iteration with limits set ÷ with none, the median of the per-round ratios."""
+    ratios = paired(sides, "cpu_us")
+    ratio = median(ratios)
+    return Headline(
+        f"B-store, K = {k:,}, limits set ÷ none",
+        "CPU µs per iteration",
+        f"≤ {LIMITS_TARGET}×",
+        f"{number(ratio)}× (IQR {spread(ratios)})",
+        verdict(ratio <= LIMITS_TARGET),
+    )
+
+
+LIMITS_TARGET = 1.05
 
 
 def headlines(k: int, plain: list[dict[str, Any]], policy: list[dict[str, Any]]) -> list[Headline]:
@@ -183,4 +323,22 @@ read. The ideal is K × 6 iterations in 0.30 s.
 The rows with `serve`'s GC policy apply `turnkeeper.gc_policy` (what `serve`
 and `worker` apply at start) after the warm batch: start-up's objects frozen
 out of the collector's reach, young collections every 50,000 allocations.
+"""
+
+LIMITS_DESCRIPTION = """\
+**Limits set and none** (issue 31: "no slower with limits set"). The same
+batch at the largest K with every turn asked by a user of its own (K users,
+and 50 more for the warm batch), once with the assistant's limits unset and
+once with `LIMITS` (`Limits(turns_per_minute=1,000,000,
+tokens_per_day=10¹², cost_per_day=$1,000,000)`: every check made, none
+within reach), each in a fresh worker process, the order alternating from
+round to round; the ratio is the median of the per-round ratios. With limits
+the door's check (the day's row touched, the user's turns of the last minute
+counted) runs in each `create_turn`'s transaction, timed apart as "CPU µs /
+turn queued" (outside the batch's clock), and the job meters every turn:
+each publish, usage record, checkpoint and final write charges the user's
+`usage_days` row and reads the day's totals back, and the check before every
+model call answers from them. Each limited batch asserts that the ledger holds
+one row per user with exactly the tokens the turns' usage says they billed
+(none without limits).
 """
