@@ -303,7 +303,7 @@ class _Turn:
         self.state = state
 
     def written_since(self, emitted: Sequence[NewEvent]) -> Checkpoint:
-        """What changed since the last write, with the current state and its events."""
+        """What changed since the last write, with the state just published and its events."""
         messages, calls = self.written
         self.written = (len(self.history), self.log.made)
         return Checkpoint(
@@ -311,7 +311,7 @@ class _Turn:
             iteration=self.usage.iterations,
             appended=self.history[messages:],
             state=self.state,
-            usage=self.usage.copy(),
+            usage=self.state.usage,  # its copy of the usage so far: shared, not copied again
             calls=self.log.since(calls),
             events=emitted,
             compacted=self.room.window.written(),
