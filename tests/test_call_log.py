@@ -71,3 +71,18 @@ def test_an_answered_call_is_not_made_an_error_by_the_deadline() -> None:
     log.began(0.0, 10.0)
     log.ended(Called(1.0, {}, stop_reason="tool_use"))
     assert not log.unanswered(ProviderUnavailable("late"))
+
+
+def test_a_record_handed_to_a_write_is_never_changed_after() -> None:
+    """The record in progress is filled in place until a write takes it; what comes in
+    after goes into a copy, so what a checkpoint holds stays as it was written."""
+    log = CallLog()
+    log.began(0.0, 10.0)
+    [handed] = log.since(0)
+    log.ended(Called(1.0, {"id": "r"}, stop_reason="tool_use", tools=["lookup"]))
+    log.decided("continue", "activity.lookup")
+    assert (handed.response, handed.decision, handed.caption) == (None, None, None)
+    log.close()
+    [record] = log.records
+    assert record is not handed
+    assert (record.response, record.decision, record.tools) == ({"id": "r"}, "continue", ["lookup"])

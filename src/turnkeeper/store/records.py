@@ -74,9 +74,10 @@ class TurnEvent:
 @dataclass(slots=True)
 class ModelCall:
     """One model call as recorded: what the trace replays and the store keeps per iteration.
-    Built once its call is over, from everything known of it (`turn/call_log.py`), and never
-    changed after. Not frozen: a frozen dataclass sets each of these fields through
-    `object.__setattr__`, which made building it most of a model call's bookkeeping."""
+    Filled in as its call goes on (`turn/call_log.py`); once handed to a write or the call
+    is over, never changed (what comes in later goes into a copy). Not frozen: a frozen
+    dataclass sets each of these fields through `object.__setattr__`, which made building
+    it most of a model call's bookkeeping."""
 
     iteration: int
     started: float
