@@ -70,6 +70,8 @@ class Window:
         """`described`: the provider's description (`Provider.describe()`): its model, its
         instructions, whether it compacts on its side."""
         self.settings = settings
+        self.on = settings is not None
+        """Compaction is on (settings given); read before every call."""
         self.wire = wire
         self.system = described.get("system")
         self.on_server = described.get("server_compaction") is not None
@@ -96,10 +98,6 @@ class Window:
         self._head: list[Message] = []
         self._from = 0
         self._head_of: Compacted | None = None
-
-    @property
-    def on(self) -> bool:
-        return self.settings is not None
 
     def traced(self) -> Json:
         """What the trace's request parameters say of it, so a replay builds the same

@@ -11,8 +11,7 @@ state moves only through its own transitions; model calls happen in the turn's
 `CallRoom` (`model_call.py`), which tells the turn's `CallLog` what the trace
 records, and each response's tools run as a round (`tool_round.py`: run, or first
 wait for a person's yes; a resumed turn's last ones), whose `Round` the loop applies.
-What happens is told as it happens to the turn's event log (`events.py`), each
-write carrying its events.
+What happens is told to the turn's event log (`events.py`), each write carrying its events.
 """
 
 from __future__ import annotations
@@ -177,7 +176,7 @@ class _Turn:
             async with backstop:
                 tools = await self.toolset.list_tools()
                 while True:
-                    if await self.must_end():
+                    if self.must_end(await self.hooks.should_stop()):
                         break
                     if self.resume.uses and not self.log.made:
                         await self.answer_resumed()
@@ -217,9 +216,9 @@ class _Turn:
 
     # ---- the model call -------------------------------------------------
 
-    async def must_end(self) -> bool:
-        """Before every model call: the reader asked to stop, or the day's limit is used up."""
-        if self.room.race.checked(await self.hooks.should_stop()):
+    def must_end(self, stop: bool) -> bool:
+        """Before every model call: the reader asked to stop (`stop`), or the day's limit is up."""
+        if self.room.race.checked(stop):
             self.end(Outcome.STOPPED)
             return True
         if (limit := self.hooks.limit_reached()) is not None:
