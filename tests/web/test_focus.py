@@ -6,7 +6,7 @@ is at least 16 px on a phone, so its browser does not zoom in."""
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, Route, expect
 
 from tests import scripts
 from tests.fake_model import HOLD
@@ -99,6 +99,28 @@ def test_the_text_box_is_16_px_or_more_on_a_phone(
     browser: Browser, served: Served, width: int
 ) -> None:
     chat = Chat(served.page(browser, viewport={"width": width, "height": 780}))
+    expect(chat.send).to_be_visible()
+    assert chat.input.evaluate("e => parseFloat(getComputedStyle(e).fontSize)") >= 16
+
+
+def test_the_chat_stays_unseen_until_its_stylesheet_is_in(browser: Browser, served: Served) -> None:
+    """The widget's styles load after its markup is built: until they are in, the reader
+    sees nothing rather than the bare markup at the browser's sizes (a 13 px text box that
+    a phone zooms into). Found by the 16 px test above, which read the size too early."""
+    page = browser.new_context(viewport={"width": 390, "height": 780}).new_page()
+    held: list[Route] = []
+    page.route("**/widget.css", lambda route: held.append(route))
+    page.goto(f"{served.base}/")
+    chat = Chat(page)
+    expect(chat.input).to_be_attached()
+    for _ in range(100):  # the stylesheet is asked for once the markup is in
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "the widget asked for its stylesheet"
+    expect(chat.send).not_to_be_visible()
+    expect(chat.input).not_to_be_visible()
+    held[0].continue_()
     expect(chat.send).to_be_visible()
     assert chat.input.evaluate("e => parseFloat(getComputedStyle(e).fontSize)") >= 16
 

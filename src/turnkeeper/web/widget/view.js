@@ -66,5 +66,11 @@ export function build(root, { lang, name, text, users }) {
   find(".history-toggle").textContent = text("ui.conversations") || "";
   parts.newButton.textContent = text("ui.new_conversation") || "";
   find(".threads").hidden = !users;
+  // Unseen until its stylesheet is in (or failed: then shown as it is), so the reader never
+  // sees the bare markup flash first, at the browser's sizes.
+  parts.section.style.visibility = "hidden";
+  const show = () => parts.section.style.removeProperty("visibility");
+  style.addEventListener("load", show, { once: true });
+  style.addEventListener("error", show, { once: true });
   return parts;
 }
