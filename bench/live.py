@@ -55,6 +55,10 @@ class Seen:
     """Each `text.delta` event's arrival time and text."""
     ended: bool = False
     failed: str | None = None
+    cursor: int = 0
+    """The id of the last event taken: where a stream read again resumes."""
+    resumed: list[str] = field(default_factory=list)
+    """Why each time the stream ended before `turn.ended` and was read again by cursor."""
 
     @property
     def text(self) -> str:
@@ -160,6 +164,10 @@ async def until_working(base: str, process: subprocess.Popen[str]) -> None:
         raise RuntimeError(f"the worker ran no turn ({seen.failed}):\n{tail(process)}")
 
 
+RESUMES = 5
+"""Times a reader reads a stream again by cursor before it counts the turn as lost."""
+
+
 class Reader:
     """An httpx client for `n` users at once, each running turns and reading their streams."""
 
@@ -190,17 +198,42 @@ class Reader:
         return seen
 
     async def read(self, turn_id: str, auth: dict[str, str], seen: Seen) -> None:
+        """Read the turn's stream to `turn.ended` as a page does: a stream that ends before
+        it (the server ends one whose sends wait too long) or breaks is read again from the
+        last event's id (`Last-Event-ID`), so what is counted lost is lost to a reader."""
         path = f"/api/turns/{turn_id}/events"
-        async with self.client.stream("GET", path, headers=auth) as response:
-            seen.subscribed = time.monotonic()
-            kind = ""
+        for _ in range(RESUMES + 1):
+            headers = {**auth, "last-event-id": str(seen.cursor)} if seen.cursor else auth
+            try:
+                await self._events(path, headers, seen)
+                why = "the stream ended before turn.ended"
+            except httpx.TransportError as e:
+                why = f"{type(e).__name__}: {e}"
+            if seen.ended:
+                return
+            seen.resumed.append(why)
+        seen.failed = f"not ended after {RESUMES} resumes: {seen.resumed[-1]}"
+
+    async def _events(self, path: str, headers: dict[str, str], seen: Seen) -> None:
+        """One response's events, each taken when its blank line ends it (as EventSource
+        does), the cursor moved with each."""
+        async with self.client.stream("GET", path, headers=headers) as response:
+            seen.subscribed = seen.subscribed or time.monotonic()
+            kind, data, current = "", "", None
             async for line in response.aiter_lines():
-                if line.startswith("event:"):
+                if line.startswith("id:"):
+                    current = int(line[3:])
+                elif line.startswith("event:"):
                     kind = line[6:].strip()
-                elif line.startswith("data:") and kind == "text.delta":
-                    seen.deltas.append((time.monotonic(), json.loads(line[5:])["delta"]))
-                elif line.startswith("data:") and kind == "turn.ended":
-                    seen.ended = True
+                elif line.startswith("data:"):
+                    data = line[5:]
+                elif not line and kind:
+                    seen.cursor = current if current is not None else seen.cursor
+                    if kind == "text.delta":
+                        seen.deltas.append((time.monotonic(), json.loads(data)["delta"]))
+                    elif kind == "turn.ended":
+                        seen.ended = True
+                    kind, data, current = "", "", None
 
 
 def stamps(fake: str) -> dict[str, list[float]]:

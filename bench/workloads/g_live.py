@@ -52,6 +52,18 @@ class Found:
         """Turns whose reader's joined deltas differ from the answer, or that never ended."""
         return sum(1 for s in self.seen if s.text != answer(s.pieces) or not s.ended)
 
+    def resumed(self) -> int:
+        """Readers whose stream ended or broke before `turn.ended`, read again by cursor."""
+        return sum(1 for s in self.seen if s.resumed)
+
+    def said(self) -> list[str]:
+        """Why each reader that was lost, or read again by cursor, was (for the log)."""
+        return [
+            f"{s.key} {s.turn_id}: {s.failed or '; '.join(s.resumed)}"
+            for s in self.seen
+            if s.failed or s.resumed
+        ]
+
     def late(self) -> int:
         """Readers subscribed only after their turn's first text byte (their lag is longer)."""
         return sum(1 for s in self.seen if self.sent.get(s.key, [0.0])[0] < s.subscribed)
@@ -112,6 +124,8 @@ def measured(ctx: Context, name: str, url: str, *, worker: bool, n: int) -> tupl
             if n:
                 asyncio.run(concurrent(service, n, many))
                 ctx.log(f"  {name}: {n} turns at once")
+                for why in many.said()[:10]:
+                    ctx.log(f"    {why}")
             found.sent = many.sent = stamps(service.fake)
     except Exception as e:  # a setting that fails is a row that says so
         ctx.log(f"  {name}: {type(e).__name__}: {e}")
@@ -143,6 +157,7 @@ def many_row(found: Found, n: int) -> list[str]:
         return [str(n), found.failed or "not run", "", "", "", "", ""]
     firsts, lags = found.firsts(), found.lags()
     per_stream = (found.peak - found.idle) / n
+    again = f" ({found.resumed()} read again by cursor)" if found.resumed() else ""
     return [
         str(n),
         f"{ms(firsts)}, {number(quantile(firsts, 0.99))}",
@@ -150,7 +165,7 @@ def many_row(found: Found, n: int) -> list[str]:
         f"{number(per_stream / 1024)} KiB",
         f"{number(found.idle / 2**20)} → {number(found.peak / 2**20)} MiB",
         str(found.late()),
-        str(found.lost()),
+        f"{found.lost()}{again}",
     ]
 
 
