@@ -25,9 +25,9 @@ from ..wire import Json
 class Called:
     """What a model call came to: its reply (priced), its error, or a stop that aborted it.
 
-    A value: nobody changes one once built (the log replaces it whole). Not frozen only
-    because one is built per model call and a frozen dataclass's `__init__` costs several
-    times more (as `Checkpoint`)."""
+    A value: nobody changes one once built (the log copies its facts into the call's
+    record). Not frozen only because one is built per model call and a frozen dataclass's
+    `__init__` costs several times more (as `Checkpoint`)."""
 
     duration: float
     response: Json = None
