@@ -15,6 +15,17 @@ from turnkeeper.cli import main
 TIME_SERVER = f"{sys.executable} -m mcp_server_time --local-timezone UTC"
 
 
+def on_a_free_port(argv: list[str]) -> list[str]:
+    """`serve` claims its port before it opens anything else: a free one, so what these
+    tests check is not hidden by whatever listens on 8000 on the machine."""
+    if argv[0] != "serve":
+        return argv
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return [*argv, "--port", str(port)]
+
+
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
@@ -29,7 +40,7 @@ TIME_SERVER = f"{sys.executable} -m mcp_server_time --local-timezone UTC"
 def test_unusable_configuration_exits_2(
     argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(argv) == 2
+    assert main(on_a_free_port(argv)) == 2
     assert says in capsys.readouterr().err
 
 
@@ -60,7 +71,7 @@ def test_a_bad_port_is_an_argument_error(value: str) -> None:
 def test_a_database_that_refuses_the_connection_is_one_line_naming_the_cause(
     postgres_database: str, command: str, url: str, cause: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main([command, "--database", url]) == 2
+    assert main(on_a_free_port([command, "--database", url])) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"turnkeeper: error: cannot connect to PostgreSQL at {url}: ")
     assert cause in err
@@ -134,7 +145,7 @@ def test_hints_name_the_postgresql_url_form_unredacted(
     argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The form survives the redaction every error line goes through: no `***@host:port`."""
-    assert main(argv) == 2
+    assert main(on_a_free_port(argv)) == 2
     err = capsys.readouterr().err
     assert "postgresql://USER@HOST:5432/DBNAME" in err
     assert "***" not in err
