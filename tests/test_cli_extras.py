@@ -59,7 +59,7 @@ def cli_without(hidden: list[str], argv: list[str], cwd: Path) -> subprocess.Com
         (["mcp", "mcp_types"], ["run", "--script", "s.json", "--mcp-stdio", "x", "q"], "mcp"),
         (
             ["psycopg", "psycopg_pool", "procrastinate"],
-            ["serve", "--database", NOWHERE],
+            ["serve", "--database", NOWHERE, "--port", "9"],
             "postgres",
         ),
         (
