@@ -17,7 +17,7 @@ import pytest
 from tests.scripts import answer
 from tests.test_resume import APP, CRASH_SCRIPT, Api, model_env, runs, served
 from tests.test_server import output, turnkeeper, until_up
-from tests.waiting import eventually
+from tests.waiting import STARTING, eventually
 from turnkeeper.assistant import Assistant, demo_assistant
 from turnkeeper.budget import Budget
 from turnkeeper.service.sweeper import Sweeper
@@ -179,7 +179,7 @@ async def test_resume_set_only_where_the_turn_was_queued_resumes_it_after_sigkil
             async def listening() -> bool:
                 return "Starting worker on queues" in output(tmp_path / f"worker-{n}.log")
 
-            await eventually(listening, f"worker {n} to start", bound=30)
+            await eventually(listening, f"worker {n} to start", bound=STARTING)
 
         doomed = worker(1)
         await started(1)  # it fetches the turn (or the idle one does)
@@ -192,8 +192,7 @@ async def test_resume_set_only_where_the_turn_was_queued_resumes_it_after_sigkil
         await eventually(both_tools_started, "both tools to start", bound=30)
         if restart is None:
             worker(2)
-            await started(2)
-            await asyncio.sleep(1)  # its sweeper running
+            await started(2)  # running when the other dies: its sweeper finds the turn
         doomed.kill()
         doomed.wait()
         if restart is not None:
