@@ -28,12 +28,12 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .method import ROOT, Process, median, ready, spread
+from .method import ROOT, Process, interleaved, median, ready, spread
 
 A_RUN = "bench.workloads.a_loop:slice"
 B_RUN = "bench.workloads.b_concurrency:concurrent"
@@ -71,15 +71,8 @@ def checkout(rev: str) -> Iterator[Path]:
             subprocess.run([*git, "worktree", "remove", "--force", str(path)], check=False)
 
 
-def interleaved(rounds: int, sides: dict[str, Callable[[], dict[str, Any]]]) -> dict[str, list]:
-    """`rounds` rounds of one measurement per side, the order rotating each round."""
-    names = list(sides)
-    answers: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
-    for r in range(rounds):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            answers[name].append(sides[name]())
-        print(f"  round {r + 1}/{rounds}", file=sys.stderr, flush=True)
-    return answers
+def progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def row(
@@ -102,7 +95,7 @@ def measure_a(before: Path, rounds: int, seconds: float) -> dict[str, list]:
             name: (lambda p=p: p.request(A_RUN, 600.0, spec=A_SPEC, seconds=seconds))
             for name, p in processes.items()
         }
-        return interleaved(rounds, sides)
+        return interleaved(rounds, sides, progress)
     finally:
         for p in processes.values():
             p.close()
@@ -118,7 +111,7 @@ def fresh_b(root: Path, k: int) -> dict[str, Any]:
 
 def measure_b(before: Path, rounds: int, k: int) -> dict[str, list]:
     sides = {"now": lambda: fresh_b(ROOT, k), "before": lambda: fresh_b(before, k)}
-    return interleaved(rounds, sides)
+    return interleaved(rounds, sides, progress)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,7 +153,7 @@ def limits(rounds: int, k: int) -> int:
     from .workloads import b_store
 
     print(f"B-store: K = {k}, {rounds} rounds of fresh processes", file=sys.stderr)
-    ctx = Context(smoke=False, log=lambda line: print(line, file=sys.stderr, flush=True))
+    ctx = Context(smoke=False, log=progress)
     sides = b_store.with_limits(ctx, k, rounds)
     failed = [a["failed"] for side in sides.values() for a in side if "failed" in a]
     if failed:

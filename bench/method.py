@@ -168,13 +168,21 @@ def alternate(
 ) -> Rounds:
     """`rounds` rounds of one request to every live contender, in a rotating order."""
     names = [n for n, p in pool.items() if not p.pending]
-    result = Rounds(names, {n: [] for n in names})
+    sides = {n: (lambda p=pool[n]: p.request(run, timeout, **args)) for n in names}
+    return Rounds(names, interleaved(rounds, sides, log))
+
+
+def interleaved(
+    rounds: int, sides: dict[str, Callable[[], dict[str, Any]]], log: Callable[[str], None]
+) -> dict[str, list[dict[str, Any]]]:
+    """`rounds` rounds of one measurement per side, the order rotating each round."""
+    names = list(sides)
+    answers: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
     for r in range(rounds):
-        order = names[r % len(names) :] + names[: r % len(names)]
-        for name in order:
-            result.answers[name].append(pool[name].request(run, timeout, **args))
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            answers[name].append(sides[name]())
         log(f"  round {r + 1}/{rounds}")
-    return result
+    return answers
 
 
 def median(values: Sequence[float]) -> float:

@@ -21,7 +21,7 @@ from turnkeeper.usage import Usage, billed
 
 from .. import fake
 from ..contenders.turnkeeper_loop import FakeProvider, quiet, toolset
-from ..method import WorkerFailed, fresh, median, spread
+from ..method import WorkerFailed, fresh, interleaved, median, spread
 from ..report import Context, Headline, Section, number, table, verdict
 from ..worker import Worker
 from .b_concurrency import IDEAL, SPEC
@@ -202,13 +202,7 @@ def with_limits(ctx: Context, k: int, rounds: int) -> dict[str, list[dict[str, A
         "none": lambda: measure(ctx, k, False, users=True),
         "limits": lambda: measure(ctx, k, False, users=True, limits=True),
     }
-    found: dict[str, list[dict[str, Any]]] = {name: [] for name in sides}
-    names = list(sides)
-    for r in range(rounds):
-        for name in names[r % 2 :] + names[: r % 2]:
-            found[name].append(sides[name]())
-        ctx.log(f"{TITLE}, limits set and none: round {r + 1}/{rounds}")
-    return found
+    return interleaved(rounds, sides, lambda line: ctx.log(f"{TITLE}, limits set and none:{line}"))
 
 
 def paired(sides: dict[str, list[dict[str, Any]]], key: str) -> list[float]:
