@@ -9,8 +9,9 @@ from dataclasses import replace
 import pytest
 from tests.store.test_contract import claimed_turn, running, write
 
-from turnkeeper.store import Busy, Store, new_token
-from turnkeeper.store.records import EventType, ModelCall
+from turnkeeper.store import Busy, NoConversation, NoTurn, Store, new_token
+from turnkeeper.store.records import EventType, Guard, ModelCall
+from turnkeeper.usage import Limits, today
 
 
 async def finished(store: Store, question: str = "hi", owner: str = "ann") -> tuple[str, str]:
@@ -45,6 +46,44 @@ async def test_a_deleted_conversation_leaves_nothing_of_it(store: Store) -> None
     assert [c.conversation_id for c in await store.conversations("ann")] == [kept_conversation]
     assert await store.iterations(kept_turn) != []
     assert await store.delete_conversation(conversation_id, stop=False) is False
+
+
+async def test_no_turn_is_made_in_a_conversation_that_is_gone(store: Store) -> None:
+    conversation_id = await store.create_conversation(new_token()[1], owner="ann")
+    assert await store.delete_conversation(conversation_id, stop=False) is True
+    for limits in (None, Limits(turns_per_minute=5)):
+        with pytest.raises(NoConversation):
+            await store.create_turn(conversation_id, "hi", user="ann", limits=limits)
+    with pytest.raises(NoConversation):
+        await store.create_turn("c_never", "hi")
+    assert await store.counts() == {}
+    assert (await store.transcript(conversation_id)).messages == []
+    assert (await store.ledger("ann", today())).recent == ()
+
+
+async def test_a_poll_of_a_turn_that_is_gone_says_so(store: Store) -> None:
+    conversation_id, turn_id = await finished(store)
+    polled = await store.poll(turn_id, 0)
+    assert polled is not None
+    assert polled["done"] is True
+    assert await store.poll(turn_id, 99) is None, "remembered (SQLite): nothing newer"
+    assert await store.delete_conversation(conversation_id, stop=False) is True
+    for after in (0, 99):
+        with pytest.raises(NoTurn):
+            await store.poll(turn_id, after)
+    with pytest.raises(NoTurn):
+        await store.poll("t_never", 0)
+    assert await store.state_after(turn_id, 0) is None, "state_after: None, as it always was"
+
+
+async def test_a_turns_conversation_and_guard_are_read_together(store: Store) -> None:
+    token_hash = new_token()[1]
+    conversation_id = await store.create_conversation(token_hash, owner="ann")
+    turn = await store.create_turn(conversation_id, "hi")
+    assert await store.turn_guard(turn.turn_id) == (conversation_id, Guard(token_hash, "ann"))
+    assert await store.turn_guard("t_never") is None
+    assert await store.delete_conversation(conversation_id, stop=True) is True
+    assert await store.turn_guard(turn.turn_id) is None
 
 
 async def test_a_conversation_with_a_turn_not_done_is_deleted_only_when_stopped(

@@ -28,16 +28,14 @@ from .base import (
     EXPIRED,
     UNCLAIMED,
     WAITING,
-    Busy,
-    FenceLost,
     Holder,
-    OverLimit,
     Store,
     hash_token,
     held_by,
     new_id,
     new_token,
 )
+from .refusals import Busy, FenceLost, NoConversation, NoTurn, OverLimit
 from .url import DEFAULT_URL, StoreUrl, parse_url
 
 
@@ -68,6 +66,8 @@ __all__ = [
     "Busy",
     "FenceLost",
     "Holder",
+    "NoConversation",
+    "NoTurn",
     "OverLimit",
     "Store",
     "StoreUrl",

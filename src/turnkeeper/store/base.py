@@ -18,7 +18,6 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from ..errors import TurnError
 from ..outcomes import TurnStatus
 from ..state import PublishedState
 from ..usage import Charge, Ledger, Limits, Usage
@@ -45,32 +44,6 @@ from .records import (
 Close = Callable[[Taken], Checkpoint]
 """The final write of a turn taken over, computed from what was read (pure: it may run
 inside the store's transaction, on its thread)."""
-
-
-class FenceLost(TurnError):
-    """A write presented a fence the turn no longer has: another party finalised it."""
-
-
-REFUSED = "turn {turn_id}: write with fence {fence} refused: the turn was finalised or taken over"
-
-
-def refused(turn_id: str, fence: int) -> FenceLost:
-    """The error for a write whose fence the turn no longer has."""
-    return FenceLost(REFUSED.format(turn_id=turn_id, fence=fence))
-
-
-class Busy(TurnError):
-    """The conversation already has a turn that is not done."""
-
-
-class OverLimit(TurnError):
-    """A new turn's asker is over a limit (`usage.Limits`): nothing was created. `key` names
-    the limit (`limits.turns_per_minute`, …), `retry_after` the whole seconds to wait."""
-
-    def __init__(self, key: str, retry_after: int) -> None:
-        super().__init__(f"{key}: ask again in {retry_after} s")
-        self.key = key
-        self.retry_after = retry_after
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,9 +139,10 @@ class Store(ReaderControls, Protocol):
         fate: Fate | None = None,
     ) -> Turn:
         """Queue a turn (version 1, `queued`) asked by `user` in `locale`, for the assistant
-        `owner`, with its `fate`; `Busy` while the conversation has one not done; with
-        `limits`, `OverLimit` if the asker's minute is full or day used up, decided in the
-        same transaction (ledger.py)."""
+        `owner`, with its `fate`; `NoConversation` if the conversation is gone (deleted, by
+        this process or another), decided in the transaction that would create the turn;
+        `Busy` while the conversation has one not done; with `limits`, `OverLimit` if the
+        asker's minute is full or day used up, decided in the same transaction (ledger.py)."""
         ...
 
     async def owners(self, fingerprint: str) -> list[tuple[Owner, int]]:
@@ -189,8 +163,20 @@ class Store(ReaderControls, Protocol):
         claimed turn from. None if there is no such turn."""
         ...
 
+    async def turn_guard(self, turn_id: str) -> tuple[str, Guard] | None:
+        """The turn's conversation and that conversation's guard, read together; None if
+        there is no such turn. Both are the turn's for as long as it exists (its row goes
+        with its conversation's), so they may be remembered by turn."""
+        ...
+
+    async def poll(self, turn_id: str, after: int) -> dict[str, Any] | None:
+        """The published state if its version is above `after`, else None; `NoTurn` if
+        there is no such turn (its conversation was deleted): the API's poll, one read."""
+        ...
+
     async def state_after(self, turn_id: str, after: int) -> dict[str, Any] | None:
-        """The published state if its version is above `after`, else None."""
+        """The published state if its version is above `after`, else None (None too if
+        there is no such turn)."""
         ...
 
     async def transcript(

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ..state import PublishedState
-from .base import Busy
 from .controlled import Feedback, Given, Rated, Rating
 from .dialect import All, Dialect, Exec, Executor, One, Steps
 from .records import ResumeRecord
+from .refusals import Busy
 
 TITLES_AND_FEEDBACK = """
     ALTER TABLE conversations ADD COLUMN title {text};
@@ -40,6 +40,10 @@ DELETES = (
     "DELETE FROM conversations WHERE conversation_id = ?",
 )
 """Everything of a conversation, the rows that name its turns first."""
+HOLD = "SELECT 1 FROM conversations WHERE conversation_id = ?{lock}"
+"""The conversation's row, held first (on PostgreSQL): a turn being asked in it meanwhile
+(`create_turn` holds the row against a delete) is committed before the delete looks for
+turns not done, and one asked later finds the conversation gone."""
 OPEN = "SELECT turn_id FROM turns WHERE conversation_id = ? AND done = {false}"
 RENAME = "UPDATE conversations SET title = ? WHERE conversation_id = ?"
 GIVE = (
@@ -84,11 +88,14 @@ class Controls:
 
     async def delete_conversation(self: _SqlParts, conversation_id: str, *, stop: bool) -> bool:
         """Delete the conversation and everything of it, in one transaction; False if there
-        is no such conversation. `Busy` while a turn of it is not done, unless `stop`
-        (the caller has asked it to stop: its worker's next write is refused)."""
+        is no such conversation. `Busy` while a turn of it is not done (one being asked
+        meanwhile included), unless `stop` (the caller has asked it to stop: its worker's
+        next write is refused)."""
         d = self.dialect
 
         def steps() -> Steps[bool]:
+            if (yield One(d.sql(HOLD), (conversation_id,))) is None:
+                return False
             if not stop and (yield One(d.sql(OPEN), (conversation_id,))) is not None:
                 raise Busy(conversation_id)
             *rest, last = DELETES

@@ -106,8 +106,10 @@ class Dialect:
     """What each `{word}` of a template stands for: `now` (seconds since the epoch, from
     the database's clock), `stamp` (a time column's value now), `ago` (a time column's
     value `?` seconds ago), `true`, `false`, `least`, `lock` (a row lock for the rest of
-    the transaction, or nothing), `created` and `inserted` (a conversation's creation time
-    in seconds, and its order of insertion), `cancelled` (the cancel flag's update
+    the transaction, or nothing), `key_share` (a lock for the rest of the transaction
+    that keeps the row from being deleted, or nothing), `created` and `inserted` (a
+    conversation's creation time in seconds, and its order of insertion), `cancelled`
+    (the cancel flag's update
     `{update}`, and the wake-up of other processes), `time` (a time column's type),
     `has_migrations` (a row if the migrations table exists), and, where migrators must
     take turns, `migration_lock` (a lock held to the end of the migrations' transaction)."""

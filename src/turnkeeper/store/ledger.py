@@ -19,9 +19,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..usage import MINUTE, Charge, Day, Ledger, Limits, Usage, refused, subject, today
-from .base import OverLimit
-from .base import refused as fence_refused
 from .dialect import All, Dialect, Exec, Executor, One, Steps
+from .refusals import OverLimit
+from .refusals import refused as fence_refused
 
 TABLE = """
     CREATE TABLE usage_days (

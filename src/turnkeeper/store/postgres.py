@@ -31,10 +31,10 @@ from ..state import PublishedState
 from ..usage import Charge
 from . import base, compactions, ledger, owned
 from . import events as log
-from .base import refused
 from .controls import TITLES_AND_FEEDBACK
 from .dialect import Dialect, One, Routine, Steps, Write
 from .records import Checkpoint
+from .refusals import refused
 from .sql import SqlStore
 
 try:
@@ -347,6 +347,7 @@ DIALECT = Dialect(
         "false": "false",
         "least": "LEAST",
         "lock": " FOR UPDATE",
+        "key_share": " FOR KEY SHARE",
         "created": "extract(epoch from c.created)::float8",
         "inserted": "c.seq",
         "notify_from": "WITH cancelled AS (",

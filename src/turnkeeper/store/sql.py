@@ -23,19 +23,11 @@ from ..usage import Charge, Ledger, Limits, Usage
 from ..wire import Message
 from . import compactions, ledger, owned
 from . import events as log
-from .base import (
-    ALL,
-    Busy,
-    Close,
-    Holder,
-    new_id,
-    recovered_state,
-    refused,
-    transcript_page,
-)
+from .base import ALL, Close, Holder, new_id, recovered_state, transcript_page
 from .cancellations import Cancellations
 from .controls import Controls, bubbles_past, waiting_of
 from .dialect import All, Companion, Dialect, Exec, Executor, Many, One, Steps, Write
+from .polls import Polls
 from .records import (
     Checkpoint,
     ConversationSummary,
@@ -53,10 +45,11 @@ from .records import (
     TurnStart,
     decision_made,
 )
+from .refusals import Busy, NoConversation, refused
 from .statements import compiled
 
 
-class SqlStore(compactions.Reads, Controls):
+class SqlStore(compactions.Reads, Controls, Polls):
     """The store over one dialect and one executor (the module's docstring; `Controls`)."""
 
     def __init__(
@@ -138,9 +131,12 @@ class SqlStore(compactions.Reads, Controls):
         columns = owned.columns(owner, fate, d.jsonb)
 
         def steps() -> Steps[Turn]:
+            found = yield One(sql.offset, (conversation_id,))
+            if found is None:
+                raise NoConversation(conversation_id)
             if limits is not None:
                 yield from ledger.admit(d, user, limits)
-            (offset,) = yield One(sql.offset, (conversation_id,))
+            (offset,) = found
             first = published.queued(turn_id, conversation_id, question, int(offset))
             usage = d.jsonb(first.usage.as_dict())
             row = (turn_id, conversation_id, question, d.json(first.bare()), offset, usage)
@@ -172,26 +168,6 @@ class SqlStore(compactions.Reads, Controls):
                 return None
             bubbles = yield from self._bubbles(turn_id, row[9])
             return owned.turn_start(row, self.dialect.load(row[8]), bubbles, self.dialect.load)
-
-        return await self.executor.read(steps)
-
-    async def state_after(self, turn_id: str, after: int) -> dict[str, Any] | None:
-        return (await self._versioned_state(turn_id, after))[1]
-
-    async def _versioned_state(
-        self, turn_id: str, after: int
-    ) -> tuple[int | None, dict[str, Any] | None]:
-        """The turn's version (None: no such turn), and its published state if that
-        version is above `after`."""
-
-        def steps() -> Steps[tuple[int | None, dict[str, Any] | None]]:
-            row = yield One(self.sql.state_after, (after, turn_id))
-            if row is None:
-                return None, None
-            if row[1] is None:
-                return row[0], None
-            bubbles = yield from self._bubbles(turn_id, row[2])
-            return row[0], {**self.dialect.load(row[1]), "messages": bubbles}
 
         return await self.executor.read(steps)
 

@@ -29,12 +29,12 @@ from ..state import PublishedState
 from ..usage import Charge
 from . import base, compactions, ledger, owned
 from . import events as log
-from .base import refused
 from .controls import TITLES_AND_FEEDBACK
 from .data_version import SeenVersions
 from .dialect import Dialect, Exec, Many, One, Routine, Steps, Write
 from .group_commit import GroupCommit
 from .records import Checkpoint
+from .refusals import NoTurn, refused
 from .sql import SqlStore
 
 NOW = "((julianday('now') - 2440587.5) * 86400.0)"
@@ -71,13 +71,14 @@ class SqliteStore(SqlStore):
         db.execute("PRAGMA foreign_keys = ON")
         return db
 
-    async def state_after(self, turn_id: str, after: int) -> dict[str, Any] | None:
+    async def poll(self, turn_id: str, after: int) -> dict[str, Any] | None:
         as_of = self.seen.as_of()
         if self.seen.unchanged(turn_id, after, as_of):
             return None
         version, state = await self._versioned_state(turn_id, after)
-        if version is not None:
-            self.seen.saw(turn_id, version, as_of)
+        if version is None:
+            raise NoTurn(turn_id)
+        self.seen.saw(turn_id, version, as_of)
         return state
 
 
@@ -285,6 +286,7 @@ DIALECT = Dialect(
         "false": "0",
         "least": "min",
         "lock": "",
+        "key_share": "",
         "created": "c.created",
         "inserted": "c.rowid",
         "notify_from": "",

@@ -44,7 +44,14 @@ class Statements:
         " WHERE t.conversation_id = c.conversation_id ORDER BY t.seq LIMIT 1))"
         " FROM conversations c WHERE c.owner = ? ORDER BY c.created DESC, {inserted} DESC LIMIT ?"
     )
-    offset: str = "SELECT COALESCE(SUM(n_messages), 0) FROM turns WHERE conversation_id = ?"
+    offset: str = (
+        "SELECT (SELECT COALESCE(SUM(t.n_messages), 0) FROM turns t"
+        " WHERE t.conversation_id = c.conversation_id)"
+        " FROM conversations c WHERE c.conversation_id = ?{key_share}"
+    )
+    """A new turn's first message's number, or no row when the conversation is gone; on
+    PostgreSQL the row is held against a delete until the turn is committed (the lock its
+    foreign key takes, taken first), and a delete committed meanwhile finds it gone."""
     create_turn: str = (
         "INSERT INTO turns (turn_id, conversation_id, question, status, version, state,"
         " n_messages, message_offset, usage, asked_by, locale, assistant, fingerprint, fate,"
@@ -52,6 +59,10 @@ class Statements:
         " VALUES (?, ?, ?, 'queued', 1, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, {stamp})"
     )
     first_bubble: str = "INSERT INTO bubbles (turn_id, n, body) VALUES (?, 0, ?)"
+    turn_guard: str = (
+        "SELECT t.conversation_id, c.token_hash, c.owner FROM turns t"
+        " JOIN conversations c ON c.conversation_id = t.conversation_id WHERE t.turn_id = ?"
+    )
     turn: str = (
         "SELECT turn_id, conversation_id, question, version, message_offset, done, asked_by,"
         " locale, assistant, fingerprint, fate FROM turns WHERE turn_id = ?"
