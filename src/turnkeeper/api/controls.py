@@ -84,6 +84,7 @@ class Controls:
         rating, comment = _rated(await _json_body(request))
         given = await self.store.give_feedback(turn_id, rating, comment)
         if given is None:
+            await self.routes.found(turn_id)
             raise ApiError(409, NOT_DONE)
         self.metrics.feedback.labels(rating, given.outcome, given.model or "unknown").inc()
         return JSONResponse({"turn_id": turn_id, "rating": rating, "comment": comment})

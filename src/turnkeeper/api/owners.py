@@ -1,70 +1,58 @@
-"""Who owns what, remembered: a turn's conversation, and a conversation's guard (the hash
-of its token, and the user who owns it, if one does).
+"""Who opens a turn, remembered for the poll: the turn's conversation and that
+conversation's guard (the hash of its token, and the user who owns it, if one does),
+read together (`Store.turn_guard`).
 
-Both facts are fixed when the row is created and never change (until the
-conversation is deleted: `forget()`, by the process that deleted it), so once read
-they can be kept: a poll then costs the API one store read (the version
-check) instead of three. Only found rows are kept (an unknown id is asked of
-the store every time), and at most `size` of each, the oldest dropped first.
+Both are the turn's for as long as the turn exists: a turn belongs to one conversation,
+whose guard is fixed when its row is created, and the turn's row is deleted with the
+conversation's. So once read they can be kept by turn, and a poll costs the API one
+store read (the state's) instead of two. Keeping them needs no news of a delete: a
+turn deleted since, by this process or another, is found by no read, and the poll's
+own read answers `404` (`Store.poll` raises `NoTurn`). Nothing is kept by conversation:
+a conversation's id can be deleted and created again (the protocols' ids are the
+client's), so every other request reads the guard it needs from the store.
+
+Only found turns are kept (an unknown id is asked of the store every time), at most
+`size`, the oldest dropped first.
 """
 
 from __future__ import annotations
 
-from typing import TypeVar
-
 from ..store import Store
 from ..store.records import Guard
 
-_V = TypeVar("_V")
-
 DEFAULT_SIZE = 100_000
+
+Owned = tuple[str, Guard]
+"""A turn's conversation and its guard."""
 
 
 class Owners:
-    """Which conversation a turn belongs to and what guards each conversation, remembered (up to
-    `size` of each) since neither ever changes."""
+    """Each polled turn's conversation and guard, remembered (up to `size` turns): neither
+    changes while the turn exists."""
 
     def __init__(self, store: Store, size: int = DEFAULT_SIZE) -> None:
         self.store = store
         self.size = size
-        self._conversations: dict[str, str] = {}
-        self._guards: dict[str, Guard] = {}
+        self._turns: dict[str, Owned] = {}
 
-    async def conversation_of(self, turn_id: str) -> str | None:
-        """The id of the turn's conversation, or None if there is no such turn."""
-        found = self._conversations.get(turn_id)
+    async def of_turn(self, turn_id: str) -> Owned | None:
+        """The turn's conversation and guard, or None if there is no such turn."""
+        found = self._turns.get(turn_id)
         if found is None:
-            turn = await self.store.turn(turn_id)
-            if turn is None:
+            found = await self.store.turn_guard(turn_id)
+            if found is None:
                 return None
-            found = self._keep(self._conversations, turn_id, turn.conversation_id)
+            if len(self._turns) >= self.size:
+                del self._turns[next(iter(self._turns))]
+            self._turns[turn_id] = found
         return found
 
-    def knows(self, turn_id: str | None = None, conversation_id: str | None = None) -> bool:
-        """Whether the turn's conversation (or the conversation's guard) is remembered: a
-        lookup of it reads nothing."""
-        if turn_id is not None:
-            return turn_id in self._conversations
-        return conversation_id in self._guards
-
-    async def guard(self, conversation_id: str) -> Guard | None:
-        """The conversation's token hash and owner, or None if there is no such conversation."""
-        found = self._guards.get(conversation_id)
-        if found is None:
-            stored = await self.store.guard(conversation_id)
-            if stored is None:
-                return None
-            found = self._keep(self._guards, conversation_id, stored)
-        return found
+    def knows(self, turn_id: str) -> bool:
+        """Whether the turn is remembered: a lookup of it reads nothing."""
+        return turn_id in self._turns
 
     def forget(self, conversation_id: str) -> None:
-        """A deleted conversation: neither it nor its turns are remembered."""
-        self._guards.pop(conversation_id, None)
-        for turn_id in [t for t, c in self._conversations.items() if c == conversation_id]:
-            del self._conversations[turn_id]
-
-    def _keep(self, kept: dict[str, _V], key: str, value: _V) -> _V:
-        if len(kept) >= self.size:
-            del kept[next(iter(kept))]
-        kept[key] = value
-        return value
+        """A conversation this process deleted: its turns are no longer kept (memory only;
+        a read of them would answer `404` all the same)."""
+        for turn_id in [t for t, (c, _) in self._turns.items() if c == conversation_id]:
+            del self._turns[turn_id]

@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..store import UNCLAIMED, Busy, hash_token, new_token
+from ..store import UNCLAIMED, Busy, NoConversation, hash_token, new_token
 from ..store.records import EventType, TurnEvent
 from ..turn.lifecycle import fail
 from .ag_ui import AgUiRun, parse_interrupt, transcript_messages
@@ -113,7 +113,8 @@ class Protocols:
         if len(turns) != 1:
             raise _RunError(UNKNOWN_INTERRUPT, "unknown_interrupt")
         (turn_id,) = turns
-        if await self.routes.owners.conversation_of(turn_id) != thread:
+        owned = await self.store.turn_guard(turn_id)
+        if owned is None or owned[0] != thread:
             raise _RunError(UNKNOWN_INTERRUPT, "unknown_interrupt")
         return turn_id, await self._decide(turn_id, decisions, _RunError)
 
@@ -179,7 +180,8 @@ class Protocols:
         try:
             user = await self.routes._user(request)
             chat_id = request.path_params["chat_id"]
-            if not _plausible(chat_id) or not await self.routes._opens(request, chat_id, user):
+            guard = await self.store.guard(chat_id) if _plausible(chat_id) else None
+            if not self.routes._opens(request, guard, user):
                 raise ApiError(404, NO_CONVERSATION)
         except ApiError as e:
             return JSONResponse(
@@ -227,13 +229,14 @@ class Protocols:
         conversation's token, when it has one to send (no sign-in)."""
         if not _plausible(chat_id) or not chat_id.strip():
             raise ApiError(404, NO_CONVERSATION)
-        if await self.routes.owners.guard(chat_id) is not None:
-            if not await self.routes._opens(request, chat_id, user):
+        guard = await self.store.guard(chat_id)
+        if guard is not None:
+            if not self.routes._opens(request, guard, user):
                 raise ApiError(404, NO_CONVERSATION)
             return chat_id, None
         token, token_hash = new_token()
         await self.store.create_conversation(token_hash, owner=user, conversation_id=chat_id)
-        guard = await self.routes.owners.guard(chat_id)
+        guard = await self.store.guard(chat_id)
         mine = guard is not None and (
             guard.owner == user if user is not None else guard.token_hash == hash_token(token)
         )
@@ -251,6 +254,8 @@ class Protocols:
             )
         except Busy:
             raise ApiError(409, BUSY) from None
+        except NoConversation:  # deleted since it was claimed
+            raise ApiError(404, NO_CONVERSATION) from None
         await self._enqueue(turn.turn_id)
         return turn.turn_id, 0
 

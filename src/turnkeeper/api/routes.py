@@ -28,8 +28,8 @@ from ..errors import ConfigError
 from ..i18n import Catalogs, accepted, locale_tag
 from ..outcomes import Status
 from ..service.queue import Queue
-from ..store import UNCLAIMED, Busy, Store, hash_token, new_token
-from ..store.records import Fate, Owner
+from ..store import UNCLAIMED, Busy, NoConversation, NoTurn, Store, hash_token, new_token
+from ..store.records import Fate, Guard, Owner
 from ..turn.lifecycle import fail, stop_waiting
 from ..usage import LimitsSetting, Usage
 from .door import Door
@@ -121,6 +121,8 @@ class Routes:
         except Busy:
             running = await self.store.open_turn(conversation_id)
             return JSONResponse({"error": BUSY, "turn_id": running}, 409)
+        except NoConversation:  # deleted since it was opened
+            raise ApiError(404, NO_CONVERSATION) from None
         try:
             await self.queue.enqueue(turn.turn_id)
         except Exception:
@@ -130,9 +132,14 @@ class Routes:
         return JSONResponse({"turn_id": turn.turn_id}, 202)
 
     async def turn_state(self, request: Request) -> Response:
-        turn_id = await self._turn(request, await self._user(request))
+        """The poll: who opens the turn is remembered (owners.py), so it costs one read, the
+        state's, which also finds a turn deleted since (`404`)."""
+        turn_id = await self._turn(request, await self._user(request), poll=True)
         after = _after(_after_param(request))
-        state = await self.store.state_after(turn_id, after)
+        try:
+            state = await self.store.poll(turn_id, after)
+        except NoTurn:
+            raise ApiError(404, NO_TURN) from None
         return Response(status_code=204) if state is None else JSONResponse(state)
 
     async def events(self, request: Request) -> Response:
@@ -156,6 +163,7 @@ class Routes:
         tool_use_id, approved = _decision(await _json_body(request))
         made = await self.store.decide(turn_id, tool_use_id, approved)
         if made is None:
+            await self.found(turn_id)
             raise ApiError(409, NOT_WAITING)
         status, _ = made
         if status is Status.QUEUED:
@@ -224,32 +232,39 @@ class Routes:
         return user
 
     async def _conversation(self, request: Request, user: str | None) -> str:
+        """The conversation's id, if the caller may open it; its guard is read from the store
+        (one read, as for an unknown id), so a deleted one is `404` in every process."""
         conversation_id = request.path_params["conversation_id"]
         if not _plausible(conversation_id):
             raise ApiError(404, NO_CONVERSATION)
-        known = self.owners.knows(conversation_id=conversation_id)
-        if not await self._opens(request, conversation_id, user):
-            if known:  # cost what a lookup of an unknown id costs: one read
-                await self.store.guard(conversation_id)
+        guard = await self.store.guard(conversation_id)
+        if not self._opens(request, guard, user):
             raise ApiError(404, NO_CONVERSATION)
         return str(conversation_id)
 
-    async def _turn(self, request: Request, user: str | None) -> str:
+    async def _turn(self, request: Request, user: str | None, *, poll: bool = False) -> str:
+        """The turn's id, if the caller may open it: its owners read from the store (one
+        read, as for an unknown id), or, for the poll, remembered (owners.py)."""
         turn_id = request.path_params["turn_id"]
         if not _plausible(turn_id):
             raise ApiError(404, NO_TURN)
-        known = self.owners.knows(turn_id=turn_id)
-        conversation_id = await self.owners.conversation_of(turn_id)
-        if conversation_id is None or not await self._opens(request, conversation_id, user):
+        known = poll and self.owners.knows(turn_id)
+        owned = await (self.owners.of_turn(turn_id) if poll else self.store.turn_guard(turn_id))
+        if owned is None or not self._opens(request, owned[1], user):
             if known:  # cost what a lookup of an unknown id costs (one read), so a 404 for
-                await self.store.turn(turn_id)  # another's turn tells nothing by its time
+                await self.store.turn_guard(turn_id)  # another's turn tells nothing by its time
             raise ApiError(404, NO_TURN)
         return str(turn_id)
 
-    async def _opens(self, request: Request, conversation_id: str, user: str | None) -> bool:
-        """Whether the caller may open the conversation: its owner, when users sign in;
-        else the holder of its bearer token."""
-        guard = await self.owners.guard(conversation_id)
+    async def found(self, turn_id: str) -> None:
+        """`404` if the turn is gone (deleted since it was opened): what a refusal of it
+        says, rather than that it is not waiting or not done."""
+        if await self.store.turn(turn_id) is None:
+            raise ApiError(404, NO_TURN)
+
+    def _opens(self, request: Request, guard: Guard | None, user: str | None) -> bool:
+        """Whether the caller may open the conversation `guard` guards (None: no such
+        conversation): its owner, when users sign in; else the holder of its bearer token."""
         if guard is None:
             return False
         if self.authenticate is not None:

@@ -115,12 +115,15 @@ class Streams:
 
     async def _page(self, turn_id: str, after: int) -> list[Any] | None:
         """The next events; None when there are none and the turn is over (read before
-        the events, so its last events are not missed)."""
+        the events, so its last events are not missed), or gone (its conversation was
+        deleted, by this process or another: nothing more will come)."""
         page = await self.store.events_after(turn_id, after, self.buffer)
         if page:
             return page
         turn = await self.store.turn(turn_id)
-        if turn is None or not turn.done:
+        if turn is None:
+            return None
+        if not turn.done:
             return page
         page = await self.store.events_after(turn_id, after, self.buffer)
         return page or None
