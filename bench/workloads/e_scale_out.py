@@ -118,7 +118,7 @@ async def poll(store: Any, turn_ids: list[str], answered: list[float], stop: asy
     """What an API does for its clients meanwhile: `POLLS_PER_SECOND` reads of a turn's state."""
     while not stop.is_set():
         started = time.perf_counter()
-        await store.state_after(random.choice(turn_ids), 0)
+        await store.poll(random.choice(turn_ids), 0)
         answered.append(time.perf_counter() - started)
         await asyncio.sleep(max(0.0, 1 / POLLS_PER_SECOND - (time.perf_counter() - started)))
 
@@ -313,7 +313,7 @@ with `serve`'s GC policy, on B's fake model: 6 calls of 50 ms a turn, the model
 in process rather than behind HTTP) and say they are ready; then all K turns
 are deferred at once as procrastinate jobs and the clock runs until every turn
 is done. Meanwhile this process reads a random turn's state
-100 times a second, as the API answers a poll (`state_after`). After the
+100 times a second, as the API answers a poll (`poll`). After the
 batch the workers are stopped and the run is checked: every turn finished,
 claimed once (fence 1), its job succeeded, and the model calls add up to
 K × 6.

@@ -105,7 +105,7 @@ async def test_a_store_that_is_down_answers_503_with_the_json_body(
 
     async with client_for(create_app(pg_store, HeldQueue())) as client:
         turn_id, auth = await start_turn(client)
-        monkeypatch.setattr(pg_store, "state_after", down)
+        monkeypatch.setattr(pg_store, "poll", down)
         response = await client.get(f"/api/turns/{turn_id}", headers=auth)
     assert response.status_code == 503
     assert list(response.json()) == ["error"]
