@@ -31,7 +31,6 @@ from .base import (
     new_id,
     recovered_state,
     refused,
-    transcript_page,
 )
 from .cancellations import Cancellations
 from .controls import Controls, bubbles_past, waiting_of
@@ -52,6 +51,7 @@ from .records import (
     TurnEvent,
     TurnStart,
     decision_made,
+    transcript_page,
 )
 from .statements import compiled
 
@@ -199,8 +199,7 @@ class SqlStore(compactions.Reads, Controls):
         self, conversation_id: str, *, before: int | None = None, limit: int = ALL
     ) -> TranscriptPage:
         rows = await self._all(self.sql.paged, (conversation_id, before, before, limit))
-        load = self.dialect.load
-        return transcript_page([(i, {**load(b), "turn_id": t}) for i, b, t in rows], before)
+        return transcript_page(rows, before, self.dialect.load)
 
     async def usages(self, conversation_id: str) -> list[Usage]:
         rows = await self._all(self.sql.usages, (conversation_id,))
