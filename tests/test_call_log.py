@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from turnkeeper.errors import ProviderUnavailable
 from turnkeeper.store.records import ModelCall
-from turnkeeper.turn.call_log import Called, CallLog
+from turnkeeper.turn.call_log import CallLog
 from turnkeeper.usage import Usage
 
 
 def test_a_record_holds_everything_learnt_of_its_call() -> None:
     log = CallLog(earlier=2, resumed="after approval")
     assert log.began(1.5, 60.0) == 3, "a resumed turn numbers on from its earlier calls"
-    log.ended(Called(0.25, {"id": "r"}, None, "tool_use", ["read_file"], Usage(1, 10, 2), "m"))
+    log.ended(0.25, {"id": "r"}, None, "tool_use", ["read_file"], Usage(1, 10, 2), "m")
     log.decided("continue", "activity.read_file")
     log.tools_took(0.5)
     log.close()
@@ -33,7 +33,7 @@ def test_a_record_holds_everything_learnt_of_its_call() -> None:
 def test_a_record_is_built_once_and_handed_out_as_built() -> None:
     log = CallLog()
     log.began(0.0, 10.0)
-    log.ended(Called(1.0, {}, stop_reason="end_turn"))
+    log.ended(1.0, {}, stop_reason="end_turn")
     log.close()
     [record] = log.records
     assert isinstance(record, ModelCall)
@@ -43,7 +43,7 @@ def test_a_record_is_built_once_and_handed_out_as_built() -> None:
 def test_a_checkpoint_before_the_tools_holds_the_call_as_it_stood() -> None:
     log = CallLog()
     log.began(0.0, 10.0)
-    log.ended(Called(1.0, {}, stop_reason="tool_use", tools=["lookup"]))
+    log.ended(1.0, {}, stop_reason="tool_use", tools=["lookup"])
     log.decided("continue", None)
     [early] = log.since(0)
     assert early.tools_duration is None
@@ -58,7 +58,7 @@ def test_a_call_in_flight_when_the_deadline_passed_ends_as_an_error() -> None:
     log = CallLog()
     assert not log.unanswered(ProviderUnavailable("late")), "no call was made"
     log.began(0.0, 10.0)
-    log.ended(Called(5.0))  # cut off: no response, no error
+    log.ended(5.0)  # cut off: no response, no error
     assert log.unanswered(ProviderUnavailable("late"))
     log.close()
     error = log.records[0].error
@@ -69,7 +69,7 @@ def test_a_call_in_flight_when_the_deadline_passed_ends_as_an_error() -> None:
 def test_an_answered_call_is_not_made_an_error_by_the_deadline() -> None:
     log = CallLog()
     log.began(0.0, 10.0)
-    log.ended(Called(1.0, {}, stop_reason="tool_use"))
+    log.ended(1.0, {}, stop_reason="tool_use")
     assert not log.unanswered(ProviderUnavailable("late"))
 
 
@@ -79,7 +79,7 @@ def test_a_record_handed_to_a_write_is_never_changed_after() -> None:
     log = CallLog()
     log.began(0.0, 10.0)
     [handed] = log.since(0)
-    log.ended(Called(1.0, {"id": "r"}, stop_reason="tool_use", tools=["lookup"]))
+    log.ended(1.0, {"id": "r"}, stop_reason="tool_use", tools=["lookup"])
     log.decided("continue", "activity.lookup")
     assert (handed.response, handed.decision, handed.caption) == (None, None, None)
     log.close()

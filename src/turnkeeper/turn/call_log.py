@@ -13,30 +13,12 @@ record as it stood then.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..errors import ProviderError
 from ..store.records import ModelCall
 from ..usage import Usage
 from ..wire import Json
-
-
-@dataclass(slots=True)
-class Called:
-    """What a model call came to: its reply (priced), its error, or a stop that aborted it.
-
-    A value: nobody changes one once built (the log copies its facts into the call's
-    record). Not frozen only because one is built per model call and a frozen dataclass's
-    `__init__` costs several times more (as `Checkpoint`)."""
-
-    duration: float
-    response: Json = None
-    error: ProviderError | None = None
-    stop_reason: str | None = None
-    tools: list[str] | None = None
-    usage: Usage | None = None
-    model: str | None = None
-    stopped: bool = False
 
 
 class CallLog:
@@ -86,13 +68,28 @@ class CallLog:
             self._current, self._handed = replace(self._current), False
         return self._current
 
-    def ended(self, called: Called, decision: str | None = None) -> None:
-        """What the call in progress came to (and, for a stop, the decision it makes)."""
+    def ended(
+        self,
+        duration: float,
+        response: Json = None,
+        error: ProviderError | None = None,
+        stop_reason: str | None = None,
+        tools: list[str] | None = None,
+        usage: Usage | None = None,
+        model: str | None = None,
+        *,
+        stopped: bool = False,
+        decision: str | None = None,
+    ) -> None:
+        """What the call in progress came to after `duration` seconds: its reply (priced
+        `usage`, the `model` that answered), its `error`, or a stop that aborted it (and, for
+        a stop, the `decision` it makes). Written into the record as it comes: no value of
+        its own per call."""
         call = self._draft()
-        call.duration, call.response, call.usage = called.duration, called.response, called.usage
-        call.stop_reason, call.tools, call.model = called.stop_reason, called.tools, called.model
-        call.stopped, call.decision = called.stopped, decision
-        call.error = None if called.error is None else called.error.describe()
+        call.duration, call.response, call.usage = duration, response, usage
+        call.stop_reason, call.tools, call.model = stop_reason, tools, model
+        call.stopped, call.decision = stopped, decision
+        call.error = None if error is None else error.describe()
 
     def decided(self, decision: str, caption: str | None) -> None:
         """What the loop made of the last call's reply, and the caption it left."""

@@ -163,14 +163,14 @@ class LocalHooks:
     async def checkpoint(self, checkpoint: Checkpoint) -> None:
         self.keep(checkpoint.events)
         self.checkpoints.append(checkpoint)
-        self.usage = checkpoint.usage.copy()
+        self.usage = checkpoint.usage  # the checkpoint's own copy, which nothing changes
         self.published.append(checkpoint.state)
 
     async def finish(self, final: Checkpoint) -> None:
         self.keep(final.events)
         self.final = final
         self.finishes += 1
-        self.usage = final.usage.copy()
+        self.usage = final.usage
         self.published.append(final.state)
 
     async def wait(self, checkpoint: Checkpoint, record: ResumeRecord) -> None:

@@ -30,7 +30,7 @@ from ..providers import Provider, takes_text
 from ..store.records import Compacted
 from ..usage import Usage
 from ..wire import Message, Reply, ToolSpec, ToolUse
-from .call_log import Called, CallLog
+from .call_log import CallLog
 from .clock import TurnClock
 from .compaction import Compaction
 from .context import Window
@@ -103,17 +103,17 @@ class CallRoom:
         except BaseException as e:  # a cancel too (the deadline's backstop, the task's): timed
             duration = self.clock.now() - started
             if not isinstance(e, Exception):
-                self.log.ended(Called(duration))
+                self.log.ended(duration)
                 end = self._end(iteration, duration, self.requested, error="CancelledError")
                 self.watch.call_ended(end)  # its span ends, cut short
                 raise
             error = provider_error(e, timeout)
-            self.log.ended(Called(duration, error=error))
+            self.log.ended(duration, error=error)
             self.watch.call_ended(self._end(iteration, duration, self.requested, error=str(error)))
             raise error from e
         duration = self.clock.now() - started
         if reply is None:
-            self.log.ended(Called(duration, stopped=True), decision="stopped")
+            self.log.ended(duration, stopped=True, decision="stopped")
             self.watch.call_ended(self._end(iteration, duration, self.requested, stopped=True))
             return None
         reply = secrets_hidden(reply)
@@ -127,7 +127,7 @@ class CallRoom:
         model = answered if isinstance(answered, str) else self.requested
         usage = prices.current().priced(reply.usage, model, self.provider.wire.name, self.cache_ttl)
         tools = [u.name for u in reply.tool_uses]
-        self.log.ended(Called(duration, reply.raw, None, reply.raw_stop, tools, usage, model))
+        self.log.ended(duration, reply.raw, None, reply.raw_stop, tools, usage, model)
         if self.watch is not UNWATCHED:  # a record per call only for someone who reads it
             self.watch.call_ended(
                 self._end(
