@@ -15,12 +15,13 @@ import asyncio
 import json
 import os
 import resource
+import ssl
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 
 import httpx
@@ -158,7 +159,7 @@ async def until_up(base: str, process: subprocess.Popen[str]) -> None:
 
 async def until_working(base: str, process: subprocess.Popen[str]) -> None:
     """One turn through the worker, which is then ready (warm)."""
-    async with Reader(base, 4) as reader:
+    async with Reader(base) as reader:
         seen = await asyncio.wait_for(reader.turn("warm", 1, 0.0, 0.0), 60)
     if not seen.ended:
         raise RuntimeError(f"the worker ran no turn ({seen.failed}):\n{tail(process)}")
@@ -169,35 +170,64 @@ RESUMES = 5
 
 
 class Reader:
-    """An httpx client for `n` users at once, each running turns and reading their streams."""
+    """Users running turns and reading their streams: each user (a page) with an httpx client
+    of its own, as each reader's browser has its own connections. One client shared by 1,000
+    users is one connection pool doing every user's bookkeeping: under load it fell seconds
+    behind, opened a new connection for nearly every request and left the last ones idle,
+    and its requests met `serve` closing them (`bench/NOTES.md`)."""
 
-    def __init__(self, base: str, n: int) -> None:
-        limits = httpx.Limits(max_connections=2 * n + 10, max_keepalive_connections=2 * n + 10)
-        timeout = httpx.Timeout(120.0, connect=60.0, pool=120.0)
-        self.client = httpx.AsyncClient(base_url=base, limits=limits, timeout=timeout)
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.free: list[httpx.AsyncClient] = []
+        self.made: list[httpx.AsyncClient] = []
+        self.tls = ssl.create_default_context()
+        """One context for every client (each would load the CA bundle; the API is HTTP)."""
 
     async def __aenter__(self) -> Reader:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.client.aclose()
+        for client in self.made:
+            await client.aclose()
+
+    @asynccontextmanager
+    async def user(self) -> AsyncIterator[httpx.AsyncClient]:
+        """A user's client: a free one (turns one after another are one user's), or a new one."""
+        if self.free:
+            client = self.free.pop()
+        else:
+            # An idle connection expires after 5 s (httpx's default), well before serve's
+            # keep-alive (120 s): this client closes it, not serve as a request goes out.
+            limits = httpx.Limits(max_connections=2, keepalive_expiry=5.0)
+            timeout = httpx.Timeout(120.0, connect=60.0, pool=120.0)
+            client = httpx.AsyncClient(
+                base_url=self.base, limits=limits, timeout=timeout, verify=self.tls
+            )
+            self.made.append(client)
+        try:
+            yield client
+        finally:
+            self.free.append(client)
 
     async def turn(self, key: str, pieces: int, gap_ms: float, wait_ms: float) -> Seen:
         """One turn asking the fake for `pieces` pieces, read to its end."""
         seen = Seen(key, pieces)
-        try:
-            created = (await self.client.post("/api/conversations")).json()
-            auth = {"authorization": f"Bearer {created['token']}"}
-            text = f"key={key} pieces={pieces} gap={gap_ms} wait={wait_ms}"
-            path = f"/api/conversations/{created['conversation_id']}/turns"
-            sent = await self.client.post(path, json={"text": text}, headers=auth)
-            seen.turn_id = sent.json()["turn_id"]
-            await self.read(seen.turn_id, auth, seen)
-        except (httpx.HTTPError, KeyError, ValueError) as e:
-            seen.failed = f"{type(e).__name__}: {e}"
+        async with self.user() as client:
+            try:
+                created = (await client.post("/api/conversations")).json()
+                auth = {"authorization": f"Bearer {created['token']}"}
+                text = f"key={key} pieces={pieces} gap={gap_ms} wait={wait_ms}"
+                path = f"/api/conversations/{created['conversation_id']}/turns"
+                sent = await client.post(path, json={"text": text}, headers=auth)
+                seen.turn_id = sent.json()["turn_id"]
+                await self.read(client, seen.turn_id, auth, seen)
+            except (httpx.HTTPError, KeyError, ValueError) as e:
+                seen.failed = why(e)
         return seen
 
-    async def read(self, turn_id: str, auth: dict[str, str], seen: Seen) -> None:
+    async def read(
+        self, client: httpx.AsyncClient, turn_id: str, auth: dict[str, str], seen: Seen
+    ) -> None:
         """Read the turn's stream to `turn.ended` as a page does: a stream that ends before
         it (the server ends one whose sends wait too long) or breaks is read again from the
         last event's id (`Last-Event-ID`), so what is counted lost is lost to a reader."""
@@ -205,19 +235,22 @@ class Reader:
         for _ in range(RESUMES + 1):
             headers = {**auth, "last-event-id": str(seen.cursor)} if seen.cursor else auth
             try:
-                await self._events(path, headers, seen)
-                why = "the stream ended before turn.ended"
+                await self._events(client, path, headers, seen)
+                said = "the stream ended before turn.ended"
             except httpx.TransportError as e:
-                why = f"{type(e).__name__}: {e}"
+                said = why(e)
             if seen.ended:
                 return
-            seen.resumed.append(why)
+            seen.resumed.append(said)
         seen.failed = f"not ended after {RESUMES} resumes: {seen.resumed[-1]}"
 
-    async def _events(self, path: str, headers: dict[str, str], seen: Seen) -> None:
+    @staticmethod
+    async def _events(
+        client: httpx.AsyncClient, path: str, headers: dict[str, str], seen: Seen
+    ) -> None:
         """One response's events, each taken when its blank line ends it (as EventSource
         does), the cursor moved with each."""
-        async with self.client.stream("GET", path, headers=headers) as response:
+        async with client.stream("GET", path, headers=headers) as response:
             seen.subscribed = seen.subscribed or time.monotonic()
             kind, data, current = "", "", None
             async for line in response.aiter_lines():
@@ -234,6 +267,21 @@ class Reader:
                     elif kind == "turn.ended":
                         seen.ended = True
                     kind, data, current = "", "", None
+
+
+def why(e: Exception) -> str:
+    """What broke, for the log: the request (if one was sent) and each cause beneath the
+    exception (httpx's `ReadError` says nothing of itself; a reset is its cause's cause)."""
+    said, cause = [f"{type(e).__name__}: {e}".rstrip(": ")], e.__cause__ or e.__context__
+    while cause is not None and len(said) < 5:
+        said.append(f"{type(cause).__name__}: {cause}".rstrip(": "))
+        cause = cause.__cause__ or cause.__context__
+    try:
+        request = e.request if isinstance(e, httpx.RequestError) else None
+    except RuntimeError:  # an error raised before any request was made
+        request = None
+    where = f" on {request.method} {request.url.path}" if request is not None else ""
+    return f"{said[0]}{where}" + (f" ({' <- '.join(said[1:])})" if said[1:] else "")
 
 
 def stamps(fake: str) -> dict[str, list[float]]:

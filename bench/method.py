@@ -18,7 +18,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,7 +173,7 @@ def alternate(
 
 
 def interleaved(
-    rounds: int, sides: dict[str, Callable[[], dict[str, Any]]], log: Callable[[str], None]
+    rounds: int, sides: Mapping[str, Callable[[], dict[str, Any]]], log: Callable[[str], None]
 ) -> dict[str, list[dict[str, Any]]]:
     """`rounds` rounds of one measurement per side, the order rotating each round."""
     names = list(sides)

@@ -106,6 +106,47 @@ async def test_b_stores_limited_batch_charges_every_users_ledger_on_the_same_wri
     assert limited["writes"] == plain["writes"] == 3.0
 
 
+# ---- G's readers -------------------------------------------------------------------
+
+
+async def test_gs_readers_at_once_each_have_a_client_of_their_own() -> None:
+    """As each page has its own connections: users at once never share a client's pool
+    (one pool for 1,000 users fell seconds behind under load); one after another, they do."""
+    from bench.live import Reader
+
+    async with Reader("http://127.0.0.1:9") as reader:
+        async with reader.user() as one, reader.user() as other:
+            assert one is not other
+        async with reader.user() as later:
+            assert later in (one, other)
+
+
+async def test_a_gs_reader_whose_request_broke_says_which_request_and_its_cause() -> None:
+    """A request that breaks before any answer is named with its cause (httpx's `ReadError`
+    alone says nothing), and its turn counts lost: no turn id, no text, no `turn.ended`."""
+    import asyncio
+    import socket
+    import struct
+
+    from bench.live import Reader
+    from bench.workloads.g_live import Found
+
+    async def reset(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")  # the request's head, then a reset
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()
+
+    server = await asyncio.start_server(reset, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server, Reader(f"http://127.0.0.1:{port}") as reader:
+        seen = await reader.turn("c0", 20, 50.0, 0.0)
+    assert seen.failed is not None
+    assert seen.failed.startswith("ReadError on POST /api/conversations ("), seen.failed
+    assert "ConnectionResetError" in seen.failed, seen.failed
+    assert Found("x", seen=[seen]).lost() == 1
+
+
 # ---- the prompt-cache workload's fake API bills as the provider documents ------------
 
 MARK = {"type": "ephemeral"}

@@ -77,7 +77,7 @@ def quantile(values: Sequence[float], q: float) -> float:
 
 
 async def sequential(service: Service, turns: int, shape: tuple[int, float, float]) -> list[Seen]:
-    async with Reader(service.base, 1) as reader:
+    async with Reader(service.base) as reader:
         return [await reader.turn(f"s{i}-{id(reader)}", *shape) for i in range(turns)]
 
 
@@ -105,7 +105,7 @@ async def concurrent(service: Service, n: int, found: Found) -> None:
     stop = asyncio.Event()
     peak = asyncio.create_task(sampled(service.pid, stop))
     shape = (20, 50.0, 2000.0 + 3.0 * n)  # ~1 s of answer once every reader is subscribed
-    async with Reader(service.base, n) as reader:
+    async with Reader(service.base) as reader:
         found.seen = list(await asyncio.gather(*(reader.turn(f"c{i}", *shape) for i in range(n))))
     stop.set()
     found.peak = await peak

@@ -12,6 +12,7 @@ from tests.api.test_routes import HeldQueue, client_for, conversation, start_tur
 from tests.api.test_users import asked, by_header
 from tests.models import LOOKUP, GatedModel
 from turnkeeper.api import create_app
+from turnkeeper.api.openapi import DOCUMENT, Transcript
 from turnkeeper.observe.metrics import Metrics
 from turnkeeper.service.job import TurnJob
 from turnkeeper.service.queue import LocalQueue
@@ -125,3 +126,63 @@ async def test_feedback_is_one_per_turn_counted_and_only_the_owners(
             f"/api/turns/{running_turn}/feedback", json={"rating": "up"}, headers=auth2
         )
         assert response.status_code == 409
+
+
+async def test_the_transcript_says_each_of_its_turns_rating_to_its_owner_only(
+    store: Store, client: httpx.AsyncClient, held: HeldQueue
+) -> None:
+    """`ratings` of a transcript page: the rating of each of its turns that has one, as
+    last given, by turn id (what the widget shows pressed after a reload)."""
+    conversation_id, auth = await conversation(client)
+    path = f"/api/conversations/{conversation_id}"
+    turns = []
+    for text, reply in (("one", "first"), ("two", "second"), ("three", "third")):
+        response = await client.post(f"{path}/turns", json={"text": text}, headers=auth)
+        model = GatedModel([scripts.answer(reply)])
+        model.gate.set()
+        await TurnJob(store, model).run(held.turn_ids[-1])
+        turns.append(response.json()["turn_id"])
+    first, _, third = turns
+
+    async def ratings(**page: int) -> object:
+        response = await client.get(path, params=page, headers=auth)
+        assert response.status_code == 200
+        return response.json()["ratings"]
+
+    assert await ratings() == {}, "nothing rated yet"
+    for turn_id, rating in ((first, "up"), (first, "down"), (third, "up")):
+        rated = await client.post(
+            f"/api/turns/{turn_id}/feedback", json={"rating": rating}, headers=auth
+        )
+        assert rated.status_code == 200
+    assert await ratings() == {first: "down", third: "up"}, "the last one given; unrated absent"
+    assert await ratings(limit=2) == {third: "up"}, "only the page's own turns"
+    assert await ratings(before=4, limit=4) == {first: "down"}
+    assert await ratings(before=4, limit=1) == {}, "the second turn's question: not rated"
+
+    body = (await client.get(path, headers=auth)).json()
+    assert Transcript.model_validate(body).ratings == {first: "down", third: "up"}
+    assert "ratings" in DOCUMENT["components"]["schemas"]["Transcript"]["properties"]
+    _, other = await conversation(client)
+    refused = await client.get(path, headers=other)
+    assert refused.status_code == 404, "another conversation's token sees nothing of it"
+    assert "ratings" not in refused.json()
+
+
+async def test_a_signed_in_readers_ratings_are_theirs_alone(store: Store) -> None:
+    held = HeldQueue()
+    async with client_for(create_app(store, held, authenticate=by_header)) as client:
+        ann = {"x-user": "ann"}
+        conversation_id, turn_id = await asked(client, ann, "what is on my list?")
+        model = GatedModel([scripts.answer("milk")])
+        model.gate.set()
+        await TurnJob(store, model).run(held.turn_ids[-1])
+        rated = await client.post(
+            f"/api/turns/{turn_id}/feedback", json={"rating": "up"}, headers=ann
+        )
+        assert rated.status_code == 200
+        path = f"/api/conversations/{conversation_id}"
+        assert (await client.get(path, headers=ann)).json()["ratings"] == {turn_id: "up"}
+        refused = await client.get(path, headers={"x-user": "bob"})
+        assert refused.status_code == 404
+        assert "ratings" not in refused.json()

@@ -127,6 +127,7 @@ async def test_the_transcript_holds_every_turn_oldest_first(
     assert body.pop("usage")["iterations"] == 2, "usage is summed over the conversation's turns"
     assert body.pop("running_turn_id") is None, "both turns are done"
     assert body.pop("before") is None, "one page holds them all"
+    assert body.pop("ratings") == {}, "neither turn is rated"
     assert body == {
         "conversation_id": conversation_id,
         "messages": [

@@ -109,10 +109,12 @@ async def test_a_renamed_conversation_is_listed_by_its_title(store: Store) -> No
 async def test_feedback_is_kept_once_per_turn_and_exported(store: Store) -> None:
     before = time.time() - 1
     conversation_id, turn_id = await finished(store, "q?")
+    assert (await store.transcript(conversation_id)).ratings == {}
     given = await store.give_feedback(turn_id, "down", "wrong answer")
     assert given is not None
     assert (given.outcome, given.model) == ("finished", "claude-x")
     assert await store.give_feedback(turn_id, "up", None) is not None  # changed, not added
+    assert (await store.transcript(conversation_id)).ratings == {turn_id: "up"}, "the page says it"
     exported = await store.feedback(before)
     assert [(f.turn_id, f.rating, f.comment) for f in exported] == [(turn_id, "up", None)]
     assert exported[0].conversation_id == conversation_id

@@ -204,3 +204,58 @@ def test_the_list_renames_deletes_and_gets_out_of_the_way(
         toggle.click()
         expect(titles(chat)).to_have_text(["third?", "Groceries"])
     page.context.close()
+
+
+def pressed(answer: Locator, rating: str | None) -> None:
+    """The answer's thumbs: `rating`'s pressed, the other not (None: neither)."""
+    for thumb in ("up", "down"):
+        expect(answer.locator(f".rate-{thumb}")).to_have_attribute(
+            "aria-pressed", "true" if thumb == rating else "false"
+        )
+
+
+def test_a_rating_given_shows_pressed_after_a_reload_and_back_in_the_conversation(
+    browser: Browser, served: Served
+) -> None:
+    script = [scripts.answer("one"), scripts.answer("two"), scripts.answer("three")]
+    with served.answering(script):
+        page = signed_in(browser, served, "rater", viewport=DESKTOP)
+        chat = Chat(page)
+        rated = chat.locator(".bubble.bot:has(.rating)")
+        chat.ask("first?")
+        expect(chat.answers.last).to_have_text("one")
+        rated.nth(0).locator(".rate-down").click()
+        pressed(rated.nth(0), "down")
+        chat.ask("second?")
+        expect(chat.answers.last).to_have_text("two")
+        expect(rated).to_have_count(2)
+        rated.nth(1).locator(".rate-up").click()
+        pressed(rated.nth(1), "up")
+
+        page.reload()
+        chat = Chat(page)
+        rated = chat.locator(".bubble.bot:has(.rating)")
+        expect(rated).to_have_count(2)
+        pressed(rated.nth(0), "down")
+        pressed(rated.nth(1), "up")
+
+        chat.locator(".new").click()
+        chat.ask("third?")
+        expect(chat.answers.last).to_have_text("three")
+        pressed(rated.nth(0), None)  # the new conversation's answer: not rated
+        chat.locator(".history-toggle").click()
+        expect(titles(chat)).to_have_text(["third?", "first?"])
+        chat.locator(".thread-row").nth(1).locator(".thread").click()
+        expect(chat.answers).to_have_text(["one", "two"])
+        expect(rated).to_have_count(2)
+        pressed(rated.nth(0), "down")
+        pressed(rated.nth(1), "up")
+
+        rated.nth(0).locator(".rate-up").click()  # changed, knowingly
+        pressed(rated.nth(0), "up")
+        page.reload()
+        chat = Chat(page)
+        pressed(chat.locator(".bubble.bot:has(.rating)").nth(0), "up")
+    given = sorted((r["question"], r["rating"]) for r in feedback(served) if r["user"] == "rater")
+    assert given == [("first?", "up"), ("second?", "up")]
+    page.context.close()

@@ -182,6 +182,11 @@ class Transcript(BaseModel):
         ge=1,
         description="The `before` of the page of older messages, or null: this page is the first.",
     )
+    ratings: dict[str, Literal["up", "down"]] = Field(
+        default_factory=dict,
+        description="The reader's rating of each turn of this page that has one, as last given"
+        " (`POST /api/turns/{turn_id}/feedback`), by turn id; a turn not rated is absent.",
+    )
 
 
 class Busy(BaseModel):

@@ -178,7 +178,8 @@ class Routes:
     async def conversation(self, request: Request) -> Response:
         """The transcript's newest page (`?before=N`: the page that ends before message N,
         counted from 0 = the oldest; `?limit=M` messages), oldest first; `before` is the
-        cursor of the page before it, null on the first."""
+        cursor of the page before it, null on the first; `ratings`, the reader's rating of
+        each of the page's turns that has one."""
         conversation_id = await self._conversation(request, await self._user(request))
         before, limit = _page(request)
         page = await self.store.transcript(conversation_id, before=before, limit=limit)
@@ -193,6 +194,7 @@ class Routes:
                 "usage": usage.as_dict(),
                 "running_turn_id": running,
                 "before": page.first or None,
+                "ratings": page.ratings,
             }
         )
 

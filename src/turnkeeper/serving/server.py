@@ -51,6 +51,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger("turnkeeper.server")
 
 DEFAULT_GRACE = 10.0
+KEEP_ALIVE = 120
+"""Seconds `serve` keeps an idle connection open (uvicorn's default: 5), longer than clients'
+and proxies' own idle timeouts (60 s, 90 s), so the close is theirs (docs/design.md §9)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +131,12 @@ async def serve(settings: Settings, assistant: Assistant, provider: Provider) ->
         # log_config=None: uvicorn's records go through the process's handlers, so
         # they are redacted and, with --log-format json, JSON lines like the rest.
         config = uvicorn.Config(
-            app, host=settings.host, port=settings.port, lifespan="off", log_config=None
+            app,
+            host=settings.host,
+            port=settings.port,
+            lifespan="off",
+            log_config=None,
+            timeout_keep_alive=KEEP_ALIVE,
         )
         server = _GracefulServer(config, service.queue, settings.grace, app.state.streams.close)
         announce(banner("serve", settings, assistant, provider), settings.log_format)

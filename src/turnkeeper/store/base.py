@@ -86,13 +86,6 @@ ALL = 2**62
 """A transcript's `limit` that no conversation reaches."""
 
 
-def transcript_page(rows: list[tuple[int, Any]], before: int | None) -> TranscriptPage:
-    """The page the `PAGED` rows make (an empty one starts where it was asked to end)."""
-    if rows:
-        return TranscriptPage(int(rows[0][0]), [body for _, body in rows])
-    return TranscriptPage(before or 0, [])
-
-
 class Store(ReaderControls, Protocol):
     """Everything a turn, its job, the sweeper and the HTTP API keep."""
 

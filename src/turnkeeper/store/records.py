@@ -10,7 +10,7 @@ holds it there). What a record means to the trace file is `trace.py`'s.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
@@ -310,6 +310,23 @@ class TranscriptPage:
     first: int
     """The index of its first message among all the conversation's (0 = the oldest)."""
     messages: list[dict[str, Any]]
+    """Each in its published form, with its turn's `turn_id`."""
+    ratings: dict[str, str] = field(default_factory=dict)
+    """The reader's rating (`up`, `down`) of each of its turns that has one, as last given,
+    by turn id."""
+
+
+def transcript_page(
+    rows: Sequence[Sequence[Any]], before: int | None, load: Callable[[Any], Any]
+) -> TranscriptPage:
+    """The page the `paged` rows make (`i, body, turn_id, feedback`; `load` reads the
+    database's JSON); an empty one starts where it was asked to end."""
+    if not rows:
+        return TranscriptPage(before or 0, [])
+    given = {turn: feedback for _, _, turn, feedback in rows if feedback is not None}
+    ratings = {str(turn): str(load(feedback)["rating"]) for turn, feedback in given.items()}
+    messages = [{**load(body), "turn_id": turn} for _, body, turn, _ in rows]
+    return TranscriptPage(int(rows[0][0]), messages, ratings)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from ..usage import Charge, Ledger, Limits, Usage
 from ..wire import Message
 from . import compactions, ledger, owned
 from . import events as log
-from .base import ALL, Close, Holder, new_id, recovered_state, transcript_page
+from .base import ALL, Close, Holder, new_id, recovered_state
 from .cancellations import Cancellations
 from .controls import Controls, bubbles_past, waiting_of
 from .dialect import All, Companion, Dialect, Exec, Executor, Many, One, Steps, Write
@@ -44,6 +44,7 @@ from .records import (
     TurnEvent,
     TurnStart,
     decision_made,
+    transcript_page,
 )
 from .refusals import Busy, NoConversation, refused
 from .statements import compiled
@@ -175,8 +176,7 @@ class SqlStore(compactions.Reads, Controls, Polls):
         self, conversation_id: str, *, before: int | None = None, limit: int = ALL
     ) -> TranscriptPage:
         rows = await self._all(self.sql.paged, (conversation_id, before, before, limit))
-        load = self.dialect.load
-        return transcript_page([(i, {**load(b), "turn_id": t}) for i, b, t in rows], before)
+        return transcript_page(rows, before, self.dialect.load)
 
     async def usages(self, conversation_id: str) -> list[Usage]:
         rows = await self._all(self.sql.usages, (conversation_id,))

@@ -84,15 +84,15 @@ class Statements:
     """The turn's version, and its state only if that is above the one asked after."""
     bubbles: str = "SELECT body FROM bubbles WHERE turn_id = ? AND n < ? ORDER BY n"
     paged: str = (
-        "SELECT i, body, turn_id FROM (SELECT b.body, t.turn_id,"
+        "SELECT i, body, turn_id, feedback FROM (SELECT b.body, t.turn_id, t.feedback,"
         " row_number() OVER (ORDER BY t.seq, b.n) - 1 AS i,"
         " count(*) OVER () AS total FROM turns t JOIN bubbles b ON b.turn_id = t.turn_id"
         " WHERE t.conversation_id = ? AND b.n < t.n_messages) m"
         " WHERE i < COALESCE(?, total) AND i >= {least}(COALESCE(?, total), total) - ?"
         " ORDER BY i"
     )
-    """A page of a transcript in one statement, each message with its turn's id: parameters
-    conversation, before, before, limit."""
+    """A page of a transcript in one statement, each message with its turn's id and feedback
+    (what the reader rated it): parameters conversation, before, before, limit."""
     usages: str = "SELECT usage FROM turns WHERE conversation_id = ? ORDER BY seq"
     request_cancel: str = (
         "{notify_from}UPDATE turns SET cancel = {true} WHERE turn_id = ? AND done = {false}{notify}"

@@ -132,7 +132,7 @@ export class TurnkeeperChat extends HTMLElement {
     this.show(transcript.messages);
     this.offerEarlier(saved, earlierCursor(transcript));
     const running = "running_turn_id" in transcript ? transcript.running_turn_id : saved.turn_id;
-    this.offerRatings(transcript.messages, (message) => message.turn_id, running);
+    this.offerRatings(transcript.messages, (m) => m.turn_id, running, transcript.ratings);
     if (running) this.follow(running);
     else if (saved.turn_id) this.save(kept(saved)); // that turn is done
   }
@@ -163,7 +163,7 @@ export class TurnkeeperChat extends HTMLElement {
     }
     this.trouble.cleared();
     this.transcript.prepend(page.body.messages, button.parentElement.nextSibling);
-    this.offerRatings(page.body.messages, (message) => message.turn_id);
+    this.offerRatings(page.body.messages, (m) => m.turn_id, null, page.body.ratings);
     const next = this.offerEarlier(conversation, earlierCursor(page.body));
     (next || this.input).focus();
   }
@@ -318,13 +318,13 @@ export class TurnkeeperChat extends HTMLElement {
     if (turn === this.turn) this.schedule(0);
   }
 
-  /** Thumbs under the answers of `messages` (`turnOf`: a message's turn; not `running`'s). */
-  offerRatings(messages, turnOf, running = null) {
+  /** Thumbs under the answers of `messages` (`turnOf`: a message's turn), as `ratings` says. */
+  offerRatings(messages, turnOf, running = null, ratings = null) {
     const rate = async (turnId, rating) => {
       const rated = await this.client.rate(turnId, rating);
       return rated.ok || (this.trouble.failed(rated, true) && false);
     };
-    this.transcript.offerRatings(answers(messages, turnOf, running), rate);
+    this.transcript.offerRatings(answers(messages, turnOf, running, ratings), rate);
   }
 
   /** Stop, by click or keyboard: asked of the server; focus goes to the text box at once. */

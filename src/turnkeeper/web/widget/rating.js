@@ -12,10 +12,12 @@ const THUMB =
 
 /**
  * The answers to rate: for each done turn, the last of its bubbles the model wrote as
- * text (not a notice, a card or a decision), as `{turnId, id}`; `turnOf(message)` names a
- * message's turn; the turn `running` (not done) has none yet.
+ * text (not a notice, a card or a decision), as `{turnId, id, rating}`; `turnOf(message)`
+ * names a message's turn; the turn `running` (not done) has none yet. `rating` is the one
+ * the reader gave the turn ("up" or "down"), as the transcript page's `ratings` says
+ * (turn id to rating), else null: nothing given, or nothing said.
  */
-export function answers(messages, turnOf, running = null) {
+export function answers(messages, turnOf, running = null, ratings = null) {
   const last = new Map();
   for (const message of Array.isArray(messages) ? messages : []) {
     const turnId = message && turnOf(message);
@@ -24,12 +26,16 @@ export function answers(messages, turnOf, running = null) {
       last.set(turnId, message.id);
     }
   }
-  return [...last].map(([turnId, id]) => ({ turnId, id }));
+  const said = ratings && typeof ratings === "object" && !Array.isArray(ratings) ? ratings : {};
+  const given = (turnId) => (Object.hasOwn(said, turnId) ? said[turnId] : null);
+  const rating = (turnId) => (["up", "down"].includes(given(turnId)) ? given(turnId) : null);
+  return [...last].map(([turnId, id]) => ({ turnId, id, rating: rating(turnId) }));
 }
 
-/** Thumbs for turn `turnId`'s answer; a press calls `rate(turnId, rating)`, which answers
- *  whether it was kept: then that thumb shows pressed, the other not. */
-export function ratingElement(turnId, { text, rate }) {
+/** Thumbs for turn `turnId`'s answer, `rating`'s ("up", "down") pressed as given before;
+ *  a press calls `rate(turnId, rating)`, which answers whether it was kept: then that
+ *  thumb shows pressed, the other not. */
+export function ratingElement(turnId, { text, rate, rating: given = null }) {
   const box = make("div", "rating");
   const buttons = ["up", "down"].map((rating) => {
     const button = make("button", `rate rate-${rating}`);
@@ -37,7 +43,7 @@ export function ratingElement(turnId, { text, rate }) {
     button.dataset.rating = rating;
     button.setAttribute("aria-label", text(rating === "up" ? "ui.rate_up" : "ui.rate_down") || "");
     button.title = button.getAttribute("aria-label");
-    button.setAttribute("aria-pressed", "false");
+    button.setAttribute("aria-pressed", String(rating === given));
     button.append(icon(THUMB, rating === "down"));
     button.addEventListener("click", async () => {
       for (const b of buttons) b.disabled = true;

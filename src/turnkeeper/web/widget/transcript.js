@@ -254,13 +254,13 @@ export class Transcript {
     this.log.scrollTop = this.log.scrollHeight;
   }
 
-  /** Thumbs under each of `answers` (rating.js's `{turnId, id}`) not offered yet; a press
-   *  calls `rate(turnId, rating)`. */
+  /** Thumbs under each of `answers` (rating.js's `{turnId, id, rating}`) not offered yet,
+   *  the rating given pressed; a press calls `rate(turnId, rating)`. */
   offerRatings(answers, rate) {
-    for (const { turnId, id } of answers) {
+    for (const { turnId, id, rating } of answers) {
       const bubble = this.log.querySelector(`.bubble[data-id="${CSS.escape(id)}"]`);
       if (!bubble || bubble.querySelector(".rating")) continue;
-      bubble.append(ratingElement(turnId, { text: this.text, rate }));
+      bubble.append(ratingElement(turnId, { text: this.text, rate, rating }));
     }
   }
 
