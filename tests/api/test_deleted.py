@@ -16,6 +16,7 @@ import pytest
 
 from tests import scripts
 from tests.api.test_routes import HeldQueue, client_for, conversation
+from tests.api.test_users import ADA, BOB, by_header
 from tests.models import GatedModel
 from tests.waiting import eventually
 from turnkeeper.api import create_app
@@ -23,7 +24,7 @@ from turnkeeper.api.routes import NO_CONVERSATION, NO_TURN
 from turnkeeper.providers import TextSink, messages_api
 from turnkeeper.service.job import TurnJob
 from turnkeeper.service.queue import LocalQueue
-from turnkeeper.store import Store, open_store
+from turnkeeper.store import Store, new_token, open_store
 from turnkeeper.wire import Message, Reply, ToolSpec
 
 BOUND = 15.0
@@ -184,6 +185,33 @@ async def test_the_protocols_find_a_conversation_deleted_elsewhere_unknown(
             assert len((await b.get(path, headers=new)).json()["messages"]) == 2, "empty before"
             assert (await b.get(path, headers=auth)).status_code == 404
         await queue.join()
+
+
+async def test_a_conversation_id_made_again_by_another_opens_only_for_them(
+    store: Store, other_store: Store
+) -> None:
+    """A protocol id deleted and created again by someone else (a guessable thread id): the
+    app that knew its first owner does not let them open the new one."""
+    async with (
+        client_for(create_app(store, HeldQueue(), authenticate=by_header)) as a,
+        client_for(create_app(other_store, HeldQueue(), authenticate=by_header)) as b,
+    ):
+        await store.create_conversation(new_token()[1], owner="ada", conversation_id="thread-1")
+        assert (await b.get("/api/conversations/thread-1", headers=ADA)).status_code == 200
+        assert (await a.delete("/api/conversations/thread-1", headers=ADA)).status_code == 204
+        await store.create_conversation(new_token()[1], owner="bob", conversation_id="thread-1")
+        await store.create_turn("thread-1", "bob's question", user="bob")
+
+        answers = {
+            "transcript": await b.get("/api/conversations/thread-1", headers=ADA),
+            "new turn": await b.post(
+                "/api/conversations/thread-1/turns", json={"text": "mine?"}, headers=ADA
+            ),
+            "chat stream": await b.get("/api/chat/thread-1/stream", headers=ADA),
+        }
+        assert {n: r.status_code for n, r in answers.items()} == dict.fromkeys(answers, 404)
+        bobs = await b.get("/api/conversations/thread-1", headers=BOB)
+        assert bobs.json()["messages"][0]["text"] == "bob's question"
 
 
 async def test_a_stream_open_when_its_conversation_is_deleted_ends(
