@@ -4,13 +4,14 @@ A turn's conversation and that conversation's guard are read together
 (`turn_guard`): they are the turn's for as long as it exists, so the API keeps them
 by turn (`api/owners.py`). The poll (`poll`) is then the API's one read, and it finds a
 turn that is gone: its conversation deleted, by this process or another. SQLite's
-store answers idle polls from memory (`data_version.py`) by overriding `poll`.
+store answers idle polls from memory (`data_version.py`, `seen`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .data_version import SeenVersions
 from .dialect import All, Dialect, Executor, One, Steps
 from .records import Guard
 from .refusals import NoTurn
@@ -22,6 +23,9 @@ class Polls:
 
     dialect: Dialect
     executor: Executor
+    seen: SeenVersions | None = None
+    """SQLite's memory of the versions polls found (`data_version.py`): an idle poll reads
+    nothing while the database has not moved (None: every poll reads)."""
     sql: Statements
 
     async def turn_guard(self, turn_id: str) -> tuple[str, Guard] | None:
@@ -29,25 +33,15 @@ class Polls:
         return None if row is None else (str(row[0]), Guard(row[1], row[2]))
 
     async def poll(self, turn_id: str, after: int) -> dict[str, Any] | None:
-        version, state = await self._versioned_state(turn_id, after)
-        if version is None:
-            raise NoTurn(turn_id)
-        return state
-
-    async def state_after(self, turn_id: str, after: int) -> dict[str, Any] | None:
-        try:
-            return await self.poll(turn_id, after)
-        except NoTurn:
-            return None
-
-    async def _versioned_state(
-        self, turn_id: str, after: int
-    ) -> tuple[int | None, dict[str, Any] | None]:
-        """The turn's version (None: no such turn), and its published state if that
-        version is above `after`."""
+        seen = self.seen
+        as_of = None if seen is None else seen.as_of()
+        if seen is not None and seen.unchanged(turn_id, after, as_of):
+            return None  # SQLite: the database has not moved since the turn was seen
         sql, load = self.sql, self.dialect.load
 
         def steps() -> Steps[tuple[int | None, dict[str, Any] | None]]:
+            """The turn's version (None: no such turn), and its published state if that
+            version is above `after`."""
             row = yield One(sql.state_after, (after, turn_id))
             if row is None:
                 return None, None
@@ -56,4 +50,15 @@ class Polls:
             bubbles = yield All(sql.bubbles, (turn_id, row[2]))
             return row[0], {**load(row[1]), "messages": [load(b) for (b,) in bubbles]}
 
-        return await self.executor.read(steps)
+        version, state = await self.executor.read(steps)
+        if version is None:
+            raise NoTurn(turn_id)
+        if seen is not None:
+            seen.saw(turn_id, version, as_of)
+        return state
+
+    async def state_after(self, turn_id: str, after: int) -> dict[str, Any] | None:
+        try:
+            return await self.poll(turn_id, after)
+        except NoTurn:
+            return None

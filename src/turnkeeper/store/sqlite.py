@@ -34,7 +34,7 @@ from .data_version import SeenVersions
 from .dialect import Dialect, Exec, Many, One, Routine, Steps, Write
 from .group_commit import GroupCommit
 from .records import Checkpoint
-from .refusals import NoTurn, refused
+from .refusals import refused
 from .sql import SqlStore
 
 NOW = "((julianday('now') - 2440587.5) * 86400.0)"
@@ -52,7 +52,7 @@ class SqliteStore(SqlStore):
         """Opened for reading only: the file is not created, and its journal mode is kept."""
         self.commits = GroupCommit(self._connect)
         """The connection, its thread, and the batching of calls into transactions."""
-        self.seen = SeenVersions(self.path)
+        self.seen: SeenVersions = SeenVersions(self.path)
         """Polled turns' versions, answered from memory while the database has not moved."""
         super().__init__(DIALECT, self.commits, [self.seen])
 
@@ -70,16 +70,6 @@ class SqliteStore(SqlStore):
         db.execute("PRAGMA synchronous = NORMAL")
         db.execute("PRAGMA foreign_keys = ON")
         return db
-
-    async def poll(self, turn_id: str, after: int) -> dict[str, Any] | None:
-        as_of = self.seen.as_of()
-        if self.seen.unchanged(turn_id, after, as_of):
-            return None
-        version, state = await self._versioned_state(turn_id, after)
-        if version is None:
-            raise NoTurn(turn_id)
-        self.seen.saw(turn_id, version, as_of)
-        return state
 
 
 # ---- the fast write path: a publish, a checkpoint or the final write -------------
