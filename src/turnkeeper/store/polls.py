@@ -47,8 +47,8 @@ class Polls:
                 return None, None
             if row[1] is None:
                 return row[0], None
-            bubbles = yield All(sql.bubbles, (turn_id, row[2]))
-            return row[0], {**load(row[1]), "messages": [load(b) for (b,) in bubbles]}
+            bubbles = yield from self._bubbles(turn_id, row[2])
+            return row[0], {**load(row[1]), "messages": bubbles}
 
         version, state = await self.executor.read(steps)
         if version is None:
@@ -62,3 +62,9 @@ class Polls:
             return await self.poll(turn_id, after)
         except NoTurn:
             return None
+
+    def _bubbles(self, turn_id: str, count: int) -> Steps[list[dict[str, Any]]]:
+        """The turn's first `count` published bubbles, read in a transaction's steps."""
+        rows = yield All(self.sql.bubbles, (turn_id, count))
+        load = self.dialect.load
+        return [load(b) for (b,) in rows]

@@ -469,8 +469,3 @@ class SqlStore(compactions.Reads, Controls, Polls):
 
     def _all(self, sql: str, params: Sequence[Any]) -> Awaitable[Any]:
         return self.executor.read(All(sql, params))
-
-    def _bubbles(self, turn_id: str, count: int) -> Steps[list[dict[str, Any]]]:
-        rows = yield All(self.sql.bubbles, (turn_id, count))
-        load = self.dialect.load
-        return [load(b) for (b,) in rows]
