@@ -330,9 +330,10 @@ round to round; the ratio is the median of the per-round ratios. With limits
 the door's check (the day's row touched, the user's turns of the last minute
 counted) runs in each `create_turn`'s transaction, timed apart as "CPU µs /
 turn queued" (outside the batch's clock), and the job meters every turn:
-each publish, usage record, checkpoint and final write charges the user's
-`usage_days` row and reads the day's totals back, and the check before every
-model call answers from them. Each limited batch asserts that the ledger holds
+each usage record and the final write add what the calls billed to the
+user's `usage_days` row (one more statement each), the `running` publish and
+each checkpoint read the day's totals inside their own statement, and the
+check before every model call answers from them (docs/design.md §13). Each limited batch asserts that the ledger holds
 one row per user with exactly the tokens the turns' usage says they billed
 (none without limits).
 """
