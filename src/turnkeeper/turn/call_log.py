@@ -85,7 +85,9 @@ class CallLog:
         `usage`, the `model` that answered), its `error`, or a stop that aborted it (and, for
         a stop, the `decision` it makes). Written into the record as it comes: no value of
         its own per call."""
-        call = self._draft()
+        call = self._current
+        if call is None or self._handed:  # `_draft`'s work, only when there is some
+            call = self._draft()
         call.duration, call.response, call.usage = duration, response, usage
         call.stop_reason, call.tools, call.model = stop_reason, tools, model
         call.stopped, call.decision = stopped, decision
@@ -93,7 +95,9 @@ class CallLog:
 
     def decided(self, decision: str, caption: str | None) -> None:
         """What the loop made of the last call's reply, and the caption it left."""
-        call = self._draft()
+        call = self._current
+        if call is None or self._handed:
+            call = self._draft()
         call.decision, call.caption = decision, caption
 
     def tools_took(self, seconds: float) -> None:

@@ -145,7 +145,7 @@ class LocalHooks:
         self.usage = usage.copy()
 
     async def events(self, batch: Sequence[NewEvent]) -> None:
-        self.keep(batch)
+        self._kept += batch  # `keep`, written out: per round of tools
 
     def keep(self, batch: Sequence[NewEvent]) -> None:
         """Keep `batch` in the log (numbered when the log is read: nothing per write)."""
@@ -161,7 +161,7 @@ class LocalHooks:
         return log
 
     async def checkpoint(self, checkpoint: Checkpoint) -> None:
-        self.keep(checkpoint.events)
+        self._kept += checkpoint.events  # `keep`, written out: per iteration
         self.checkpoints.append(checkpoint)
         self.usage = checkpoint.usage  # the checkpoint's own copy, which nothing changes
         self.published.append(checkpoint.state)

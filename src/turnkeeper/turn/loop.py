@@ -37,7 +37,7 @@ from ..tools import NoTools, Toolset
 from ..tools.context import running
 from ..usage import Usage
 from ..wire import Message, Reply, ToolResult, ToolSpec, ToolUse
-from . import compacting, events, lifecycle, tool_round
+from . import compacting, lifecycle, tool_round
 from .activity import caption
 from .approvals import Resume
 from .call_log import CallLog
@@ -228,7 +228,7 @@ class _Turn:
 
     async def call(self, tools: Sequence[ToolSpec], timeout: float) -> Reply | None:
         """One model call, raced against a stop; None, the turn ended, on failure or stop."""
-        self.events.begin(events.next_bubble(self.state))
+        self.events.begin(self.state)
         try:
             called = await compacting.sent(self, tools, timeout, self.events.text)
         except ProviderError as error:
@@ -313,7 +313,7 @@ class _Turn:
             usage=self.state.usage,  # its copy of the usage so far: shared, not copied again
             calls=self.log.since(calls),
             events=emitted,
-            compacted=self.room.window.written(),
+            compacted=self.room.window.written() if self.room.window.changed else None,
         )
 
     # ---- how the turn ends ---------------------------------------------

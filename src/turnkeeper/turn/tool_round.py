@@ -17,12 +17,12 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from .. import credentials
 from ..cards import Card
 from ..credentials import hide_secrets, redact_text
 from ..store.records import ResumeRecord
 from ..tools import Toolset
 from ..wire import ToolResult, ToolUse
-from . import events
 from .approvals import Resume, waiting_record
 from .clock import TurnClock
 from .events import Emitter
@@ -59,7 +59,7 @@ class ToolRunner:
         """Run the uses concurrently within `timeout`: their results, in order, and how long
         they took. A tool still running when the timeout fires is answered with an error
         result; the others keep theirs."""
-        self.events.pending.extend(events.tools_started(uses))
+        self.events.tools_started(uses)
         await self.events.write_now()  # a reader sees the tools run while they run
         started = self.clock.now()
         results: list[ToolResult | None] = [None] * len(uses)
@@ -82,7 +82,7 @@ class ToolRunner:
                 for u, r in zip(uses, results, strict=True)
             ]
         )
-        self.events.pending.extend(events.tools_ended(answered))
+        self.events.tools_ended(answered)
         return Round(answered, took)
 
     async def _into(
@@ -94,7 +94,8 @@ class ToolRunner:
     async def run_tool(self, use: ToolUse, timeout: float) -> ToolResult:
         """One tool use's result; a tool that raised is reported and answered as an error."""
         try:
-            return secrets_hidden(await self.toolset.call(use, timeout))
+            result = await self.toolset.call(use, timeout)
+            return secrets_hidden(result) if credentials.kept_any else result
         except Exception as e:
             raised = redact_text(f"{type(e).__name__}: {e}")  # stored, and sent to the model
             self.report(
