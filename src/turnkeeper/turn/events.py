@@ -258,8 +258,12 @@ class Emitter:
             return  # the turn's next write takes them
         if self._timer is not None or self._flushing is not None:
             await self._quiet()
-        if self.pending:
-            await self.write(self._take())
+        if self.pending:  # `_take`, written out: once per round of tools
+            batch, self.pending = self.pending, []
+            if self._unwritten:
+                self.deltas += self._unwritten
+                self._unwritten = 0
+            await self.write(batch)
 
 
 def tool_output(text: str) -> str:

@@ -304,14 +304,15 @@ class _Turn:
     def written_since(self, emitted: Sequence[NewEvent]) -> Checkpoint:
         """What changed since the last write, with the state just published and its events."""
         messages, calls = self.written
-        self.written = (len(self.history), self.log.made)
+        since = self.log.since(calls)
+        self.written = (len(self.history), calls + len(since))  # the log's `made`
         return Checkpoint(
             turn_id=self.state.turn_id,
             iteration=self.usage.iterations,
             appended=self.history[messages:],
             state=self.state,
             usage=self.state.usage,  # its copy of the usage so far: shared, not copied again
-            calls=self.log.since(calls),
+            calls=since,
             events=emitted,
             compacted=self.room.window.written() if self.room.window.changed else None,
         )
