@@ -162,7 +162,8 @@ async def sent(
         turn.log.decided("compaction", None)
         if await compact(turn, forced=True):
             return await _again(turn, tools, on_text, _Again(None, called))
-    window.seen(called.usage, len(turn.history) + called.reply.keep)
+    if trigger:  # the estimate it makes is only ever read against a trigger
+        window.seen(called.usage, len(turn.history) + called.reply.keep)
     return called
 
 

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from ..outcomes import Outcome, ending
-from ..state import Approval, PublishedState
+from ..state import Approval, Bubble, PublishedState
 from ..store import Store
 from ..store.records import EventBody, EventType, NewEvent, TurnEvent
 from ..wire import ToolResult, ToolUse
@@ -100,6 +100,9 @@ class Emitter:
         """Text deltas in `pending` (a counter: nothing rescans the batch it goes out in)."""
         self._last = -math.inf
         self._flushing: asyncio.Task[None] | None = None
+        self._bubbles: tuple[Bubble, ...] | None = None
+        self._next = "m1"
+        """The bubbles of the state the last call began in, and the id of the next one."""
         self._timer: asyncio.TimerHandle | None = None
 
     # ---- emitting -------------------------------------------------------
@@ -111,8 +114,10 @@ class Emitter:
     def begin(self, state: PublishedState) -> None:
         """A model call starts: its text streams into the bubble `state`'s next bot text
         becomes (`next_bubble`, worked out here: this runs on every model call)."""
-        last = int(state.messages[-1].id[1:]) if state.messages else 0
-        self.message, self._held = f"m{last + 1}", ""
+        if state.messages is not self._bubbles:  # else the same bubbles: the same next one
+            last = int(state.messages[-1].id[1:]) if state.messages else 0
+            self._bubbles, self._next = state.messages, f"m{last + 1}"
+        self.message, self._held = self._next, ""
         if self._streamed.length:  # the last call's count starts again (none: nothing to do)
             self._streamed = Streamed()
 
