@@ -145,7 +145,7 @@ class LocalHooks:
         self.usage = usage.copy()
 
     async def events(self, batch: Sequence[NewEvent]) -> None:
-        self._kept += batch  # `keep`, written out: per round of tools
+        self.keep(batch)
 
     def keep(self, batch: Sequence[NewEvent]) -> None:
         """Keep `batch` in the log (numbered when the log is read: nothing per write)."""
@@ -161,7 +161,7 @@ class LocalHooks:
         return log
 
     async def checkpoint(self, checkpoint: Checkpoint) -> None:
-        self._kept += checkpoint.events  # `keep`, written out: per iteration
+        self.keep(checkpoint.events)
         self.checkpoints.append(checkpoint)
         self.usage = checkpoint.usage  # the checkpoint's own copy, which nothing changes
         self.published.append(checkpoint.state)
