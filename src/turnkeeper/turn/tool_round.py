@@ -86,12 +86,15 @@ class ToolRunner:
             if scope is None or not scope.expired():
                 raise
         took = self.clock.now() - started
-        answered = tuple(
-            [
-                r or ToolResult(u.id, f"{u.name} did not finish within {timeout:.1f} s", True)
-                for u, r in zip(uses, results, strict=True)
-            ]
-        )
+        if len(results) == 1 and results[0] is not None:  # the common round, answered
+            answered: tuple[ToolResult, ...] = (results[0],)
+        else:
+            answered = tuple(
+                [
+                    r or ToolResult(u.id, f"{u.name} did not finish within {timeout:.1f} s", True)
+                    for u, r in zip(uses, results, strict=True)
+                ]
+            )
         self.events.tools_ended(answered)
         return Round(answered, took)
 
