@@ -155,11 +155,8 @@ class _Turn:
         self.written = (self.prior, 0)
         """History messages and model calls already handed to the hooks."""
         self.deadline = self.clock.started + self.budget.deadline - self.resume.working
-
-    @property
-    def tools(self) -> ToolRunner:
-        """Made per round: kept, it and the turn's `report` would be a reference cycle."""
-        return ToolRunner(self.toolset, self.clock, self.report, self.events)
+        self.tools = ToolRunner(self.toolset, self.clock, self.report, self.events)
+        """The turn's until it is over: `finalise` lets it go (it and `report` are a cycle)."""
 
     # ---- the loop -------------------------------------------------------
 
@@ -371,6 +368,7 @@ class _Turn:
         """Runs once per turn on every path: its one exit from running (lifecycle.py), the
         final write or, for a turn that waits for a person, its `waiting` write."""
         self.room.close()
+        del self.tools
         if self.waiting is not None and self.ending is None:
             await lifecycle.wait(self, self.waiting)
         else:
