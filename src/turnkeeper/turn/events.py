@@ -257,18 +257,27 @@ class Emitter:
             self._timer.cancel()
             self._timer = None
 
-    async def write_now(self) -> None:
-        """Write what is pending in a write of its own (a round of tools starts)."""
+    def write_now(self) -> Awaitable[None] | None:
+        """The write of what is pending in a write of its own (a round of tools starts), for
+        the caller to await at once; None: nothing to write, or no write of the hooks' own
+        (the turn's next write takes it). Not a coroutine itself: it runs every round."""
         if self.write is None:
-            return  # the turn's next write takes them
+            return None
         if self._timer is not None or self._flushing is not None:
-            await self._quiet()
-        if self.pending:  # `_take`, written out: once per round of tools
-            batch, self.pending = self.pending, []
-            if self._unwritten:
-                self.deltas += self._unwritten
-                self._unwritten = 0
-            await self.write(batch)
+            return self._write_quietly()
+        if not self.pending:
+            return None
+        batch, self.pending = self.pending, []  # `_take`, written out: once per round
+        if self._unwritten:
+            self.deltas += self._unwritten
+            self._unwritten = 0
+        return self.write(batch)
+
+    async def _write_quietly(self) -> None:
+        """`write_now`, once the timer and the flush in flight are out of the way."""
+        await self._quiet()
+        if self.pending and self.write is not None:
+            await self.write(self._take())
 
 
 def tool_output(text: str) -> str:

@@ -63,7 +63,8 @@ class ToolRunner:
         they took. A tool still running when the timeout fires is answered with an error
         result; the others keep theirs."""
         self.events.tools_started(uses)
-        await self.events.write_now()  # a reader sees the tools run while they run
+        if (writing := self.events.write_now()) is not None:
+            await writing  # a reader sees the tools run while they run
         started = self.clock.now()
         results: list[ToolResult | None] = [None] * len(uses)
         scope: asyncio.Timeout | None = None
