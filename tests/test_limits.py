@@ -90,13 +90,31 @@ def test_a_meter_charges_what_was_billed_since_its_last_charge() -> None:
     meter = Meter(Limits(tokens_per_day=1000), "ada", Usage(iterations=1, input_tokens=100))
     first = meter.charge(Usage(iterations=2, input_tokens=400, output_tokens=50, cost_usd=0.5))
     assert (first.subject, first.tokens) == ("ada", 350), "the earlier job's 100 were charged"
-    again = meter.charge(meter.charged)
-    assert (again.tokens, again.cost_usd) == (0, 0.0), "a zero charge only reads the day"
+    again = meter.charge(Usage(iterations=2, input_tokens=400, output_tokens=50, cost_usd=0.5))
+    assert (again.tokens, again.cost_usd, again.adds) == (0, 0.0, False), "nothing new: a read"
+    assert not meter.reading().adds
     assert meter.reached() is None, "nothing read back yet"
     again.total = Day(1000, 0.5)
     meter.read(again)
     assert meter.reached() == "limits.tokens_per_day"
     assert Meter(Limits(tokens_per_day=1), None, Usage()).subject == "", "the whole assistant"
+
+
+def test_today_is_the_utc_day_of_the_clock_and_turns_at_midnight(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import time
+
+    from turnkeeper import usage
+
+    midnight = datetime(2026, 12, 3, tzinfo=UTC).timestamp()
+    monkeypatch.setattr(time, "time", lambda: midnight - 0.001)
+    assert usage.today() == "2026-12-02"
+    monkeypatch.setattr(time, "time", lambda: midnight)
+    assert usage.today() == "2026-12-03", "the cached day ends at midnight"
+    monkeypatch.setattr(time, "time", lambda: midnight - 86400.5)
+    assert usage.today() == "2026-12-01", "a clock set back is asked again"
+    assert usage.today(datetime(2026, 12, 2, 23, 0, tzinfo=UTC)) == "2026-12-02"
 
 
 class SpentAfter(LocalHooks):

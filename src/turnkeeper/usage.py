@@ -9,6 +9,7 @@ server's `prompt_tokens` include its cached tokens: its adapter counts them out.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
@@ -202,8 +203,33 @@ def billed(usage: Usage) -> int:
 
 
 def today(now: datetime | None = None) -> str:
-    """The UTC day, as the ledger keys it (`2026-12-02`)."""
-    return (now or datetime.now(UTC)).astimezone(UTC).date().isoformat()
+    """The UTC day, as the ledger keys it (`2026-12-02`): `now`'s, or the clock's, worked
+    out once per day (every write of a metered turn asks)."""
+    if now is not None:
+        return now.astimezone(UTC).date().isoformat()
+    clock = time.time()
+    if not _DAY.starts <= clock < _DAY.ends:
+        _DAY.turn(clock)
+    return _DAY.name
+
+
+class _Today:
+    """The UTC day the clock is in, and the times it starts and ends (seconds since the
+    epoch), kept by `today()`."""
+
+    __slots__ = ("ends", "name", "starts")
+
+    def __init__(self) -> None:
+        self.name, self.starts, self.ends = "", 0.0, 0.0
+
+    def turn(self, clock: float) -> None:
+        date = datetime.fromtimestamp(clock, UTC).date()
+        starts = datetime.combine(date, datetime.min.time(), UTC)
+        self.name, self.starts = date.isoformat(), starts.timestamp()
+        self.ends = (starts + timedelta(days=1)).timestamp()
+
+
+_DAY = _Today()
 
 
 def until_midnight(now: datetime | None = None) -> int:
@@ -234,13 +260,19 @@ def spent(limits: Limits, day: Day) -> str | None:
 @dataclass(slots=True)
 class Charge:
     """What one write of a turn adds to its subject's ledger for `day`; the store sets
-    `total`, the day's totals as that write left them, read back in its transaction."""
+    `total`, the day's totals as that write left them, read back in its transaction. A
+    charge that adds nothing only reads them: no row is made or locked for it."""
 
     subject: str
     day: str
     tokens: int
     cost_usd: float
     total: Day | None = None
+
+    @property
+    def adds(self) -> bool:
+        """Whether the write adds to the day (else it only reads the day's totals)."""
+        return self.tokens != 0 or self.cost_usd != 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,16 +332,22 @@ class Meter:
     def __init__(self, limits: Limits, user: str | None, usage: Usage) -> None:
         self.limits = limits
         self.subject = subject(user)
-        self.charged = usage.copy()
-        """The turn's usage as last charged (a resumed turn's earlier jobs charged theirs)."""
+        self.tokens, self.cost_usd = billed(usage), usage.cost_usd or 0.0
+        """The turn's tokens and cost as last charged (a resumed turn's earlier jobs
+        charged theirs)."""
         self.day: Day | None = None
 
     def charge(self, usage: Usage) -> Charge:
-        """What `usage` (the turn's sums) adds since the last charge; a zero charge reads
-        the day's totals."""
-        before, self.charged = self.charged, usage.copy()
-        cost = (usage.cost_usd or 0.0) - (before.cost_usd or 0.0)
-        return Charge(self.subject, today(), billed(usage) - billed(before), max(cost, 0.0))
+        """What `usage` (the turn's sums) adds since the last charge; nothing added, the
+        charge only reads the day's totals."""
+        tokens, cost = billed(usage), usage.cost_usd or 0.0
+        added = Charge(self.subject, today(), tokens - self.tokens, max(cost - self.cost_usd, 0.0))
+        self.tokens, self.cost_usd = tokens, cost
+        return added
+
+    def reading(self) -> Charge:
+        """A charge that adds nothing: the write reads the day's totals."""
+        return Charge(self.subject, today(), 0, 0.0)
 
     def read(self, charge: Charge) -> None:
         """Keep the day's totals a write read back."""

@@ -134,7 +134,7 @@ Instructions = Callable[[ToolContext], "str | Awaitable[str]"]
 
 class MeteredHooks(StoreHooks):
     """`StoreHooks` whose writes also charge the ledger (`limits.py`): the `running`
-    publish a zero charge (it reads the day's totals before the first call), the usage
+    publish reads the day's totals before the first call, the usage
     recorded before tools run, each checkpoint and the final write what the turn's calls
     billed since the last. The store adds it in the write's own transaction and reads the
     day's totals back, so the check before every model call (`limit_reached`) answers from
@@ -151,7 +151,7 @@ class MeteredHooks(StoreHooks):
         return self.meter.reached()
 
     async def started(self, state: PublishedState) -> None:
-        charge = self.meter.charge(self.meter.charged)
+        charge = self.meter.reading()
         await self.store.publish(self.turn_id, self.fence, state, charge)
         self.meter.read(charge)
 

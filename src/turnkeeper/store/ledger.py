@@ -3,8 +3,13 @@
 One table, `usage_days(subject, day, tokens, cost_usd)`. A turn's writes charge it in
 their own transaction: a publish, a checkpoint and the final write through the fast write
 path (on PostgreSQL, a data-modifying CTE beside the `turnkeeper_write` call: still one
-statement), the usage recorded before tools run alike. Each charge reads the day's totals
-back (`Charge.total`). Nothing is charged, and no statement added, when a write carries
+statement), the usage recorded before tools run alike. The writes a model call may
+follow (a publish, a checkpoint) read the day's totals back (`Charge.total`) for the check
+before it; the usage record and the final write do not (a checkpoint always comes
+between the usage record and the next call). A charge that adds nothing (the `running`
+publish, the checkpoint after a tool round, whose call was charged before the tools ran)
+only reads them, inside the write's own statement (`READ_DAY`): no statement of its own,
+no row made or locked. Nothing is charged, and no statement added, when a write carries
 no `Charge` (an assistant without limits).
 
 The door decides in the transaction that creates a turn (`admit()`, from
@@ -35,12 +40,21 @@ TABLE = """
 """
 """The migration: the ledger, and the turns of one asker by time (the minute's count)."""
 
-CHARGE = (
+ADD = (
     "INSERT INTO usage_days (subject, day, tokens, cost_usd) VALUES (?, ?, ?, ?)"
     " ON CONFLICT (subject, day) DO UPDATE SET tokens = usage_days.tokens + excluded.tokens,"
-    " cost_usd = usage_days.cost_usd + excluded.cost_usd RETURNING tokens, cost_usd"
+    " cost_usd = usage_days.cost_usd + excluded.cost_usd"
 )
-"""Add a charge to the day's row (made if it is the day's first) and read the totals back."""
+"""Add a charge to the day's row (made if it is the day's first)."""
+CHARGE = ADD + " RETURNING tokens, cost_usd"
+"""The same, the day's totals read back."""
+READ_DAY = (
+    "(SELECT tokens FROM usage_days WHERE subject = ? AND day = ?),"
+    " (SELECT cost_usd FROM usage_days WHERE subject = ? AND day = ?)"
+)
+"""The day's totals as two columns of a statement that writes something else (NULL, NULL
+if the day has no row yet): how a charge that adds nothing reads them, with no statement
+of its own and no row made or locked."""
 
 DAY = "SELECT tokens, cost_usd FROM usage_days WHERE subject = ? AND day = ?"
 RECENT_OF = "SELECT {age} FROM turns WHERE asked_by = ? AND created > {ago} ORDER BY created"
@@ -49,39 +63,67 @@ RECENT = "SELECT {age} FROM turns WHERE asked_by IS NULL AND created > {ago} ORD
 last `?` seconds, oldest first."""
 
 RECORD_USAGE = "UPDATE turns SET usage = ? WHERE turn_id = ? AND fence = ? AND done = {false}"
-RECORD_AND_CHARGE = (
-    "WITH charged AS (" + CHARGE + "), recorded AS (" + RECORD_USAGE + " RETURNING 1)"
-    " SELECT (SELECT count(*) FROM recorded), tokens, cost_usd FROM charged"
+RECORD_AND_ADD = (
+    "WITH charged AS (" + ADD + "), recorded AS (" + RECORD_USAGE + " RETURNING 1)"
+    " SELECT count(*) FROM recorded"
 )
 """PostgreSQL: the usage recorded and the ledger charged in one statement."""
+RECORD_AND_READ = RECORD_USAGE + " RETURNING " + READ_DAY
+"""The usage recorded and the day read, in one statement (a charge that adds nothing)."""
 
 
 def charge_params(charge: Charge) -> tuple[Any, ...]:
     return (charge.subject, charge.day, charge.tokens, charge.cost_usd)
 
 
+def read_params(charge: Charge) -> tuple[Any, ...]:
+    """`READ_DAY`'s parameters."""
+    return (charge.subject, charge.day, charge.subject, charge.day)
+
+
 def charged(charge: Charge, row: Sequence[Any]) -> None:
-    """Keep the day's totals a charge read back (`tokens, cost_usd`)."""
-    charge.total = Day(int(row[0]), float(row[1]))
+    """Keep the day's totals a charge read back (`tokens, cost_usd`; NULLs: no row yet)."""
+    tokens, cost = row
+    charge.total = Day(int(tokens or 0), float(cost or 0.0))
+
+
+_COMPILED: dict[tuple[str, str], str] = {}
+
+
+def sql(dialect: Dialect, template: str) -> str:
+    """`template` in `dialect`, compiled once (a turn's writes ask for it every time)."""
+    key = (dialect.name, template)
+    text = _COMPILED.get(key)
+    if text is None:
+        text = _COMPILED[key] = dialect.sql(template)
+    return text
 
 
 async def record_usage(
     dialect: Dialect, executor: Executor, turn_id: str, fence: int, usage: Usage, charge: Charge
 ) -> None:
     """The turn's usage so far and its charge, in one transaction (one statement on
-    PostgreSQL); `FenceLost` if the fence is not the turn's."""
+    PostgreSQL, and wherever the charge adds nothing); `FenceLost` if the fence is not the
+    turn's. A charge that adds is not read back: the checkpoint after the tools, always
+    written before the next call, reads the day."""
     params = (dialect.jsonb(usage.as_dict()), turn_id, fence)
-    if dialect.one_statement_write:
-        statement = One(dialect.sql(RECORD_AND_CHARGE), (*charge_params(charge), *params))
+    if not charge.adds:
+        statement = One(sql(dialect, RECORD_AND_READ), (*params, *read_params(charge)))
         row: Any = await executor.write(statement, one=True, turn=True)
-        charged(charge, row[1:])
+        if row is None:
+            raise fence_refused(turn_id, fence)
+        charged(charge, row)
+        return
+    if dialect.one_statement_write:
+        statement = One(sql(dialect, RECORD_AND_ADD), (*charge_params(charge), *params))
+        row = await executor.write(statement, one=True, turn=True)
         if row[0] != 1:
             raise fence_refused(turn_id, fence)
         return
 
     def steps() -> Steps[int]:
-        charged(charge, (yield One(dialect.sql(CHARGE), charge_params(charge))))
-        changed: int = yield Exec(dialect.sql(RECORD_USAGE), params)
+        yield Exec(sql(dialect, ADD), charge_params(charge))
+        changed: int = yield Exec(sql(dialect, RECORD_USAGE), params)
         return changed
 
     if await executor.write(steps, turn=True) != 1:
@@ -94,9 +136,9 @@ def admit(dialect: Dialect, user: str | None, limits: Limits) -> Steps[None]:
     are counted one at a time), the asker's turns of the last minute counted; `OverLimit`
     if the minute is full or the day used up, and nothing is created."""
     now = datetime.now(UTC)
-    day = yield One(dialect.sql(CHARGE), (subject(user), today(now), 0, 0.0))
+    day = yield One(sql(dialect, CHARGE), (subject(user), today(now), 0, 0.0))
     recent, params = (RECENT, (MINUTE,)) if user is None else (RECENT_OF, (user, MINUTE))
-    ages = yield All(dialect.sql(recent), params)
+    ages = yield All(sql(dialect, recent), params)
     kept = Ledger(tuple(float(a) for (a,) in ages), Day(int(day[0]), float(day[1])))
     refusal = refused(limits, kept, now)
     if refusal is not None:
@@ -112,8 +154,8 @@ async def ledger(
     def steps() -> Steps[Ledger]:
         recent = RECENT if user is None else RECENT_OF
         params = (window,) if user is None else (user, window)
-        ages = yield All(dialect.sql(recent), params)
-        row = yield One(dialect.sql(DAY), (subject(user), day))
+        ages = yield All(sql(dialect, recent), params)
+        row = yield One(sql(dialect, DAY), (subject(user), day))
         kept = Day() if row is None else Day(int(row[0]), float(row[1]))
         return Ledger(tuple(float(a) for (a,) in ages), kept)
 

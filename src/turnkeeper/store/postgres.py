@@ -260,6 +260,8 @@ CHARGED_WRITE = (
     f" SELECT {WRITE.removeprefix('SELECT ')}, tokens, cost_usd FROM charged"
 )
 """The write and the ledger's charge in one statement, the day's totals read back."""
+READ_WRITE = f"{WRITE}, {ledger.READ_DAY.replace('?', '%s')}"
+"""The write and the ledger's day read in one statement (a charge that adds nothing)."""
 SHOWN_KEPT = 10_000
 """Turns whose bubble count a store keeps; past it, it forgets them all (a turn it
 forgets sends its bubbles whole once)."""
@@ -295,11 +297,14 @@ class FastWrites:
             written = _written(kind, turn_id, fence, state, cp, since)
             if charge is None:
                 row = yield One(WRITE, written)
-            else:
+            elif charge.adds:
                 row = yield One(CHARGED_WRITE, (*ledger.charge_params(charge), *written))
-                ledger.charged(charge, row[1:])
+            else:
+                row = yield One(READ_WRITE, (*written, *ledger.read_params(charge)))
             if row is None or row[0] is None:
                 raise refused(turn_id, fence)
+            if charge is not None and kind is not Write.FINISH:  # a call may follow: keep the day
+                ledger.charged(charge, row[1:])
             if kind is not Write.FINISH and alone:
                 if len(self.shown) >= SHOWN_KEPT:
                     self.shown.clear()

@@ -88,6 +88,11 @@ UPDATES = {
 }
 """The turn's row, by the kind of write (a checkpoint reads back the cancel flag; the
 final write clears it)."""
+READING = {
+    kind: update + (", " if "RETURNING" in update else " RETURNING ") + ledger.READ_DAY
+    for kind, update in UPDATES.items()
+}
+"""The same, reading the ledger's day back too (a charge that adds nothing)."""
 APPEND = "INSERT INTO messages (conversation_id, turn_id, body) VALUES (?, ?, ?)"
 SAVE_CALL = "INSERT INTO iterations (turn_id, n, record) VALUES (?, ?, ?)"
 DROP_BUBBLES = "DELETE FROM bubbles WHERE turn_id = ? AND n >= ?"
@@ -126,12 +131,6 @@ class _Write:
             [(turn_id, c.iteration, _dump(c.summary())) for c in cp.calls],
         )
 
-    def charged(self) -> Steps[None]:
-        """The ledger charged, its day's totals read back (none without a charge)."""
-        if self.charge is not None:
-            row = yield One(ledger.CHARGE, ledger.charge_params(self.charge))
-            ledger.charged(self.charge, row)
-
     def steps(self) -> Steps[bool]:
         turn_id = self.turn_id
         row = yield One(FENCED, (turn_id, self.fence, self.state.version))
@@ -150,11 +149,22 @@ class _Write:
             yield Many(ADD_BUBBLES, shown)
         if self.calls:
             yield Many(SAVE_CALL, self.calls)
-        yield from self.charged()
-        if self.kind is not Write.CHECKPOINT:
-            yield Exec(UPDATES[self.kind], self.row)
+        # The ledger charged (its totals read back unless no call follows), or with a
+        # charge that adds nothing the day read in the turn's own update; then the update
+        # (the cancel flag).
+        charge, kind = self.charge, self.kind
+        if charge is not None and charge.adds and kind is Write.FINISH:  # no call follows
+            yield Exec(ledger.ADD, ledger.charge_params(charge))
+        elif charge is not None and charge.adds:
+            ledger.charged(charge, (yield One(ledger.CHARGE, ledger.charge_params(charge))))
+        elif charge is not None:
+            found = yield One(READING[kind], (*self.row, *ledger.read_params(charge)))
+            ledger.charged(charge, found[-2:])
+            return kind is Write.CHECKPOINT and bool(found[0])
+        if kind is not Write.CHECKPOINT:
+            yield Exec(UPDATES[kind], self.row)
             return False
-        (cancel,) = yield One(UPDATES[self.kind], self.row)
+        (cancel,) = yield One(UPDATES[kind], self.row)
         return bool(cancel)
 
 
