@@ -86,3 +86,17 @@ def test_a_record_handed_to_a_write_is_never_changed_after() -> None:
     [record] = log.records
     assert record is not handed
     assert (record.response, record.decision, record.tools) == ({"id": "r"}, "continue", ["lookup"])
+
+
+def test_what_was_written_and_what_a_write_takes_add_up_to_the_calls_made() -> None:
+    """The loop counts the calls written as those written before plus what `since` handed
+    out (no second look at the log per write): that is `made`, whatever the log holds."""
+    log, written = CallLog(), 0
+    for step in ("begin", "write", "write", "begin", "begin", "write", "close", "write"):
+        if step == "begin":
+            log.began(0.0, 10.0)
+        elif step == "close":
+            log.close()
+        else:
+            written += len(log.since(written))
+            assert written == log.made, step

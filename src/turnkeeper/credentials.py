@@ -47,6 +47,9 @@ _keeping = threading.Lock()
 _kept_longest_first: tuple[str, ...] = ()
 """The kept secrets, longest first (one that contains another is hidden whole); replaced,
 never changed in place, so a thread redacting while another keeps a secret reads either."""
+kept_any = False
+"""Whether any secret is kept: read before each reply and tool result is searched (a flag,
+so a turn with nothing to hide pays not even a call)."""
 
 
 def redact_url(url: str) -> str:
@@ -160,12 +163,13 @@ def _secret_begins(text: str) -> int:
 
 def keep_secret(*values: str | None) -> None:
     """Hide these values (API keys, passwords, tokens) in every text redacted from now on."""
-    global _kept_longest_first
+    global _kept_longest_first, kept_any
     with _keeping:  # two threads keeping at once: neither's secret is lost
         fresh = {v for v in values if v and len(v) >= MIN_SECRET} - _kept
         if fresh:
             _kept.update(fresh)
             _kept_longest_first = tuple(sorted(_kept, key=len, reverse=True))
+            kept_any = True
 
 
 def keep_url_secrets(url: str | None) -> None:

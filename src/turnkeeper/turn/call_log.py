@@ -48,7 +48,8 @@ class CallLog:
     def began(self, started: float, timeout: float, *, streamed: bool = False) -> int:
         """A call starts `started` seconds into the turn: the previous one is over. Its
         number, counted over the turn."""
-        self.close()
+        if self._current is not None:  # `close()`, written out: once per call
+            self.records.append(self._current)
         iteration = self.earlier + len(self.records) + 1
         resumed = None if self.records else self.resumed
         compacted, self._compacted, self._handed = self._compacted, None, False
@@ -85,7 +86,9 @@ class CallLog:
         `usage`, the `model` that answered), its `error`, or a stop that aborted it (and, for
         a stop, the `decision` it makes). Written into the record as it comes: no value of
         its own per call."""
-        call = self._draft()
+        call = self._current
+        if call is None or self._handed:  # `_draft`'s work, only when there is some
+            call = self._draft()
         call.duration, call.response, call.usage = duration, response, usage
         call.stop_reason, call.tools, call.model = stop_reason, tools, model
         call.stopped, call.decision = stopped, decision
@@ -93,14 +96,19 @@ class CallLog:
 
     def decided(self, decision: str, caption: str | None) -> None:
         """What the loop made of the last call's reply, and the caption it left."""
-        call = self._draft()
+        call = self._current
+        if call is None or self._handed:
+            call = self._draft()
         call.decision, call.caption = decision, caption
 
     def tools_took(self, seconds: float) -> None:
         """How long the tools the last call asked for took (none yet when a resumed turn
         answers the tools its last response asked for)."""
-        if self._current is not None:
-            self._draft().tools_duration = seconds
+        call = self._current
+        if call is not None:
+            if self._handed:
+                call = self._draft()
+            call.tools_duration = seconds
 
     def unanswered(self, error: ProviderError) -> bool:
         """The turn's deadline passed: a call still in flight (no response, no error) ends

@@ -139,11 +139,16 @@ async def sent(
     first if it would pass the trigger); refused for its size, compacted and sent once
     more. The window learns what the call that answered sent. (One coroutine on the
     common path: this runs on every model call.)"""
-    window = turn.room.window
-    if window.on and window.over(turn.history, tools):
+    window, record = turn.room.window, turn.room.window.record
+    # `over` is only ever true with a trigger: a window known, none on the server's side
+    trigger = window.on and window.size is not None and not window.on_server
+    if trigger and window.over(turn.history, tools):
         timeout = await _compacted_first(turn, timeout)
+        record = window.record
+    # the request is the history itself until the conversation is compacted (`request`)
+    request = window.request(turn.history) if record.reach or record.cleared else turn.history
     try:
-        called = await turn.room.call(window.request(turn.history), tools, timeout, on_text)
+        called = await turn.room.call(request, tools, timeout, on_text)
     except ContextTooLong as refused:
         if not window.on:
             raise
@@ -157,7 +162,8 @@ async def sent(
         turn.log.decided("compaction", None)
         if await compact(turn, forced=True):
             return await _again(turn, tools, on_text, _Again(None, called))
-    window.seen(called.usage, len(turn.history) + called.reply.keep)
+    if trigger:  # the estimate it makes is only ever read against a trigger
+        window.seen(called.usage, len(turn.history) + called.reply.keep)
     return called
 
 

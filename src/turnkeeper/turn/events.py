@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from ..outcomes import Outcome, ending
-from ..state import Approval, PublishedState
+from ..state import Approval, Bubble, PublishedState
 from ..store import Store
 from ..store.records import EventBody, EventType, NewEvent, TurnEvent
 from ..wire import ToolResult, ToolUse
@@ -100,6 +100,9 @@ class Emitter:
         """Text deltas in `pending` (a counter: nothing rescans the batch it goes out in)."""
         self._last = -math.inf
         self._flushing: asyncio.Task[None] | None = None
+        self._bubbles: tuple[Bubble, ...] | None = None
+        self._next = "m1"
+        """The bubbles of the state the last call began in, and the id of the next one."""
         self._timer: asyncio.TimerHandle | None = None
 
     # ---- emitting -------------------------------------------------------
@@ -108,9 +111,13 @@ class Emitter:
         """An event, to be written with the turn's next write (after every delta before it)."""
         self.pending.append((kind, body))
 
-    def begin(self, message: str) -> None:
-        """A model call starts: its text streams into the bubble `message`."""
-        self.message, self._held = message, ""
+    def begin(self, state: PublishedState) -> None:
+        """A model call starts: its text streams into the bubble `state`'s next bot text
+        becomes (`next_bubble`, worked out here: this runs on every model call)."""
+        if state.messages is not self._bubbles:  # else the same bubbles: the same next one
+            last = int(state.messages[-1].id[1:]) if state.messages else 0
+            self._bubbles, self._next = state.messages, f"m{last + 1}"
+        self.message, self._held = self._next, ""
         if self._streamed.length:  # the last call's count starts again (none: nothing to do)
             self._streamed = Streamed()
 
@@ -144,14 +151,30 @@ class Emitter:
             self.emit(EventType.ACTIVITY, {"key": activity})
         if outcome in (None, Outcome.FINISHED) and text.strip():
             self.complete(text)
-        else:
+        elif self.message is not None and self._streamed.length:
             self.retract((ending(outcome).key or "") if outcome is not None else "")
+        else:  # nothing streamed to withdraw (as `retract` would find)
+            self.message = None
 
     def moved(self, before: PublishedState, after: PublishedState, *emitted: NewEvent) -> None:
         """The state moved from `before` to `after`: the cards it shows, then `emitted`."""
         if len(after.messages) > len(before.messages):  # else no bubble, so no card, is new
             self.pending.extend(cards(before, after))
         self.pending.extend(emitted)
+
+    def tools_started(self, uses: Sequence[ToolUse]) -> None:
+        """A round's uses start: their `tool.started` events."""
+        for u in uses:
+            body = {"tool_use_id": u.id, "tool": u.name, "input": u.input}
+            self.pending.append((EventType.TOOL_STARTED, body))
+
+    def tools_ended(self, results: Sequence[ToolResult]) -> None:
+        """A round's results: their `tool.ended` events, the text cut to `OUTPUT_CUT`."""
+        for r in results:
+            body = {"tool_use_id": r.tool_use_id, "is_error": r.is_error, "output": r.content}
+            if len(r.content) > OUTPUT_CUT:
+                body["output"] = tool_output(r.content)
+            self.pending.append((EventType.TOOL_ENDED, body))
 
     def retract(self, key: str) -> None:
         """The call's text never stands: withdraw what it streamed, if anything."""
@@ -217,7 +240,11 @@ class Emitter:
         the deltas' write in flight, if any, has ended)."""
         if self._timer is not None or self._flushing is not None:
             await self._quiet()
-        return self._take()
+        batch, self.pending = self.pending, []  # `_take`, written out: once per write
+        if self._unwritten:
+            self.deltas += self._unwritten
+            self._unwritten = 0
+        return batch
 
     async def _quiet(self) -> None:
         """No timer armed, no flush in flight: what they would write goes with the caller's."""
@@ -230,13 +257,26 @@ class Emitter:
             self._timer.cancel()
             self._timer = None
 
-    async def write_now(self) -> None:
-        """Write what is pending in a write of its own (a round of tools starts)."""
+    def write_now(self) -> Awaitable[None] | None:
+        """The write of what is pending in a write of its own (a round of tools starts), for
+        the caller to await at once; None: nothing to write, or no write of the hooks' own
+        (the turn's next write takes it). Not a coroutine itself: it runs every round."""
         if self.write is None:
-            return  # the turn's next write takes them
+            return None
         if self._timer is not None or self._flushing is not None:
-            await self._quiet()
-        if self.pending:
+            return self._write_quietly()
+        if not self.pending:
+            return None
+        batch, self.pending = self.pending, []  # `_take`, written out: once per round
+        if self._unwritten:
+            self.deltas += self._unwritten
+            self._unwritten = 0
+        return self.write(batch)
+
+    async def _write_quietly(self) -> None:
+        """`write_now`, once the timer and the flush in flight are out of the way."""
+        await self._quiet()
+        if self.pending and self.write is not None:
             await self.write(self._take())
 
 
@@ -245,41 +285,12 @@ def tool_output(text: str) -> str:
     return text if len(text) <= OUTPUT_CUT else text[:OUTPUT_CUT]
 
 
-def next_bubble(state: PublishedState) -> str:
-    """The id of the bubble the state's next bot text becomes (`m3`, …)."""
-    last = int(state.messages[-1].id[1:]) if state.messages else 0
-    return f"m{last + 1}"
-
-
 def cards(before: PublishedState, after: PublishedState) -> list[NewEvent]:
     """A `card` event for each bubble with a card that `after` holds and `before` did not."""
     return [
         (EventType.CARD, {"card": m.card.to_json(), "message": m.id})
         for m in after.messages[len(before.messages) :]
         if m.card is not None
-    ]
-
-
-def tools_started(uses: Sequence[ToolUse]) -> list[NewEvent]:
-    """The `tool.started` events of a round's uses."""
-    return [
-        (EventType.TOOL_STARTED, {"tool_use_id": u.id, "tool": u.name, "input": u.input})
-        for u in uses
-    ]
-
-
-def tools_ended(results: Sequence[ToolResult]) -> list[NewEvent]:
-    """The `tool.ended` events of a round's results, their text cut to `OUTPUT_CUT`."""
-    return [
-        (
-            EventType.TOOL_ENDED,
-            {
-                "tool_use_id": r.tool_use_id,
-                "is_error": r.is_error,
-                "output": tool_output(r.content),
-            },
-        )
-        for r in results
     ]
 
 

@@ -37,7 +37,7 @@ from ..tools import NoTools, Toolset
 from ..tools.context import running
 from ..usage import Usage
 from ..wire import Message, Reply, ToolResult, ToolSpec, ToolUse
-from . import compacting, events, lifecycle, tool_round
+from . import compacting, lifecycle, tool_round
 from .activity import caption
 from .approvals import Resume
 from .call_log import CallLog
@@ -155,11 +155,8 @@ class _Turn:
         self.written = (self.prior, 0)
         """History messages and model calls already handed to the hooks."""
         self.deadline = self.clock.started + self.budget.deadline - self.resume.working
-
-    @property
-    def tools(self) -> ToolRunner:
-        """Made per round: kept, it and the turn's `report` would be a reference cycle."""
-        return ToolRunner(self.toolset, self.clock, self.report, self.events)
+        self.tools = ToolRunner(self.toolset, self.clock, self.report, self.events)
+        """The turn's until it is over: `finalise` lets it go (it and `report` are a cycle)."""
 
     # ---- the loop -------------------------------------------------------
 
@@ -228,7 +225,7 @@ class _Turn:
 
     async def call(self, tools: Sequence[ToolSpec], timeout: float) -> Reply | None:
         """One model call, raced against a stop; None, the turn ended, on failure or stop."""
-        self.events.begin(events.next_bubble(self.state))
+        self.events.begin(self.state)
         try:
             called = await compacting.sent(self, tools, timeout, self.events.text)
         except ProviderError as error:
@@ -304,16 +301,17 @@ class _Turn:
     def written_since(self, emitted: Sequence[NewEvent]) -> Checkpoint:
         """What changed since the last write, with the state just published and its events."""
         messages, calls = self.written
-        self.written = (len(self.history), self.log.made)
+        since = self.log.since(calls)
+        self.written = (len(self.history), calls + len(since))  # the log's `made`
         return Checkpoint(
             turn_id=self.state.turn_id,
             iteration=self.usage.iterations,
             appended=self.history[messages:],
             state=self.state,
             usage=self.state.usage,  # its copy of the usage so far: shared, not copied again
-            calls=self.log.since(calls),
+            calls=since,
             events=emitted,
-            compacted=self.room.window.written(),
+            compacted=self.room.window.written() if self.room.window.changed else None,
         )
 
     # ---- how the turn ends ---------------------------------------------
@@ -370,6 +368,7 @@ class _Turn:
         """Runs once per turn on every path: its one exit from running (lifecycle.py), the
         final write or, for a turn that waits for a person, its `waiting` write."""
         self.room.close()
+        del self.tools
         if self.waiting is not None and self.ending is None:
             await lifecycle.wait(self, self.waiting)
         else:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .. import credentials
 from ..credentials import SecretStream, hide_secrets
 from ..errors import ProviderError, ProviderFailed, ProviderUnavailable, timed_out
 from ..observe import prices
@@ -98,7 +99,11 @@ class CallRoom:
         if self.watch is not UNWATCHED:
             self.watch.call_started(iteration)
         try:
-            asked = self._complete(history, tools, timeout, on_text, via)
+            if via is None and not streamed:  # the common call, as `_complete` makes it
+                self._pieces = None
+                asked = self.provider.complete(history, tools, timeout)
+            else:
+                asked = self._complete(history, tools, timeout, on_text, via)
             reply = await self.race.unless_stopped(asked)
         except BaseException as e:  # a cancel too (the deadline's backstop, the task's): timed
             duration = self.clock.now() - started
@@ -116,7 +121,8 @@ class CallRoom:
             self.log.ended(duration, stopped=True, decision="stopped")
             self.watch.call_ended(self._end(iteration, duration, self.requested, stopped=True))
             return None
-        reply = secrets_hidden(reply)
+        if credentials.kept_any:
+            reply = secrets_hidden(reply)
         if self._pieces is not None:
             self._pieces.end()
         return Priced(reply, self._answered(iteration, duration, reply))

@@ -54,10 +54,11 @@ class StopRace:
         `close()` (started again at the next call if it failed); when it returns during a
         call, it cancels the turn's task there, and that cancel is taken back here,
         whatever the provider made of it."""
-        if self._stop_returned():
+        stop = self._stop
+        if stop is not None and stop.done() and self._stop_returned():  # else it is pending
             call.close()
             return None
-        if self._watch_queued is None and (self._stop is None or self._stop.done()):
+        if self._watch_queued is None and (stop is None or stop.done()):
             # the first call, or the wait failed
             self._watch_queued = asyncio.get_running_loop().call_soon(self._watch)
         task = asyncio.current_task()
@@ -75,8 +76,11 @@ class StopRace:
             raise
         finally:
             self._calling = None
-        if self._taken_back(task, entry) or self._stop_returned():
-            return None  # it answered despite the abort, or the stop came with the answer
+        if self._aborted and self._taken_back(task, entry):
+            return None  # it answered despite the abort
+        stop = self._stop
+        if stop is not None and stop.done() and self._stop_returned():
+            return None  # the stop came with the answer
         return result
 
     def close(self) -> None:

@@ -14,18 +14,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any, Generic, TypeVar, cast
 
+from .. import credentials
 from ..cards import Card
 from ..credentials import hide_secrets, redact_text
 from ..store.records import ResumeRecord
 from ..tools import Toolset
 from ..wire import ToolResult, ToolUse
-from . import events
 from .approvals import Resume, waiting_record
 from .clock import TurnClock
 from .events import Emitter
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -59,30 +62,41 @@ class ToolRunner:
         """Run the uses concurrently within `timeout`: their results, in order, and how long
         they took. A tool still running when the timeout fires is answered with an error
         result; the others keep theirs."""
-        self.events.pending.extend(events.tools_started(uses))
-        await self.events.write_now()  # a reader sees the tools run while they run
+        self.events.tools_started(uses)
+        if (writing := self.events.write_now()) is not None:
+            await writing  # a reader sees the tools run while they run
         started = self.clock.now()
         results: list[ToolResult | None] = [None] * len(uses)
-        scope = asyncio.timeout(timeout)
+        scope: asyncio.Timeout | None = None
         try:
-            async with scope:
-                if len(uses) == 1:  # the common round: no task, no closure
-                    results[0] = await self.run_tool(uses[0], timeout)
+            if len(uses) == 1:  # the common round: no task, no closure, and a timer only
+                # for a tool that waits (one that never does, the timer could never stop)
+                when = asyncio.get_running_loop().time() + timeout
+                step = FirstStep(self.run_tool(uses[0], timeout))
+                if step.done:
+                    results[0] = step.result
                 else:
+                    async with (scope := asyncio.timeout_at(when)):
+                        results[0] = await step
+            else:
+                async with (scope := asyncio.timeout(timeout)):
                     await asyncio.gather(
                         *(self._into(results, i, u, timeout) for i, u in enumerate(uses))
                     )
         except TimeoutError:
-            if not scope.expired():
+            if scope is None or not scope.expired():
                 raise
         took = self.clock.now() - started
-        answered = tuple(
-            [
-                r or ToolResult(u.id, f"{u.name} did not finish within {timeout:.1f} s", True)
-                for u, r in zip(uses, results, strict=True)
-            ]
-        )
-        self.events.pending.extend(events.tools_ended(answered))
+        if len(results) == 1 and results[0] is not None:  # the common round, answered
+            answered: tuple[ToolResult, ...] = (results[0],)
+        else:
+            answered = tuple(
+                [
+                    r or ToolResult(u.id, f"{u.name} did not finish within {timeout:.1f} s", True)
+                    for u, r in zip(uses, results, strict=True)
+                ]
+            )
+        self.events.tools_ended(answered)
         return Round(answered, took)
 
     async def _into(
@@ -94,7 +108,8 @@ class ToolRunner:
     async def run_tool(self, use: ToolUse, timeout: float) -> ToolResult:
         """One tool use's result; a tool that raised is reported and answered as an error."""
         try:
-            return secrets_hidden(await self.toolset.call(use, timeout))
+            result = await self.toolset.call(use, timeout)
+            return secrets_hidden(result) if credentials.kept_any else result
         except Exception as e:
             raised = redact_text(f"{type(e).__name__}: {e}")  # stored, and sent to the model
             self.report(
@@ -104,6 +119,42 @@ class ToolRunner:
                 details={"tool": use.name, "exception": type(e).__name__},
             )
             return ToolResult(use.id, f"{use.name} failed: {raised}", True)
+
+
+class FirstStep(Generic[T]):
+    """A coroutine run, in the caller's task, up to its first wait (a tool that never waits
+    is done there, and its round arms no timer); awaited, it goes on from that wait exactly
+    as `await` would have gone on (what the task sends or throws in, passed through)."""
+
+    __slots__ = ("coro", "done", "result", "waits")
+
+    def __init__(self, coro: Coroutine[Any, Any, T]) -> None:
+        self.coro = coro
+        self.done = False
+        try:
+            self.waits = coro.send(None)
+        except StopIteration as ended:
+            self.done, self.result = True, ended.value
+
+    def __await__(self) -> Generator[Any, Any, T]:
+        assert not self.done, "a coroutine that finished has nothing to go on with"
+        coro, waits = self.coro, self.waits
+        while True:
+            try:
+                sent = yield waits
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as thrown:  # a cancel, thrown in by the task
+                try:
+                    waits = coro.throw(thrown)
+                except StopIteration as ended:
+                    return cast(T, ended.value)
+            else:
+                try:
+                    waits = coro.send(sent)
+                except StopIteration as ended:
+                    return cast(T, ended.value)
 
 
 def secrets_hidden(result: ToolResult) -> ToolResult:
