@@ -333,7 +333,7 @@ turn queued" (outside the batch's clock), and the job meters every turn:
 each usage record and the final write add what the calls billed to the
 user's `usage_days` row (one more statement each), the `running` publish and
 each checkpoint read the day's totals inside their own statement, and the
-check before every model call answers from them (docs/design.md §13). Each limited batch asserts that the ledger holds
-one row per user with exactly the tokens the turns' usage says they billed
-(none without limits).
+check before every model call answers from them (docs/design.md §13). Each
+limited batch asserts that the ledger holds one row per user with exactly the
+tokens the turns' usage says they billed (none without limits).
 """
