@@ -77,6 +77,7 @@ async def test_concurrent_stops_of_a_waiting_turn_all_answer_202_and_it_stops_on
 async def test_an_approval_against_a_stop_one_wins_and_a_late_approval_is_409(
     many: Served, caplog: pytest.LogCaptureFixture
 ) -> None:
+    ran = 0
     for round in range(ROUNDS):
         turn_id, auth = await waiting(many)
         approve = many.decide(turn_id, auth, "toolu_delete", True)
@@ -93,8 +94,12 @@ async def test_an_approval_against_a_stop_one_wins_and_a_late_approval_is_409(
         late = await many.decide(turn_id, auth, "toolu_delete", False)
         assert late.status_code == 409, "the turn was decided: the approval came after"
         scripts.assert_valid_history(await many.store.history(final["conversation_id"]))
+        # The Stop decided first: the tool never runs. The approval decided first: the
+        # turn is queued to run it, and the Stop, after, ends the turn before its next
+        # model call (before the tool too, if the job reads the Stop before it starts).
+        runs, ran = many.ran.counts["delete_file"] - ran, many.ran.counts["delete_file"]
+        assert runs <= (1 if approved.status_code == 202 else 0), (round, approved.text)
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
-    assert many.ran.counts["delete_file"] == 0, "a stopped turn runs no approved tool"
 
 
 async def waiting_turns(store: Store, count: int) -> list[str]:
