@@ -133,13 +133,13 @@ Instructions = Callable[[ToolContext], "str | Awaitable[str]"]
 
 
 class MeteredHooks(StoreHooks):
-    """`StoreHooks` whose writes also charge the ledger (`limits.py`): the `running`
-    publish reads the day's totals before the first call, the usage
-    recorded before tools run, each checkpoint and the final write what the turn's calls
-    billed since the last. The store adds it in the write's own transaction and reads the
-    day's totals back, so the check before every model call (`limit_reached`) answers from
-    them with no round trip of its own. A turn of an assistant without limits gets plain
-    `StoreHooks`: no statement is added to its writes."""
+    """`StoreHooks` whose writes also charge the ledger (`store/ledger.py`): the usage
+    recorded before tools run, each checkpoint and the final write add what the turn's
+    calls billed since the last charge, in the write's own transaction; the `running`
+    publish and each checkpoint read the day's totals back, so the check before every
+    model call (`limit_reached`) answers from them with no round trip of its own. A turn
+    of an assistant without limits gets plain `StoreHooks`: no statement is added to its
+    writes."""
 
     def __init__(
         self, store: Store, turn_id: str, fence: int, reporter: Reporter, meter: Meter
