@@ -185,7 +185,7 @@ def run(ctx: Context) -> Section:
         ctx.log(f"{TITLE}: round {r + 1}/{rounds}")
     rows = [row(k, policy, found[k, policy]) for k, policy in cases]
     heads = headlines(big, found[big, False], found[big, True])
-    sides = with_limits(ctx, big, ctx.size(9, 1))
+    sides = with_limits(ctx, big, ctx.size(11, 1))
     heads.append(limits_headline(big, sides))
     body = DESCRIPTION + "\n" + table(HEADERS, rows) + "\n\n" + LIMITS_DESCRIPTION
     body += "\n" + table(LIMITS_HEADERS, limits_rows(sides)) + "\n"
@@ -196,18 +196,20 @@ def run(ctx: Context) -> Section:
 
 
 def with_limits(ctx: Context, k: int, rounds: int) -> dict[str, list[dict[str, Any]]]:
-    """`rounds` rounds of one fresh batch of K turns with users and no limits ("none") and
-    one with `LIMITS` ("limits"), the order alternating from round to round."""
+    """`rounds` rounds of one fresh batch of K turns with users and no limits ("none"), one
+    with `LIMITS` ("limits") and one more with none ("again", the control: what the same
+    setting measures against itself), the order rotating from round to round."""
     sides: dict[str, Callable[[], dict[str, Any]]] = {
         "none": lambda: measure(ctx, k, False, users=True),
         "limits": lambda: measure(ctx, k, False, users=True, limits=True),
+        "again": lambda: measure(ctx, k, False, users=True),
     }
     return interleaved(rounds, sides, lambda line: ctx.log(f"{TITLE}, limits set and none:{line}"))
 
 
-def paired(sides: dict[str, list[dict[str, Any]]], key: str) -> list[float]:
-    """limits ÷ none, round by round (rounds where either side failed left out)."""
-    pairs = zip(sides["limits"], sides["none"], strict=True)
+def paired(sides: dict[str, list[dict[str, Any]]], key: str, side: str = "limits") -> list[float]:
+    """`side` ÷ none, round by round (rounds where either failed left out)."""
+    pairs = zip(sides[side], sides["none"], strict=True)
     return [on[key] / off[key] for on, off in pairs if key in on and key in off]
 
 
@@ -225,7 +227,7 @@ LIMITS_HEADERS = [
 
 def limits_rows(sides: dict[str, list[dict[str, Any]]]) -> list[list[str]]:
     rows = []
-    for name, label in (("none", "none"), ("limits", "set (`LIMITS`)")):
+    for name, label in (("none", "none"), ("limits", "set (`LIMITS`)"), ("again", "none, again")):
         done = [a for a in sides[name] if "wall" in a]
         if not done:
             rows.append([label, str(sides[name][0].get("failed") if sides[name] else "not run")])
@@ -243,31 +245,34 @@ def limits_rows(sides: dict[str, list[dict[str, Any]]]) -> list[list[str]]:
                 f"{done[-1]['ledger_rows']:,}, {done[-1]['ledger_tokens']:,}",
             ]
         )
-    ratios = {key: paired(sides, key) for key in ("per_second", "cpu_us", "queue_cpu_us")}
-    rows.append(
-        [
-            "set ÷ none, per round (median, IQR)",
-            str(len(ratios["cpu_us"])),
-            f"{number(median(ratios['per_second']))}× ({spread(ratios['per_second'])})",
-            f"{number(median(ratios['cpu_us']))}× ({spread(ratios['cpu_us'])})",
-            "",
-            "",
-            f"{number(median(ratios['queue_cpu_us']))}× ({spread(ratios['queue_cpu_us'])})",
-            "",
-        ]
-    )
+    for side, label in (("limits", "set ÷ none"), ("again", "none again ÷ none (the control)")):
+        ratios = {key: paired(sides, key, side) for key in ("per_second", "cpu_us", "queue_cpu_us")}
+        rows.append(
+            [
+                f"{label}, per round (median, IQR)",
+                str(len(ratios["cpu_us"])),
+                f"{number(median(ratios['per_second']))}× ({spread(ratios['per_second'])})",
+                f"{number(median(ratios['cpu_us']))}× ({spread(ratios['cpu_us'])})",
+                "",
+                "",
+                f"{number(median(ratios['queue_cpu_us']))}× ({spread(ratios['queue_cpu_us'])})",
+                "",
+            ]
+        )
     return rows
 
 
 def limits_headline(k: int, sides: dict[str, list[dict[str, Any]]]) -> Headline:
-    """CPU per iteration with limits set ÷ with none, the median of the per-round ratios."""
-    ratios = paired(sides, "cpu_us")
+    """CPU per iteration with limits set ÷ with none, the median of the per-round ratios,
+    beside the control's (none ÷ none): how far the same setting reads from itself."""
+    ratios, control = paired(sides, "cpu_us"), paired(sides, "cpu_us", "again")
     ratio = median(ratios)
     return Headline(
         f"B-store, K = {k:,}, limits set ÷ none",
         "CPU µs per iteration",
         f"≤ {LIMITS_TARGET}×",
-        f"{number(ratio)}× (IQR {spread(ratios)})",
+        f"{number(ratio)}× (IQR {spread(ratios)}; the control, none ÷ none:"
+        f" {number(median(control))}×, IQR {spread(control)})",
         verdict(ratio <= LIMITS_TARGET),
     )
 
@@ -322,11 +327,14 @@ out of the collector's reach, young collections every 50,000 allocations.
 LIMITS_DESCRIPTION = """\
 **Limits set and none** (issue 31: "no slower with limits set"). The same
 batch at the largest K with every turn asked by a user of its own (K users,
-and 50 more for the warm batch), once with the assistant's limits unset and
+and 50 more for the warm batch), once with the assistant's limits unset,
 once with `LIMITS` (`Limits(turns_per_minute=1,000,000,
 tokens_per_day=10¹², cost_per_day=$1,000,000)`: every check made, none
-within reach), each in a fresh worker process, the order alternating from
-round to round; the ratio is the median of the per-round ratios. With limits
+within reach) and once more unset (the control), each in a fresh worker
+process, the order rotating from round to round; each ratio is the median of
+the per-round ratios against the first unset batch. The control's ratio (none
+÷ none) is how far this machine reads one setting from itself: a "set ÷
+none" inside its spread could not be told from nothing. With limits
 the door's check (the day's row touched, the user's turns of the last minute
 counted) runs in each `create_turn`'s transaction, timed apart as "CPU µs /
 turn queued" (outside the batch's clock), and the job meters every turn:
