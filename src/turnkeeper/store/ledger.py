@@ -21,12 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..usage import MINUTE, Charge, Day, Ledger, Limits, Usage, refused, subject, today
 from .dialect import All, Dialect, Exec, Executor, One, Steps
 from .refusals import OverLimit
 from .refusals import refused as fence_refused
+
+if TYPE_CHECKING:
+    from .statements import Statements
 
 TABLE = """
     CREATE TABLE usage_days (
@@ -63,13 +66,18 @@ RECENT = "SELECT {age} FROM turns WHERE asked_by IS NULL AND created > {ago} ORD
 last `?` seconds, oldest first."""
 
 RECORD_USAGE = "UPDATE turns SET usage = ? WHERE turn_id = ? AND fence = ? AND done = {false}"
+"""The turn's usage so far recorded, before its tools run (`Statements.record_usage`)."""
 RECORD_AND_ADD = (
     "WITH charged AS (" + ADD + "), recorded AS (" + RECORD_USAGE + " RETURNING 1)"
     " SELECT count(*) FROM recorded"
 )
 """PostgreSQL: the usage recorded and the ledger charged in one statement."""
 RECORD_AND_READ = RECORD_USAGE + " RETURNING " + READ_DAY
-"""The usage recorded and the day read, in one statement (a charge that adds nothing)."""
+"""The usage recorded and the day read, in one statement (a charge that adds nothing).
+
+These are templates: `Statements` (statements.py) holds them with the store's other
+statements, compiled once per dialect; the SQLite and PostgreSQL write paths build their
+charged writes from `ADD`, `CHARGE` and `READ_DAY`."""
 
 
 def charge_params(charge: Charge) -> tuple[Any, ...]:
@@ -87,20 +95,14 @@ def charged(charge: Charge, row: Sequence[Any]) -> None:
     charge.total = Day(int(tokens or 0), float(cost or 0.0))
 
 
-_COMPILED: dict[tuple[str, str], str] = {}
-
-
-def sql(dialect: Dialect, template: str) -> str:
-    """`template` in `dialect`, compiled once (a turn's writes ask for it every time)."""
-    key = (dialect.name, template)
-    text = _COMPILED.get(key)
-    if text is None:
-        text = _COMPILED[key] = dialect.sql(template)
-    return text
-
-
 async def record_usage(
-    dialect: Dialect, executor: Executor, turn_id: str, fence: int, usage: Usage, charge: Charge
+    dialect: Dialect,
+    sql: Statements,
+    executor: Executor,
+    turn_id: str,
+    fence: int,
+    usage: Usage,
+    charge: Charge,
 ) -> None:
     """The turn's usage so far and its charge, in one transaction (one statement on
     PostgreSQL, and wherever the charge adds nothing); `FenceLost` if the fence is not the
@@ -108,37 +110,37 @@ async def record_usage(
     written before the next call, reads the day."""
     params = (dialect.jsonb(usage.as_dict()), turn_id, fence)
     if not charge.adds:
-        statement = One(sql(dialect, RECORD_AND_READ), (*params, *read_params(charge)))
+        statement = One(sql.record_and_read, (*params, *read_params(charge)))
         row: Any = await executor.write(statement, one=True, turn=True)
         if row is None:
             raise fence_refused(turn_id, fence)
         charged(charge, row)
         return
     if dialect.one_statement_write:
-        statement = One(sql(dialect, RECORD_AND_ADD), (*charge_params(charge), *params))
+        statement = One(sql.record_and_add, (*charge_params(charge), *params))
         row = await executor.write(statement, one=True, turn=True)
         if row[0] != 1:
             raise fence_refused(turn_id, fence)
         return
 
     def steps() -> Steps[int]:
-        yield Exec(sql(dialect, ADD), charge_params(charge))
-        changed: int = yield Exec(sql(dialect, RECORD_USAGE), params)
+        yield Exec(sql.ledger_add, charge_params(charge))
+        changed: int = yield Exec(sql.record_usage, params)
         return changed
 
     if await executor.write(steps, turn=True) != 1:
         raise fence_refused(turn_id, fence)
 
 
-def admit(dialect: Dialect, user: str | None, limits: Limits) -> Steps[None]:
+def admit(sql: Statements, user: str | None, limits: Limits) -> Steps[None]:
     """The door, in the transaction that creates the turn: the day's row touched (a zero
     charge: on PostgreSQL it holds the row's lock to the commit, so one asker's new turns
     are counted one at a time), the asker's turns of the last minute counted; `OverLimit`
     if the minute is full or the day used up, and nothing is created."""
     now = datetime.now(UTC)
-    day = yield One(sql(dialect, CHARGE), (subject(user), today(now), 0, 0.0))
-    recent, params = (RECENT, (MINUTE,)) if user is None else (RECENT_OF, (user, MINUTE))
-    ages = yield All(sql(dialect, recent), params)
+    day = yield One(sql.ledger_charge, (subject(user), today(now), 0, 0.0))
+    recent, params = (sql.recent, (MINUTE,)) if user is None else (sql.recent_of, (user, MINUTE))
+    ages = yield All(recent, params)
     kept = Ledger(tuple(float(a) for (a,) in ages), Day(int(day[0]), float(day[1])))
     refusal = refused(limits, kept, now)
     if refusal is not None:
@@ -146,16 +148,16 @@ def admit(dialect: Dialect, user: str | None, limits: Limits) -> Steps[None]:
 
 
 async def ledger(
-    dialect: Dialect, executor: Executor, user: str | None, day: str, window: float
+    sql: Statements, executor: Executor, user: str | None, day: str, window: float
 ) -> Ledger:
     """The turns `user` (None: anyone, without sign-in) asked in the last `window`
     seconds, and their subject's ledger for `day`."""
 
     def steps() -> Steps[Ledger]:
-        recent = RECENT if user is None else RECENT_OF
+        recent = sql.recent if user is None else sql.recent_of
         params = (window,) if user is None else (user, window)
-        ages = yield All(sql(dialect, recent), params)
-        row = yield One(sql(dialect, DAY), (subject(user), day))
+        ages = yield All(recent, params)
+        row = yield One(sql.ledger_day, (subject(user), day))
         kept = Day() if row is None else Day(int(row[0]), float(row[1]))
         return Ledger(tuple(float(a) for (a,) in ages), kept)
 

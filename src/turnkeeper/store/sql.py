@@ -136,7 +136,7 @@ class SqlStore(compactions.Reads, Controls, Polls):
             if found is None:
                 raise NoConversation(conversation_id)
             if limits is not None:
-                yield from ledger.admit(d, user, limits)
+                yield from ledger.admit(sql, user, limits)
             (offset,) = found
             first = published.queued(turn_id, conversation_id, question, int(offset))
             usage = d.jsonb(first.usage.as_dict())
@@ -227,7 +227,9 @@ class SqlStore(compactions.Reads, Controls, Polls):
         self, turn_id: str, fence: int, usage: Usage, charge: Charge | None = None
     ) -> None:
         if charge is not None:
-            await ledger.record_usage(self.dialect, self.executor, turn_id, fence, usage, charge)
+            await ledger.record_usage(
+                self.dialect, self.sql, self.executor, turn_id, fence, usage, charge
+            )
             return
         params = (self.dialect.jsonb(usage.as_dict()), turn_id, fence)
         statement = Exec(self.sql.record_usage, params)
@@ -460,7 +462,7 @@ class SqlStore(compactions.Reads, Controls, Polls):
     # ---- the ledger (ledger.py) ----------------------------------------------
 
     async def ledger(self, user: str | None, day: str, window: float = 60.0) -> Ledger:
-        return await ledger.ledger(self.dialect, self.executor, user, day, window)
+        return await ledger.ledger(self.sql, self.executor, user, day, window)
 
     # ---- the statements' shapes ----------------------------------------------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from . import ledger
 from .dialect import Dialect
 
 OWNED_BY = "COALESCE(fingerprint, ?, '') = COALESCE(?, fingerprint, '')"
@@ -116,9 +117,7 @@ class Statements:
         " WHERE turn_id = ? AND fence = ? AND done = {false}"
     )
     cancel_requested: str = "SELECT cancel FROM turns WHERE turn_id = ?"
-    record_usage: str = (
-        "UPDATE turns SET usage = ? WHERE turn_id = ? AND fence = ? AND done = {false}"
-    )
+    record_usage: str = ledger.RECORD_USAGE
     iterations: str = "SELECT record FROM iterations WHERE turn_id = ? ORDER BY n"
 
     # ---- the sweeper's side
@@ -181,6 +180,15 @@ class Statements:
         " WHERE type = 'turn.ended' AND at < {now} - ?)"
     )
     """The events of the turns that ended more than `?` seconds ago."""
+
+    # ---- the ledger (ledger.py)
+    ledger_add: str = ledger.ADD
+    ledger_charge: str = ledger.CHARGE
+    ledger_day: str = ledger.DAY
+    recent_of: str = ledger.RECENT_OF
+    recent: str = ledger.RECENT
+    record_and_add: str = ledger.RECORD_AND_ADD
+    record_and_read: str = ledger.RECORD_AND_READ
 
 
 def compiled(dialect: Dialect) -> Statements:
