@@ -24,6 +24,9 @@ class Chat:
         self.caption = root.locator(".caption")
         self.trouble = root.locator(".trouble")
         self.bubbles = root.locator("[aria-live] .bubble")
+        self.texts = self.bubbles.locator(".text")
+        """Every bubble's text, in order; `expect(chat.texts).to_have_text([...])` waits for
+        the rendered text (an answer's markdown is laid out after its bubble appears)."""
         self.questions = root.locator(".bubble.user .text")
         self.answers = root.locator(".bubble.bot:not(.notice) .text")
         self.notices = root.locator(".bubble.notice .text")
@@ -50,9 +53,6 @@ class Chat:
             }"""
         )
         return lambda: list(self.page.evaluate("window.captionsShown"))
-
-    def bubble_texts(self) -> list[str]:
-        return [text for text in self.bubbles.locator(".text").all_inner_texts()]
 
     def requests(self) -> list[Request]:
         """Every request the page makes from now on."""

@@ -34,7 +34,7 @@ def test_the_todo_question_shows_the_reading_caption_then_the_answer(
         expect(chat.input).to_be_editable()
         expect(chat.send).to_be_visible()
         expect(chat.stop).to_be_hidden()
-        assert chat.bubble_texts() == [TODO, "your todos: write tests"]
+        expect(chat.texts).to_have_text([TODO, "your todos: write tests"])
         RESULTS.mkdir(exist_ok=True)
         chat.page.screenshot(path=RESULTS / "widget.png")
 
@@ -103,15 +103,12 @@ def test_a_reload_restores_the_transcript(browser: Browser, served: Served) -> N
         expect(chat.answers).to_have_text(["first answer"])
         chat.page.reload()
         expect(chat.bubbles).to_have_count(2)
-        assert chat.bubble_texts() == ["first question", "first answer"]
+        expect(chat.texts).to_have_text(["first question", "first answer"])
         chat.ask("second question")
         expect(chat.answers).to_have_text(["first answer", "second answer"])
-        assert chat.bubble_texts() == [
-            "first question",
-            "first answer",
-            "second question",
-            "second answer",
-        ]
+        expect(chat.texts).to_have_text(
+            ["first question", "first answer", "second question", "second answer"]
+        )
     assert len(served.model.requests[1]["messages"]) == 3  # one conversation, continued
 
 
@@ -126,7 +123,7 @@ def test_a_reload_while_a_turn_runs_follows_it_to_the_end(browser: Browser, serv
         served.model.release()
         expect(chat.answers).to_have_text(["done at last"])
         expect(chat.input).to_be_editable()
-        assert chat.bubble_texts() == [TODO, "done at last"]
+        expect(chat.texts).to_have_text([TODO, "done at last"])
 
 
 def test_the_keyboard_alone_asks_breaks_lines_and_stops(browser: Browser, served: Served) -> None:
@@ -254,5 +251,5 @@ def test_a_key_missing_in_a_locale_falls_back_to_english_and_an_unknown_key_show
         shown = page.locator("turnkeeper-chat").inner_text()
         assert "errors." not in shown
         assert "mystery" not in shown
-        assert chat.bubble_texts()[0] == "hola"
-        assert len(chat.bubble_texts()) == 2
+        expect(chat.texts).to_have_count(2)
+        expect(chat.texts.first).to_have_text("hola")
