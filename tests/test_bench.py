@@ -88,7 +88,9 @@ def test_smoke_run_writes_every_row(tmp_path: Path) -> None:
         assert measured, rows
     assert "failed" not in text, run.stderr[-3000:]
     assert "turnkeeper's published usage of each turn against the fake's bills: the same" in text
-    assert "| none again ÷ none (the control), per round" in text, "limits are read beside a control"
+    assert "| none again ÷ none (the control), per round" in text, (
+        "limits are read beside a control"
+    )
 
 
 async def test_b_stores_limited_batch_charges_every_users_ledger_on_the_same_writes() -> None:
