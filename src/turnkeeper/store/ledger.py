@@ -15,6 +15,10 @@ no `Charge` (an assistant without limits).
 The door decides in the transaction that creates a turn (`admit()`, from
 `create_turn`); `GET /api/usage` and `turnkeeper usage` read the day and the subject's
 turns of the last minute (`ledger()`).
+
+The statements below are templates: `Statements` (statements.py) holds them with the
+store's other statements, compiled once per dialect; the SQLite and PostgreSQL write
+paths build their charged writes from `ADD`, `CHARGE` and `READ_DAY`.
 """
 
 from __future__ import annotations
@@ -73,11 +77,7 @@ RECORD_AND_ADD = (
 )
 """PostgreSQL: the usage recorded and the ledger charged in one statement."""
 RECORD_AND_READ = RECORD_USAGE + " RETURNING " + READ_DAY
-"""The usage recorded and the day read, in one statement (a charge that adds nothing).
-
-These are templates: `Statements` (statements.py) holds them with the store's other
-statements, compiled once per dialect; the SQLite and PostgreSQL write paths build their
-charged writes from `ADD`, `CHARGE` and `READ_DAY`."""
+"""The usage recorded and the day read, in one statement (a charge that adds nothing)."""
 
 
 def charge_params(charge: Charge) -> tuple[Any, ...]:
