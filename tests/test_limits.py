@@ -12,6 +12,7 @@ from tests import scripts
 from tests.models import LOOKUP
 from turnkeeper import (
     Assistant,
+    Compaction,
     ConfigError,
     Limits,
     LocalHooks,
@@ -20,7 +21,10 @@ from turnkeeper import (
     run_turn,
 )
 from turnkeeper.cli.run import exit_code
+from turnkeeper.state import PublishedState
+from turnkeeper.store.records import Checkpoint
 from turnkeeper.turn.replay import first_difference, replay
+from turnkeeper.turn.setting import TurnSetting
 from turnkeeper.usage import (
     Day,
     Ledger,
@@ -161,3 +165,71 @@ async def test_limit_reached_is_a_metrics_label_from_zero_and_counts_the_turn() 
     provider = ScriptedProvider([scripts.asks(scripts.tool_use("lookup"))])
     await run_turn("q", provider=provider, toolset=LOOKUP, hooks=SpentAfter(1), watcher=metrics)
     assert samples(metrics)[label] == 1
+
+
+class Ledgered(LocalHooks):
+    """In-memory hooks whose writes charge a day kept here through a real `Meter`, as the
+    store's do: every write adds what the turn billed since its last one, and the
+    `running` publish and each checkpoint read the day back."""
+
+    def __init__(self, tokens_per_day: int) -> None:
+        super().__init__(reporter=lambda report: None)
+        self.meter = Meter(Limits(tokens_per_day=tokens_per_day), "ada", Usage())
+        self.day = Day()
+
+    def charged(self, usage: Usage | None, read: bool) -> None:
+        charge = self.meter.reading() if usage is None else self.meter.charge(usage)
+        self.day = Day(self.day.tokens + charge.tokens, self.day.cost_usd + charge.cost_usd)
+        charge.total = self.day if read else None
+        self.meter.read(charge)
+
+    def limit_reached(self) -> str | None:
+        return self.meter.reached()
+
+    async def started(self, state: PublishedState) -> None:
+        await super().started(state)
+        self.charged(None, read=True)
+
+    async def record_usage(self, usage: Usage) -> None:
+        await super().record_usage(usage)
+        self.charged(usage, read=False)
+
+    async def checkpoint(self, checkpoint: Checkpoint) -> None:
+        await super().checkpoint(checkpoint)
+        self.charged(checkpoint.usage, read=True)
+
+
+@pytest.mark.parametrize(("tokens_per_day", "sent"), [(1_000, 1), (1_500, 2)])
+async def test_a_turn_stopped_by_its_compactions_calls_replays_to_the_same_end(
+    tokens_per_day: int, sent: int
+) -> None:
+    """A reply cut by the context window bills 1,000 tokens, the summary 500: the day ends
+    the turn before the summary or before the request is sent again; so does its replay."""
+    cut = scripts.body([], "model_context_window_exceeded", usage=scripts.usage(900, 100))
+    summary = scripts.answer("A summary.", usage=scripts.usage(400, 100))
+    provider = ScriptedProvider([cut, summary, scripts.answer("never sent")])
+    history = [
+        {"role": "user", "content": "an earlier question"},
+        {"role": "assistant", "content": [scripts.text("an earlier answer")]},
+    ]
+    setting = TurnSetting(compaction=Compaction())
+    hooks = Ledgered(tokens_per_day)
+    result = await run_turn("and now?", provider=provider, history=history, hooks=hooks,
+                            setting=setting)  # fmt: skip
+    assert result.outcome is Outcome.LIMIT_REACHED
+    assert len(provider.requests) == sent
+    assert result.usage.iterations == sent
+    assert hooks.day.tokens == [1_000, 1_500][sent - 1], "every call made, charged"
+    again = await replay(result.trace)
+    assert again.outcome is Outcome.LIMIT_REACHED
+    assert first_difference(result.trace, again.trace) is None
+
+
+def test_a_charge_not_read_back_is_added_to_the_day_last_read() -> None:
+    meter = Meter(Limits(tokens_per_day=1_000), "ada", Usage())
+    reading = meter.reading()
+    reading.total = Day(900, 0.0)
+    meter.read(reading)
+    assert meter.reached() is None
+    meter.read(meter.charge(Usage(input_tokens=80, output_tokens=20, iterations=1)))
+    assert meter.reached() == "limits.tokens_per_day", "its own call counted before the next"

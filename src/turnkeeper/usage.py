@@ -350,9 +350,13 @@ class Meter:
         return Charge(self.subject, today(), 0, 0.0)
 
     def read(self, charge: Charge) -> None:
-        """Keep the day's totals a write read back."""
+        """Keep the day's totals a write read back; a charge not read back (the usage
+        recorded before tools or a compaction's next call) is added to those last read,
+        so the check before the next call counts what this turn billed since."""
         if charge.total is not None:
             self.day = charge.total
+        elif self.day is not None:
+            self.day = Day(self.day.tokens + charge.tokens, self.day.cost_usd + charge.cost_usd)
 
     def reached(self) -> str | None:
         """The key of the day's limit used up, as the last write read the ledger; None to go on."""

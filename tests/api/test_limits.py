@@ -223,3 +223,42 @@ async def test_concurrent_questions_of_one_user_are_counted_one_at_a_time(store:
     statuses = sorted(a.status_code for a in answers)
     assert statuses == [202] * 3 + [429] * 7
     assert len(held.turn_ids) == 3
+
+
+@pytest.mark.parametrize(
+    ("tokens_per_day", "sent"),
+    [(1_000, 2), (1_500, 3)],
+    ids=["spent-by-the-cut-reply", "spent-by-the-summary"],
+)
+async def test_compactions_calls_are_each_checked_against_the_day(
+    store: Store, model: FakeModelServer, tokens_per_day: int, sent: int
+) -> None:
+    """A reply cut by the context window (1,000 tokens billed) is compacted and its request
+    sent once more: two more calls, a summary (500 tokens) and the request. Each is made
+    only if the day has room after everything the turn billed before it; the turn that
+    cannot go on ends `limit_reached`, with every call it made counted."""
+    limits = Limits(tokens_per_day=tokens_per_day)
+    cut = scripts.body([], "model_context_window_exceeded", usage=scripts.usage(900, 100))
+    model.script = [
+        scripts.answer("first", usage=scripts.usage(10, 5)),
+        cut,
+        scripts.answer("A summary.", usage=scripts.usage(400, 100)),
+        scripts.answer("never sent"),
+    ]
+    queue = LocalQueue(TurnJob(store, HttpModel(model.url), limits=limits))
+    app = create_app(store, queue, authenticate=by_header, limits=limits)
+    async with client_for(app) as client:
+        _, conversation_id = await ask(client, ADA)
+        await queue.join()
+        asked = await client.post(
+            f"/api/conversations/{conversation_id}/turns", json={"text": "and now?"}, headers=ADA
+        )
+        await queue.join()
+        state = (await client.get(f"/api/turns/{asked.json()['turn_id']}", headers=ADA)).json()
+        usage = (await client.get("/api/usage", headers=ADA)).json()
+    assert len(model.requests) == sent, "no call was made once the day was used up"
+    assert (state["status"], state["done"]) == ("limit_reached", True)
+    assert state["messages"][-1]["key"] == "notices.limit_reached"
+    billed = [15, 1_000, 500][:sent]
+    assert state["usage"]["iterations"] == sent - 1
+    assert usage["tokens_per_day"]["used"] == sum(billed), "every call made is on the ledger"

@@ -11,6 +11,12 @@ the new record into the turn's next write.
 reply that stopped on `model_context_window_exceeded` is compacted harder and the same
 call is sent once more: a new request inside the turn, not a retried turn. Refused
 again, the refusal ends the turn `context_exceeded`.
+
+The calls compaction makes are model calls like the loop's: each summary call is made
+only while the day's limit has room (`hooks.limit_reached()`), its usage recorded at
+once (a billed cut reply's too, before its compaction), so the check before the next
+one counts it; compaction done, the call it was for is checked again. A limit used up
+meanwhile raises `LimitReached`, and the loop ends the turn `limit_reached`.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from .call_log import CallLog
 from .clock import TurnClock
 from .compaction import DEFAULT, Compaction
 from .events import Emitter
+from .hooks import Hooks
 from .model_call import CallRoom, Priced
 
 __all__ = ["DEFAULT", "Compaction"]  # the loop's names of compaction's settings, from here
@@ -51,10 +58,20 @@ class Compacting(Protocol):
     clock: TurnClock
     activity: str | None
     events: Emitter
+    hooks: Hooks
 
     async def iteration_done(self) -> None:
         """Publish the state and write what changed (the new record with it)."""
         ...
+
+
+class LimitReached(Exception):
+    """The day's limit (`key`) was used up while compacting: the call compaction was for
+    is not made."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"{key} is used up")
+        self.key = key
 
 
 async def _compacted_first(turn: Compacting, timeout: float) -> float:
@@ -71,9 +88,11 @@ async def _compacted_first(turn: Compacting, timeout: float) -> float:
 
 
 async def compact(turn: Compacting, *, forced: bool = False) -> bool:
-    """Compact the turn's next request; whether anything was (then the turn is told)."""
+    """Compact the turn's next request; whether anything was (then the turn is told).
+    `LimitReached` if the day's limit is used up for the call it was compacted for."""
     shrunk = await turn.room.window.compact(turn.history, partial(_summary, turn), forced=forced)
     if shrunk is None:
+        _paid_for(turn)
         return False
     turn.log.compacted(str(shrunk))
     told = getattr(turn.room.watch, "compacted", None)  # a watch written before it has none
@@ -83,15 +102,25 @@ async def compact(turn: Compacting, *, forced: bool = False) -> bool:
         turn.activity = COMPACTED
         turn.events.emit(EventType.ACTIVITY, {"key": COMPACTED})
     await turn.iteration_done()
+    _paid_for(turn)
     return True
 
 
+def _paid_for(turn: Compacting) -> None:
+    """Before the call compaction was made for: the day's limit, as the turn's last write
+    read the day, with what the turn recorded since."""
+    key = turn.hooks.limit_reached()
+    if key is not None:
+        raise LimitReached(key)
+
+
 async def _summary(turn: Compacting, asked: str) -> str | None:
-    """One model call for a summary; None when no time is left for it, it failed (the call
-    that follows is sent without it: refused, it ends the turn), a stop aborted it (the
-    next call sees the stop), or it came back empty."""
+    """One model call for a summary; None when no time is left for it, the day's limit is
+    used up (what was summarised is kept; the call it was for is not made), it failed
+    (the call that follows is sent without it: refused, it ends the turn), a stop
+    aborted it (the next call sees the stop), or it came back empty."""
     timeout = turn.budget.timeout_for_call(turn.deadline - turn.clock.now())
-    if timeout is None:
+    if timeout is None or turn.hooks.limit_reached() is not None:
         return None
     settings = turn.room.window.settings
     via = summariser(turn.provider, None if settings is None else settings.model)
@@ -101,10 +130,16 @@ async def _summary(turn: Compacting, asked: str) -> str | None:
         return None
     if called is None:
         return None
-    turn.usage.add(called.usage)
-    turn.room.window.calls += 1
+    _billed(turn, called)
+    await turn.hooks.record_usage(turn.usage)
     turn.log.decided("compaction", COMPACTED)
     return called.reply.text.strip() or None
+
+
+def _billed(turn: Compacting, called: Priced) -> None:
+    """A call that is not one of the loop's iterations, counted in the turn's usage."""
+    turn.usage.add(called.usage)
+    turn.room.window.calls += 1
 
 
 def served(provider: Provider, settings: Compaction | None) -> Provider:
@@ -160,8 +195,12 @@ async def sent(
         return None
     if called.reply.stop is Stop.CONTEXT_EXCEEDED and window.on:
         turn.log.decided("compaction", None)
+        _billed(turn, called)  # and recorded, so that compaction's calls are checked with it
+        await turn.hooks.record_usage(turn.usage)
+        counted = Priced(called.reply, Usage())  # the loop adds nothing more for it
         if await compact(turn, forced=True):
-            return await _again(turn, tools, on_text, _Again(None, called))
+            return await _again(turn, tools, on_text, _Again(None, counted))
+        return counted
     if trigger:  # the estimate it makes is only ever read against a trigger
         window.seen(called.usage, len(turn.history) + called.reply.keep)
     return called
@@ -178,9 +217,6 @@ async def _again(
     left = turn.budget.timeout_for_call(turn.deadline - turn.clock.now())
     if left is None:
         return again.give_up()
-    if again.called is not None:  # billed, not an iteration: the loop never sees it
-        turn.usage.add(again.called.usage)
-        turn.room.window.calls += 1
     request = turn.room.window.request(turn.history)
     called = await turn.room.call(request, tools, left, on_text)
     if called is not None:
@@ -194,6 +230,7 @@ class _Again:
     def __init__(self, refused: ContextTooLong | None, called: Priced | None) -> None:
         self.refused = refused
         self.called = called
+        """The cut reply, its usage already the turn's (`_billed`)."""
 
     def give_up(self) -> Priced | None:
         """No time is left to send it again: the refusal stands."""

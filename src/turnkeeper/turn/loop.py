@@ -231,6 +231,9 @@ class _Turn:
         except ProviderError as error:
             self.end(Outcome(error.outcome), str(error), key=error.notice, details=error.describe())
             return None
+        except compacting.LimitReached as reached:  # used up by compaction's own calls
+            self.end(Outcome.LIMIT_REACHED, str(reached))
+            return None
         if called is None:  # a stop aborted the call: nothing to append, no usage to count
             self.end(Outcome.STOPPED)
             return None
@@ -346,8 +349,7 @@ class _Turn:
         return self.ending
 
     def report(self, event: str, message: str, level: int, **about: Any) -> None:
-        """Through the hooks, with the turn's ids, usage and elapsed time; `about` holds the
-        report's `stop_reason` and `details`, when it has them."""
+        """Through the hooks, with the turn's ids, usage and time (`about`: its extra fields)."""
         self.hooks.report(
             Report(
                 turn_id=self.state.turn_id,

@@ -101,8 +101,8 @@ class ReplayHooks(LocalHooks):
     """Says stop at the same check the recorded turn saw its cancel flag, and during the
     call a stop aborted (`stop()`, from the `ReplayProvider`); says a day's limit is used
     up at the check after the last recorded call of a turn that ended `limit_reached`
-    (once `calls_left()` says none is left: a check is made before a loop's call, not
-    before a summary's or a refused call's second sending)."""
+    (once `calls_left()` says none is left: a check is made before every call, the loop's
+    and compaction's alike)."""
 
     def __init__(self, stopped_at_check: int | None, limited: bool = False) -> None:
         super().__init__(reporter=_quiet)
