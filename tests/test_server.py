@@ -185,8 +185,10 @@ async def test_serve_no_worker_and_a_worker_process_on_postgresql(
 
 
 def test_no_worker_needs_postgresql(tmp_path: Path) -> None:
+    """(A free port: with the default one taken, `serve` would say that first.)"""
+    port = str(free_port())
     result = subprocess.run(
-        [sys.executable, "-m", "turnkeeper", "serve", "--no-worker"],
+        [sys.executable, "-m", "turnkeeper", "serve", "--no-worker", "--port", port],
         capture_output=True,
         text=True,
         cwd=tmp_path,
