@@ -208,25 +208,35 @@ def today(now: datetime | None = None) -> str:
     if now is not None:
         return now.astimezone(UTC).date().isoformat()
     clock = time.time()
-    if not _DAY.starts <= clock < _DAY.ends:
-        _DAY.turn(clock)
-    return _DAY.name
+    day = _DAY.day
+    if not day.starts <= clock < day.ends:
+        _DAY.day = day = _DayOf.at(clock)
+    return day.name
+
+
+@dataclass(frozen=True, slots=True)
+class _DayOf:
+    """One UTC day: its name, and the times it starts and ends (seconds since the epoch)."""
+
+    name: str
+    starts: float
+    ends: float
+
+    @classmethod
+    def at(cls, clock: float) -> _DayOf:
+        date = datetime.fromtimestamp(clock, UTC).date()
+        starts = datetime.combine(date, datetime.min.time(), UTC)
+        return cls(date.isoformat(), starts.timestamp(), (starts + timedelta(days=1)).timestamp())
 
 
 class _Today:
-    """The UTC day the clock is in, and the times it starts and ends (seconds since the
-    epoch), kept by `today()`."""
+    """The day the clock was last in, kept by `today()`: one value, replaced whole, so a
+    thread reading it while another turns it at midnight reads one day or the other."""
 
-    __slots__ = ("ends", "name", "starts")
+    __slots__ = ("day",)
 
     def __init__(self) -> None:
-        self.name, self.starts, self.ends = "", 0.0, 0.0
-
-    def turn(self, clock: float) -> None:
-        date = datetime.fromtimestamp(clock, UTC).date()
-        starts = datetime.combine(date, datetime.min.time(), UTC)
-        self.name, self.starts = date.isoformat(), starts.timestamp()
-        self.ends = (starts + timedelta(days=1)).timestamp()
+        self.day = _DayOf("", 0.0, 0.0)
 
 
 _DAY = _Today()
