@@ -1,12 +1,14 @@
 """A conversation deleted through one app, asked of another over the same store: two
 `serve` processes on one database (two stores on one URL), or two apps on one store
-(one mounted twice). The other app remembered the conversation's owners; a deleted
+(one mounted twice), or by `turnkeeper conversations delete` in a process of its own
+while an app serves the database. The other app remembered the conversation's owners; a deleted
 conversation must still be a `404` on every route there, exactly as in the app that
 deleted it, and nothing may be created for it: no turn queued, none run, no `500`."""
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -148,6 +150,59 @@ async def test_a_conversation_deleted_elsewhere_is_404_on_every_route(
     assert await a.store.counts() == counts, "no turn row made for it"
     assert await a.store.open_turn(conversation_id) is None
     assert await a.store.guard(conversation_id) is None
+
+
+async def test_a_conversation_deleted_by_the_command_line_is_404_in_a_serving_app(
+    store: Store, store_url: str
+) -> None:
+    """`turnkeeper conversations delete`, run as its own process on the database an app
+    serves: the app, which remembered the conversation and polled its turn, answers it
+    as an unknown id, and the AG-UI thread of the same id starts anew, empty."""
+    held = HeldQueue()
+    app = create_app(store, held)
+    async with client_for(app) as client:
+        b = Side(client, store, app, held)
+        conversation_id, turn_id, auth = await remembered(b)
+        path, turn = f"/api/conversations/{conversation_id}", f"/api/turns/{turn_id}"
+        deleting = await asyncio.create_subprocess_exec(
+            *[sys.executable, "-m", "turnkeeper", "conversations", "delete", conversation_id],
+            *["--database", store_url],
+            stdout=asyncio.subprocess.PIPE,
+        )
+        out, _ = await deleting.communicate()
+        assert (deleting.returncode, out.decode()) == (
+            0,
+            f"deleted conversation {conversation_id}\n",
+        )
+
+        answers = {
+            "poll": await client.get(turn, headers=auth),
+            "poll after": await client.get(turn, params={"after": 99}, headers=auth),
+            "cancel": await client.post(f"{turn}/cancel", headers=auth),
+            "feedback": await client.post(f"{turn}/feedback", json={"rating": "up"}, headers=auth),
+        }
+        assert {n: said(r) for n, r in answers.items()} == dict.fromkeys(
+            answers, (404, {"error": NO_TURN})
+        )
+        answers = {
+            "transcript": await client.get(path, headers=auth),
+            "new turn": await client.post(f"{path}/turns", json={"text": "again"}, headers=auth),
+            "rename": await client.patch(path, json={"title": "mine"}, headers=auth),
+        }
+        assert {n: said(r) for n, r in answers.items()} == dict.fromkeys(
+            answers, (404, {"error": NO_CONVERSATION})
+        )
+        question = {"id": "q", "role": "user", "content": "hi"}
+        run = {"threadId": conversation_id, "runId": "r", "messages": [question]}
+        app.state.streams.close()  # the run's stream ends at once (its turn is held)
+        again = await client.post("/api/ag-ui", json=run, headers=auth)
+        assert again.status_code == 200, again.text
+        new = {"authorization": f"Bearer {again.headers['x-turnkeeper-token']}"}
+        assert new != auth, "a new conversation under the id, with a new token"
+        assert [m["text"] for m in (await client.get(path, headers=new)).json()["messages"]] == [
+            "hi"
+        ]
+    assert held.turn_ids == [turn_id, again.headers["x-turnkeeper-turn"]]
 
 
 async def test_the_protocols_find_a_conversation_deleted_elsewhere_unknown(
