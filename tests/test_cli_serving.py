@@ -59,6 +59,16 @@ def test_a_bad_port_is_an_argument_error(value: str) -> None:
     assert exited.value.code == 2
 
 
+@pytest.mark.parametrize("value", ["0", "-5", "1.5", "long"])
+def test_a_keep_alive_that_is_not_a_whole_number_of_seconds_is_an_argument_error(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--keep-alive", value])
+    assert exited.value.code == 2
+    assert "--keep-alive" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("command", ["serve", "worker"])
 @pytest.mark.parametrize(
     ("url", "cause"),

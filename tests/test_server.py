@@ -166,6 +166,33 @@ async def test_serve_keeps_an_idle_connection_open_past_common_clients_idle_time
     assert second == first, "serve closed the idle connection: the request went over a new one"
 
 
+async def test_serve_keep_alive_sets_how_long_an_idle_connection_stays_open(
+    tmp_path: Path,
+) -> None:
+    """Behind a proxy whose own idle timeout is longer than 120 s, `--keep-alive` outlasts it;
+    here, shorter: `serve` closes a connection idle for 1 s, not before."""
+    port = free_port()
+    log = tmp_path / "serve.log"
+    database = f"sqlite:///{tmp_path / 'tk.db'}"
+    serve = ("serve", "--database", database, "--port", str(port), "--keep-alive", "1")
+
+    def idle_until_closed() -> float:
+        """Seconds from the end of an answer until `serve` closes its connection."""
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(b"GET /api/conversations/none HTTP/1.1\r\nHost: x\r\n\r\n")
+            head = s.recv(65536)
+            answered = time.monotonic()
+            assert head.startswith(b"HTTP/1.1 "), head
+            while s.recv(65536):
+                answered = time.monotonic()
+            return time.monotonic() - answered
+
+    with turnkeeper(*serve, log=log) as server:
+        await until_up(f"http://127.0.0.1:{port}", server, log)
+        idle = await asyncio.to_thread(idle_until_closed)
+    assert 0.8 <= idle < 5, f"closed after {idle:.2f} s idle"
+
+
 async def test_serve_no_worker_and_a_worker_process_on_postgresql(
     postgres_database: str, tmp_path: Path
 ) -> None:

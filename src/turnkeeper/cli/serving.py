@@ -74,6 +74,14 @@ def _add_serving_commands(commands: Any) -> None:
         metavar="ORIGIN",
         help="let pages of this origin frame the chat (repeatable; default: only its own)",
     )
+    serve.add_argument(
+        "--keep-alive",
+        type=positive_int,
+        default=120,
+        metavar="SECONDS",
+        help="seconds an idle connection is kept open: longer than the idle timeout of any "
+        "load balancer or proxy in front (default 120)",
+    )
     _metrics_options(serve)
     serve.add_argument(
         "--public-metrics",
@@ -204,6 +212,7 @@ def _settings(args: argparse.Namespace) -> Any:
         cors_origins=tuple(getattr(args, "cors_origin", ())),
         frame_ancestors=tuple(getattr(args, "frame_ancestors", ())),
         public_metrics=getattr(args, "public_metrics", False),
+        keep_alive=getattr(args, "keep_alive", 120),
     )
 
 

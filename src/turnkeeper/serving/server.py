@@ -52,14 +52,12 @@ logger = logging.getLogger("turnkeeper.server")
 
 DEFAULT_GRACE = 10.0
 KEEP_ALIVE = 120
-"""Seconds `serve` keeps an idle connection open (uvicorn's default: 5), longer than clients'
-and proxies' own idle timeouts (60 s, 90 s), so the close is theirs (docs/design.md §9)."""
+"""`--keep-alive`'s default (uvicorn's: 5 s), past most proxies' idle timeouts (design §9)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """How `serve` and `worker` run: the database, the address, the queue, the lease, logging,
-    the grace period on shutdown, the app."""
+    """How `serve` and `worker` run: database, address, queue, lease, logs, grace, the app."""
 
     database: str = DEFAULT_URL
     host: str = "127.0.0.1"
@@ -86,6 +84,8 @@ class Settings:
     """Origins whose pages may call the API (`serve --cors-origin`); none by default."""
     frame_ancestors: tuple[str, ...] = ()
     """Origins whose pages may frame the chat (`serve --frame-ancestors`), besides its own."""
+    keep_alive: int = KEEP_ALIVE
+    """Seconds `serve` keeps an idle connection open (`--keep-alive`): past a proxy's own."""
 
     @property
     def sweep_interval(self) -> float:
@@ -136,7 +136,7 @@ async def serve(settings: Settings, assistant: Assistant, provider: Provider) ->
             port=settings.port,
             lifespan="off",
             log_config=None,
-            timeout_keep_alive=KEEP_ALIVE,
+            timeout_keep_alive=settings.keep_alive,
         )
         server = _GracefulServer(config, service.queue, settings.grace, app.state.streams.close)
         announce(banner("serve", settings, assistant, provider), settings.log_format)
