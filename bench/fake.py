@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 TOOL_NAME = "lookup"
 TOOL_DESCRIPTION = "Look a key up."
@@ -83,7 +83,13 @@ def step_of(history_length: int) -> int:
     return (history_length - 1) // 2
 
 
-def tool(spec: Spec) -> Callable[[str], Awaitable[str]]:
+class Lookup(Protocol):
+    """The trivial tool's type: an async function of one string, `key`, by name or position."""
+
+    def __call__(self, key: str) -> Coroutine[Any, Any, str]: ...
+
+
+def tool(spec: Spec) -> Lookup:
     """The trivial tool: an async function of one string returning `spec.payload` characters."""
     result = "x" * spec.payload
 
