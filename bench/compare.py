@@ -77,7 +77,10 @@ def progress(line: str) -> None:
 
 
 def row(
-    title: str, answers: dict[str, list], key: str, now_before: tuple[str, str] = ("now", "before")
+    title: str,
+    answers: dict[str, list[dict[str, Any]]],
+    key: str,
+    now_before: tuple[str, str] = ("now", "before"),
 ) -> str:
     """One table row: each side's median, and the median ratio now ÷ before with its IQR."""
     now = [float(a[key]) for a in answers[now_before[0]]]
@@ -89,7 +92,7 @@ def row(
     )
 
 
-def measure_a(before: Path, rounds: int, seconds: float) -> dict[str, list]:
+def measure_a(before: Path, rounds: int, seconds: float) -> dict[str, list[dict[str, Any]]]:
     processes = {"now": start(ROOT), "before": start(before)}
     try:
         sides = {
@@ -110,7 +113,7 @@ def fresh_b(root: Path, k: int) -> dict[str, Any]:
         process.close()
 
 
-def measure_b(before: Path, rounds: int, k: int) -> dict[str, list]:
+def measure_b(before: Path, rounds: int, k: int) -> dict[str, list[dict[str, Any]]]:
     sides = {"now": lambda: fresh_b(ROOT, k), "before": lambda: fresh_b(before, k)}
     return interleaved(rounds, sides, progress)
 

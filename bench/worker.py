@@ -16,14 +16,14 @@ import os
 import sys
 import traceback
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from types import ModuleType
 from typing import Any, TextIO
 
 from . import fake
 from .contenders import load
 
-Job = Callable[..., Awaitable[dict[str, Any]]]
+Job = Callable[..., Coroutine[Any, Any, dict[str, Any]]]
 
 
 class Worker:
@@ -71,7 +71,7 @@ def serve(name: str) -> None:
         for line in sys.stdin:
             request = json.loads(line)
             try:
-                result = runner.run(job(request["run"])(worker, **request["args"]))
+                result: dict[str, Any] = runner.run(job(request["run"])(worker, **request["args"]))
             except Exception as e:
                 traceback.print_exc()
                 result = {"error": f"{type(e).__name__}: {e}"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -13,6 +13,9 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import StructuredTool
 
 from .. import fake
+
+if TYPE_CHECKING:  # only the annotation: the module is imported when langgraph needs it
+    from langchain_core.runnables import RunnableConfig
 
 
 def message(body: dict[str, Any]) -> AIMessage:
@@ -64,7 +67,7 @@ def make(spec: fake.Spec) -> fake.Turn:
 
         tool = StructuredTool.from_function(coroutine=fake.tool(spec), name=fake.TOOL_NAME)
         graph = create_react_agent(FakeChat(spec=spec, bodies=fake.script(spec)), [tool])
-    config = {"recursion_limit": 2 * spec.calls + 10}
+    config: RunnableConfig = {"recursion_limit": 2 * spec.calls + 10}
 
     async def turn() -> str:
         state = await graph.ainvoke({"messages": [("user", "go")]}, config=config)

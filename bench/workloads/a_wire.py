@@ -8,7 +8,7 @@ request serialisation, the HTTP client and response parsing.
 from __future__ import annotations
 
 from .. import fake
-from ..method import median
+from ..method import Rounds, median
 from ..report import Context, Headline, Section, number, table, verdict
 from . import a_loop
 
@@ -19,7 +19,7 @@ CONTENDERS = [a_loop.BASE, "turnkeeper", OURS, RUNNER]
 TARGET = 0.5
 
 
-def headline(n: int, result: a_loop.Rounds, pending: dict[str, str]) -> Headline:
+def headline(n: int, result: Rounds, pending: dict[str, str]) -> Headline:
     where, measure = f"A-wire, N = {n}", "turnkeeper adapter ÷ anthropic tool runner"
     missing = pending.get(OURS) or pending.get(RUNNER)
     if missing:

@@ -76,7 +76,7 @@ async def batch(
     job meters every turn, and the ledger must come out holding every user's tokens.
     """
     assert users or not limits, "limits count per user: give every turn one"
-    spec = fake.Spec(**{"rounds": SPEC.rounds, "payload": SPEC.payload, "delay": SPEC.delay})
+    spec = fake.Spec(rounds=SPEC.rounds, payload=SPEC.payload, delay=SPEC.delay)
     budget = Budget(max_iterations=spec.calls, deadline=3600.0, call_timeout=600.0)
     setting = LIMITS if limits else None
     warm_users, batch_users = ("warm", "user") if users else (None, None)

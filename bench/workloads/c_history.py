@@ -39,11 +39,13 @@ def first(answer: dict[str, Any]) -> float:
     """The typical iteration of the first `WINDOW`: their median, so that one stall that
     has nothing to do with the history's length (a WAL checkpoint's fsync, a full
     collection) does not decide which window looks dearer."""
-    return statistics.median(answer["us"][:WINDOW])
+    us: list[float] = answer["us"]
+    return statistics.median(us[:WINDOW])
 
 
 def last(answer: dict[str, Any]) -> float:
-    return statistics.median(answer["us"][-WINDOW:])
+    us: list[float] = answer["us"]
+    return statistics.median(us[-WINDOW:])
 
 
 def growth(answer: dict[str, Any]) -> float:

@@ -29,7 +29,7 @@ TITLE = "D. Idle polling"
 CLIENTS = 200
 TARGET = 0.60
 VERSION = 3
-SERVER = {"host": "127.0.0.1", "loop": "asyncio", "http": "h11", "workers": 1}
+SERVER: dict[str, Any] = {"host": "127.0.0.1", "loop": "asyncio", "http": "h11", "workers": 1}
 """The uvicorn settings both servers run under."""
 
 

@@ -112,7 +112,7 @@ def headline(iterations: int, results: dict[tuple[str, str], Measured | str]) ->
     ours = results[OURS]
     if isinstance(ours, str):
         return Headline(where, measure, f"≤ {TARGET}", "", ours)
-    peers = [p if isinstance(p, str) else f"{p.ratio(0):.3f}" for p in map(results.get, PEERS)]
+    peers = [p if isinstance(p, str) else f"{p.ratio(0):.3f}" for p in (results[k] for k in PEERS)]
     result = f"{ours.ratio(0):.3f} ({'; '.join(str(p) for p in peers)})"
     return Headline(where, measure, f"≤ {TARGET}", result, verdict(ours.ratio(0) <= TARGET))
 
