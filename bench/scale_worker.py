@@ -26,7 +26,7 @@ from turnkeeper.service.worker import run_worker  # noqa: F401 - imported before
 from turnkeeper.serving.server import Settings, work
 from turnkeeper.wire import Message, Reply, ToolSpec
 
-from .contenders.turnkeeper_loop import FakeProvider, toolset
+from .contenders.turnkeeper_loop import FakeProvider, as_provider, toolset
 from .workloads.b_concurrency import SPEC
 
 
@@ -46,7 +46,7 @@ class CountingProvider(FakeProvider):
 def main(url: str, concurrency: int) -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     settings = Settings(database=url, concurrency=concurrency)
-    provider = CountingProvider(SPEC)
+    provider = as_provider(CountingProvider(SPEC))
     assistant = Assistant(tools=[toolset(SPEC)])
     gc_policy.apply()
     print(f"ready {time.process_time()}", flush=True)

@@ -19,7 +19,7 @@ from turnkeeper.service.job import TurnJob
 from turnkeeper.store import Store, new_token, open_store
 
 from .. import fake
-from .turnkeeper_loop import FakeProvider, quiet, toolset
+from .turnkeeper_loop import FakeProvider, as_provider, quiet, toolset
 
 URLS = {"sqlite": "TURNKEEPER_BENCH_SQLITE_URL", "postgres": "TURNKEEPER_BENCH_POSTGRES_URL"}
 
@@ -39,7 +39,7 @@ def make(spec: fake.Spec, kind: str = "sqlite") -> fake.Turn:
         if "job" not in opened:
             store: Store = await open_store(store_url(kind))
             opened["job"] = TurnJob(
-                store, FakeProvider(spec), toolset(spec), budget, reporter=quiet
+                store, as_provider(FakeProvider(spec)), toolset(spec), budget, reporter=quiet
             )
         found: TurnJob = opened["job"]
         return found

@@ -20,7 +20,7 @@ from turnkeeper.store.sqlite import SqliteStore
 from turnkeeper.usage import Usage, billed
 
 from .. import fake
-from ..contenders.turnkeeper_loop import FakeProvider, quiet, toolset
+from ..contenders.turnkeeper_loop import FakeProvider, as_provider, quiet, toolset
 from ..method import WorkerFailed, fresh, interleaved, median, spread
 from ..report import Context, Headline, Section, number, table, verdict
 from ..worker import Worker
@@ -84,7 +84,12 @@ async def batch(
         store = SqliteStore(f"{folder}/bench.db")
         await store.migrate()
         job = TurnJob(
-            store, FakeProvider(spec), toolset(spec), budget, reporter=quiet, limits=setting
+            store,
+            as_provider(FakeProvider(spec)),
+            toolset(spec),
+            budget,
+            reporter=quiet,
+            limits=setting,
         )
         queue = LocalQueue(job, concurrency=k)
         try:
