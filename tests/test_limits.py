@@ -35,6 +35,7 @@ from turnkeeper.usage import (
     spent,
     until_midnight,
 )
+from turnkeeper.wire import Message
 
 
 @pytest.mark.parametrize(
@@ -208,7 +209,7 @@ async def test_a_turn_stopped_by_its_compactions_calls_replays_to_the_same_end(
     cut = scripts.body([], "model_context_window_exceeded", usage=scripts.usage(900, 100))
     summary = scripts.answer("A summary.", usage=scripts.usage(400, 100))
     provider = ScriptedProvider([cut, summary, scripts.answer("never sent")])
-    history = [
+    history: list[Message] = [
         {"role": "user", "content": "an earlier question"},
         {"role": "assistant", "content": [scripts.text("an earlier answer")]},
     ]
