@@ -30,6 +30,7 @@ from turnkeeper.usage import (
     Ledger,
     Meter,
     Usage,
+    billed,
     limits_for,
     refused,
     spent,
@@ -99,6 +100,8 @@ def test_a_meter_charges_what_was_billed_since_its_last_charge() -> None:
     assert (again.tokens, again.cost_usd, again.adds) == (0, 0.0, False), "nothing new: a read"
     assert not meter.reading().adds
     assert meter.reached() is None, "nothing read back yet"
+    cached = Usage(2, 400, 60, cache_creation_input_tokens=7, cache_read_input_tokens=11)
+    assert meter.charge(cached).tokens == billed(cached) - 450 == 28, "as billed, cache too"
     again.total = Day(1000, 0.5)
     meter.read(again)
     assert meter.reached() == "limits.tokens_per_day"

@@ -340,13 +340,14 @@ process, the order rotating from round to round; each ratio is the median of
 the per-round ratios against the first unset batch. The control's ratio (none
 ÷ none) is how far this machine reads one setting from itself: a "set ÷
 none" inside its spread could not be told from nothing. With limits
-the door's check (the day's row touched, the user's turns of the last minute
+the door's check (the user's day read, the user's turns of the last minute
 counted) runs in each `create_turn`'s transaction, timed apart as "CPU µs /
 turn queued" (outside the batch's clock), and the job meters every turn:
-each usage record and the final write add what the calls billed to the
-user's `usage_days` row (one more statement each), the `running` publish and
-each checkpoint read the day's totals inside their own statement, and the
-check before every model call answers from them (docs/design.md §13). Each
-limited batch asserts that the ledger holds one row per user with exactly the
-tokens the turns' usage says they billed (none without limits).
+each write carries what the calls billed since the last, which the database
+thread adds to the days it keeps and answers with the day's totals, and
+writes to `usage_days` just before the transaction commits, one upsert per
+user touched (`store/days.py`); the check before every model call answers
+from the totals the last write read (docs/design.md §13). Each limited batch
+asserts that the ledger holds one row per user with exactly the tokens the
+turns' usage says they billed (none without limits).
 """

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import ConfigError
 
@@ -249,9 +249,9 @@ def until_midnight(now: datetime | None = None) -> int:
     return max(1, math.ceil((midnight - now).total_seconds()))
 
 
-@dataclass(frozen=True, slots=True)
-class Day:
-    """A subject's ledger for one UTC day: the tokens and dollars billed."""
+class Day(NamedTuple):
+    """A subject's ledger for one UTC day: the tokens and dollars billed. (A named tuple:
+    the database thread makes one for every charge that adds.)"""
 
     tokens: int = 0
     cost_usd: float = 0.0
@@ -339,6 +339,8 @@ class Meter:
     """A running turn's share of the ledger, kept by its hooks: what its writes charge
     (the usage billed since the last charge) and the day's totals they read back."""
 
+    __slots__ = ("cost_usd", "day", "limits", "subject", "tokens")
+
     def __init__(self, limits: Limits, user: str | None, usage: Usage) -> None:
         self.limits = limits
         self.subject = subject(user)
@@ -350,8 +352,16 @@ class Meter:
     def charge(self, usage: Usage) -> Charge:
         """What `usage` (the turn's sums) adds since the last charge; nothing added, the
         charge only reads the day's totals."""
-        tokens, cost = billed(usage), usage.cost_usd or 0.0
-        added = Charge(self.subject, today(), tokens - self.tokens, max(cost - self.cost_usd, 0.0))
+        # billed(usage), written out: every write of a metered turn asks
+        tokens = (
+            usage.input_tokens
+            + usage.cache_creation_input_tokens
+            + usage.cache_read_input_tokens
+            + usage.output_tokens
+        )
+        cost = usage.cost_usd or 0.0
+        more = cost - self.cost_usd
+        added = Charge(self.subject, today(), tokens - self.tokens, more if more > 0.0 else 0.0)
         self.tokens, self.cost_usd = tokens, cost
         return added
 

@@ -5,10 +5,14 @@ read counts one asker's turns of the last minute."""
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 import pytest
 from tests.store.test_contract import claimed_turn, running, write
 
 from turnkeeper.store import FenceLost, Store, new_token
+from turnkeeper.store.sqlite import SqliteStore
 from turnkeeper.usage import Charge, Day, Usage
 
 
@@ -26,7 +30,7 @@ async def test_every_write_charges_the_ledger_and_those_a_call_may_follow_read_t
     assert (await store.ledger("ada", "2026-12-02")).day == Day(), "and makes no row"
     used = charge(400, 0.0024)
     await store.record_usage(turn_id, fence, Usage(iterations=1, input_tokens=400), used)
-    assert used.total is None, "the usage record adds; the checkpoint after the tools reads"
+    assert_read_on_sqlite_only(store, used, 400)
     kept = await store.ledger("ada", "2026-12-02")
     assert (kept.day.tokens, round(kept.day.cost_usd, 6)) == (400, 0.0024)
     after_tools = charge(0)
@@ -39,7 +43,7 @@ async def test_every_write_charges_the_ledger_and_those_a_call_may_follow_read_t
     assert checkpointed.total.tokens == 700
     final = charge(100, 0.001)
     await store.finish(turn_id, fence, write([], running(5, done=True)), final)
-    assert final.total is None, "no call follows the final write"
+    assert_read_on_sqlite_only(store, final, 800)
     kept = await store.ledger("ada", "2026-12-02")
     assert (kept.day.tokens, round(kept.day.cost_usd, 6)) == (800, 0.0034)
     assert (await store.ledger("bob", "2026-12-02")).day == Day(), "bob's is his own"
@@ -47,6 +51,17 @@ async def test_every_write_charges_the_ledger_and_those_a_call_may_follow_read_t
     state = await store.state_after(turn_id, 0)
     assert state is not None
     assert state["version"] == 5, "the writes themselves went through"
+
+
+def assert_read_on_sqlite_only(store: Store, made: Charge, tokens: int) -> None:
+    """A write no call follows (the usage record: the checkpoint after the tools comes
+    first; the final write) reads nothing back on PostgreSQL, to spare its statement the
+    work; SQLite's database thread keeps the days, so every charge answers them at once."""
+    if isinstance(store, SqliteStore):
+        assert made.total is not None
+        assert made.total.tokens == tokens
+    else:
+        assert made.total is None
 
 
 async def test_a_refused_write_reads_nothing(store: Store) -> None:
@@ -80,3 +95,52 @@ async def test_the_door_counts_one_askers_turns_of_the_last_minute(store: Store)
     assert all(0 <= age < 60 for age in ada.recent)
     assert len((await store.ledger(None, "2026-12-02")).recent) == 1, "the unsigned ones"
     assert (await store.ledger("ada", "2026-12-02", window=0.0)).recent == ()
+
+
+async def test_sqlite_processes_on_one_file_each_see_the_others_charges(tmp_path: Path) -> None:
+    """Each SQLite store keeps the days it charged; another process's commit (here, another
+    store on the same file) makes it read them again."""
+    path = tmp_path / "shared.db"
+    first, second = SqliteStore(path), SqliteStore(path)
+    await first.migrate()
+    try:
+        _, one, one_fence = await claimed_turn(first)
+        _, two, two_fence = await claimed_turn(second)
+        await first.record_usage(one, one_fence, Usage(iterations=1), made := charge(400))
+        assert made.total == Day(400, 0.0)
+        await second.publish(two, two_fence, running(2), seen := charge(0))
+        assert seen.total == Day(400, 0.0), "the other process's charge, read"
+        await second.record_usage(two, two_fence, Usage(iterations=1), more := charge(300))
+        assert more.total == Day(700, 0.0)
+        await first.publish(one, one_fence, running(2), again := charge(0))
+        assert again.total == Day(700, 0.0), "what it kept was forgotten when the file moved"
+        assert (await first.ledger("ada", "2026-12-02")).day == Day(700, 0.0)
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_a_batch_rolled_back_charges_each_of_its_writes_once(tmp_path: Path) -> None:
+    """A refused write in a batch rolls the batch back and its writes are made again one
+    by one: the ones that stand charge the day once, the refused one not at all."""
+    store = SqliteStore(tmp_path / "batch.db")
+    await store.migrate()
+    try:
+        _, one, one_fence = await claimed_turn(store)
+        _, two, two_fence = await claimed_turn(store)
+        commits = store.commits.commits
+        made = charge(400)
+        answers = await asyncio.gather(
+            store.record_usage(one, one_fence, Usage(iterations=1), made),
+            store.publish(two, two_fence + 1, running(2), charge(300)),  # raises in the batch
+            return_exceptions=True,
+        )
+        assert answers[0] is None
+        assert isinstance(answers[1], FenceLost)
+        assert store.commits.commits == commits + 1, "the batch was rolled back"
+        assert made.total == Day(400, 0.0)
+        assert (await store.ledger("ada", "2026-12-02")).day == Day(400, 0.0)
+        await store.publish(two, two_fence, running(2), read := charge(0))
+        assert read.total == Day(400, 0.0), "and what the database thread keeps says so"
+    finally:
+        await store.close()

@@ -14,7 +14,9 @@ its calls run again, one transaction each, so each gets exactly its own
 result. A batch of reads only takes no write lock.
 
 A call is a program (`dialect.py`): on the database thread it is run to its end, each
-statement it yields executed on the connection and its result sent back.
+statement it yields executed on the connection and its result sent back; a charge on
+the ledger (`Charged`) is answered from the days this connection keeps (`days.py`),
+whose charges every transaction writes just before it commits.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .dialect import All, Exec, Many, One, Program, Statement
+from .days import Days
+from .dialect import All, Charged, Exec, Many, One, Program, Statement
 
 T = TypeVar("T")
 
@@ -51,6 +54,8 @@ class GroupCommit:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="turnkeeper-sqlite")
         self._queued: list[_Call] = []
         self._flusher: asyncio.Task[None] | None = None
+        self.days = Days()
+        """The ledger's days this connection charged (the database thread's only)."""
         self.commits = 0
         """Write transactions committed so far (batches and single calls)."""
         self.writes = 0
@@ -78,8 +83,8 @@ class GroupCommit:
 
         def run() -> T:
             db = self._database()
-            with transaction(db):
-                value: T = run_program(db, program)
+            with transaction(db, self.days):
+                value: T = run_program(db, program, self.days)
             return value
 
         return await asyncio.get_running_loop().run_in_executor(self._executor, run)
@@ -139,16 +144,19 @@ class GroupCommit:
             db.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as e:  # busy past the timeout: nobody's write can run now
             return [(False, e)] * len(batch)
+        days = self.days
         try:
-            results = [(True, run_program(db, c.work)) for c in batch]
+            results = [(True, run_program(db, c.work, days)) for c in batch]
         except Exception:
-            _roll_back(db)
+            _roll_back(db, days)
             return [self._one(db, c) for c in batch]
         try:
+            days.write(db)
             db.execute("COMMIT")
         except sqlite3.Error as e:
-            _roll_back(db)
+            _roll_back(db, days)
             return [(False, e)] * len(batch)
+        days.committed()
         self.commits += 1
         self.writes += sum(c.write for c in batch)
         return results
@@ -157,8 +165,8 @@ class GroupCommit:
         try:
             if not call.write:
                 return True, run_program(db, call.work)
-            with transaction(db):
-                result = run_program(db, call.work)
+            with transaction(db, self.days):
+                result = run_program(db, call.work, self.days)
             self.commits += 1
             self.writes += 1
             return True, result
@@ -166,44 +174,52 @@ class GroupCommit:
             return False, e
 
 
-def run_program(db: sqlite3.Connection, program: Program[T]) -> T:
-    """The program from its start, each statement it yields run on `db`; its value."""
+def run_program(db: sqlite3.Connection, program: Program[T], days: Days | None = None) -> T:
+    """The program from its start, each statement it yields run on `db` (a charge on
+    `days`: only inside a write transaction); its value."""
     if not callable(program):
-        return _execute(db, program)  # type: ignore[no-any-return]
+        return _execute(db, program, days)  # type: ignore[no-any-return]
     steps = program()
     try:
         statement = next(steps)
         while True:
-            statement = steps.send(_execute(db, statement))
+            statement = steps.send(_execute(db, statement, days))
     except StopIteration as done:
         value: T = done.value
         return value
 
 
-def _execute(db: sqlite3.Connection, statement: Statement) -> Any:
+def _execute(db: sqlite3.Connection, statement: Statement, days: Days | None) -> Any:
     if type(statement) is One:
         return db.execute(statement.sql, statement.params).fetchone()
     if type(statement) is All:
         return db.execute(statement.sql, statement.params).fetchall()
     if type(statement) is Exec:
         return db.execute(statement.sql, statement.params).rowcount
+    if type(statement) is Charged:
+        assert days is not None, "a charge is made inside a write transaction"
+        return days.charge(db, statement.charge)
     assert type(statement) is Many
     db.executemany(statement.sql, statement.rows)
     return None
 
 
-def _roll_back(db: sqlite3.Connection) -> None:
+def _roll_back(db: sqlite3.Connection, days: Days) -> None:
+    days.rolled_back()
     if db.in_transaction:
         db.execute("ROLLBACK")
 
 
 @contextmanager
-def transaction(db: sqlite3.Connection) -> Iterator[None]:
-    """`BEGIN IMMEDIATE` … `COMMIT`, rolled back if the block raises."""
+def transaction(db: sqlite3.Connection, days: Days) -> Iterator[None]:
+    """`BEGIN IMMEDIATE` … `COMMIT` (the charges of `days` written just before), rolled
+    back if the block or the commit raises."""
     db.execute("BEGIN IMMEDIATE")
     try:
         yield
+        days.write(db)
+        db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        _roll_back(db, days)
         raise
-    db.execute("COMMIT")
+    days.committed()

@@ -2,23 +2,27 @@
 
 One table, `usage_days(subject, day, tokens, cost_usd)`. A turn's writes charge it in
 their own transaction: a publish, a checkpoint and the final write through the fast write
-path (on PostgreSQL, a data-modifying CTE beside the `turnkeeper_write` call: still one
-statement), the usage recorded before tools run alike. The writes a model call may
-follow (a publish, a checkpoint) read the day's totals back (`Charge.total`) for the check
-before it; the usage record and the final write do not (a checkpoint always comes
-between the usage record and the next call). A charge that adds nothing (the `running`
-publish, the checkpoint after a tool round, whose call was charged before the tools ran)
-only reads them, inside the write's own statement (`READ_DAY`): no statement of its own,
-no row made or locked. Nothing is charged, and no statement added, when a write carries
-no `Charge` (an assistant without limits).
+path, the usage recorded before tools run alike. The writes a model call may follow (a
+publish, a checkpoint) read the day's totals back (`Charge.total`) for the check before
+it. Nothing is charged when a write carries no `Charge` (an assistant without limits).
+
+A program yields a charge as a statement of its own kind (`dialect.Charged`), and each
+executor makes it its own way:
+- SQLite's database thread keeps the days in memory under its write lock and writes a
+  transaction's charges just before it commits (`days.py`, with `ADD`): no statement
+  per charge, and the day is always read back;
+- on PostgreSQL a write's charge is a data-modifying CTE beside the `turnkeeper_write`
+  call (still one statement; the usage record: `RECORD_AND_ADD`), read back
+  (`RETURNING`) where a call may follow; a charge that adds nothing only reads the day,
+  inside the write's own statement (`READ_DAY`), making no row and taking no lock; the
+  door's `Charged` is the upsert (`CHARGE`), which holds the day's row lock to the commit.
 
 The door decides in the transaction that creates a turn (`admit()`, from
 `create_turn`); `GET /api/usage` and `turnkeeper usage` read the day and the subject's
 turns of the last minute (`ledger()`).
 
-The statements below are templates: `Statements` (statements.py) holds them with the
-store's other statements, compiled once per dialect; the SQLite and PostgreSQL write
-paths build their charged writes from `ADD`, `CHARGE` and `READ_DAY`.
+The statements below are templates: `Statements` (statements.py) holds those a store
+sends with the store's other statements, compiled once per dialect.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..usage import MINUTE, Charge, Day, Ledger, Limits, Usage, refused, subject, today
-from .dialect import All, Dialect, Exec, Executor, One, Steps
+from .dialect import All, Charged, Dialect, Exec, Executor, One, Steps
 from .refusals import OverLimit
 from .refusals import refused as fence_refused
 
@@ -91,8 +95,13 @@ def read_params(charge: Charge) -> tuple[Any, ...]:
 
 def charged(charge: Charge, row: Sequence[Any]) -> None:
     """Keep the day's totals a charge read back (`tokens, cost_usd`; NULLs: no row yet)."""
+    charge.total = day_of(row)
+
+
+def day_of(row: Sequence[Any]) -> Day:
+    """A day's totals as read (`tokens, cost_usd`; NULLs: no row yet)."""
     tokens, cost = row
-    charge.total = Day(int(tokens or 0), float(cost or 0.0))
+    return Day(int(tokens or 0), float(cost or 0.0))
 
 
 async def record_usage(
@@ -104,11 +113,22 @@ async def record_usage(
     usage: Usage,
     charge: Charge,
 ) -> None:
-    """The turn's usage so far and its charge, in one transaction (one statement on
-    PostgreSQL, and wherever the charge adds nothing); `FenceLost` if the fence is not the
-    turn's. A charge that adds is not read back: the checkpoint after the tools, always
-    written before the next call, reads the day."""
+    """The turn's usage so far and its charge, in one transaction; `FenceLost` if the fence
+    is not the turn's. On PostgreSQL one statement, and a charge that adds is not read
+    back (the checkpoint after the tools, always written before the next call, reads the
+    day); on SQLite the day is read back as it is charged, for nothing."""
     params = (dialect.jsonb(usage.as_dict()), turn_id, fence)
+    if not dialect.one_statement_write:  # SQLite: the day kept by the database thread
+
+        def recorded() -> Steps[int]:
+            changed: int = yield Exec(sql.record_usage, params)
+            if changed == 1:
+                charge.total = yield Charged(charge)
+            return changed
+
+        if await executor.write(recorded, turn=True) != 1:
+            raise fence_refused(turn_id, fence)
+        return
     if not charge.adds:
         statement = One(sql.record_and_read, (*params, *read_params(charge)))
         row: Any = await executor.write(statement, one=True, turn=True)
@@ -116,32 +136,23 @@ async def record_usage(
             raise fence_refused(turn_id, fence)
         charged(charge, row)
         return
-    if dialect.one_statement_write:
-        statement = One(sql.record_and_add, (*charge_params(charge), *params))
-        row = await executor.write(statement, one=True, turn=True)
-        if row[0] != 1:
-            raise fence_refused(turn_id, fence)
-        return
-
-    def steps() -> Steps[int]:
-        yield Exec(sql.ledger_add, charge_params(charge))
-        changed: int = yield Exec(sql.record_usage, params)
-        return changed
-
-    if await executor.write(steps, turn=True) != 1:
+    statement = One(sql.record_and_add, (*charge_params(charge), *params))
+    row = await executor.write(statement, one=True, turn=True)
+    if row[0] != 1:
         raise fence_refused(turn_id, fence)
 
 
 def admit(sql: Statements, user: str | None, limits: Limits) -> Steps[None]:
-    """The door, in the transaction that creates the turn: the day's row touched (a zero
-    charge: on PostgreSQL it holds the row's lock to the commit, so one asker's new turns
-    are counted one at a time), the asker's turns of the last minute counted; `OverLimit`
-    if the minute is full or the day used up, and nothing is created."""
+    """The door, in the transaction that creates the turn: the day read by a zero charge
+    (on PostgreSQL it makes the day's row and holds its lock to the commit, so one asker's
+    new turns are counted one at a time; on SQLite the write lock does), the asker's turns
+    of the last minute counted; `OverLimit` if the minute is full or the day used up, and
+    nothing is created."""
     now = datetime.now(UTC)
-    day = yield One(sql.ledger_charge, (subject(user), today(now), 0, 0.0))
+    day: Day = yield Charged(Charge(subject(user), today(now), 0, 0.0))
     recent, params = (sql.recent, (MINUTE,)) if user is None else (sql.recent_of, (user, MINUTE))
     ages = yield All(recent, params)
-    kept = Ledger(tuple(float(a) for (a,) in ages), Day(int(day[0]), float(day[1])))
+    kept = Ledger(tuple(float(a) for (a,) in ages), day)
     refusal = refused(limits, kept, now)
     if refusal is not None:
         raise OverLimit(*refusal)

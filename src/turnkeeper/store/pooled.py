@@ -21,7 +21,8 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from .dialect import All, Exec, Many, One, Program, Statement
+from . import ledger
+from .dialect import All, Charged, Exec, Many, One, Program, Statement
 from .pool import Backoff, Connection, Pool
 
 T = TypeVar("T")
@@ -118,7 +119,15 @@ async def _run_on(db: Connection, program: Program[T]) -> T:
         return value
 
 
+CHARGE = ledger.CHARGE.replace("?", "%s")
+
+
 async def _execute(db: Connection, statement: Statement) -> Any:
+    if isinstance(statement, Charged):  # the day's row upserted, locked to the commit
+        cursor = await db.execute(CHARGE, ledger.charge_params(statement.charge))
+        row = await cursor.fetchone()
+        assert row is not None, "an upsert returns its row"
+        return ledger.day_of(row)
     if isinstance(statement, Many):
         async with db.cursor() as cursor:
             await cursor.executemany(statement.sql, statement.rows)

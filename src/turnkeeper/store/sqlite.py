@@ -31,7 +31,7 @@ from . import base, compactions, ledger, owned
 from . import events as log
 from .controls import TITLES_AND_FEEDBACK
 from .data_version import SeenVersions
-from .dialect import Dialect, Exec, Many, One, Routine, Steps, Write
+from .dialect import Charged, Dialect, Exec, Many, One, Routine, Steps, Write
 from .group_commit import GroupCommit
 from .records import Checkpoint
 from .refusals import refused
@@ -88,11 +88,6 @@ UPDATES = {
 }
 """The turn's row, by the kind of write (a checkpoint reads back the cancel flag; the
 final write clears it)."""
-READING = {
-    kind: update + (", " if "RETURNING" in update else " RETURNING ") + ledger.READ_DAY
-    for kind, update in UPDATES.items()
-}
-"""The same, reading the ledger's day back too (a charge that adds nothing)."""
 APPEND = "INSERT INTO messages (conversation_id, turn_id, body) VALUES (?, ?, ?)"
 SAVE_CALL = "INSERT INTO iterations (turn_id, n, record) VALUES (?, ?, ?)"
 DROP_BUBBLES = "DELETE FROM bubbles WHERE turn_id = ? AND n >= ?"
@@ -149,18 +144,11 @@ class _Write:
             yield Many(ADD_BUBBLES, shown)
         if self.calls:
             yield Many(SAVE_CALL, self.calls)
-        # The ledger charged (its totals read back unless no call follows), or with a
-        # charge that adds nothing the day read in the turn's own update; then the update
-        # (the cancel flag).
-        charge, kind = self.charge, self.kind
-        if charge is not None and charge.adds and kind is Write.FINISH:  # no call follows
-            yield Exec(ledger.ADD, ledger.charge_params(charge))
-        elif charge is not None and charge.adds:
-            ledger.charged(charge, (yield One(ledger.CHARGE, ledger.charge_params(charge))))
-        elif charge is not None:
-            found = yield One(READING[kind], (*self.row, *ledger.read_params(charge)))
-            ledger.charged(charge, found[-2:])
-            return kind is Write.CHECKPOINT and bool(found[0])
+        # The ledger charged (no statement: the days are the database thread's, `days.py`),
+        # then the update (the cancel flag).
+        kind = self.kind
+        if self.charge is not None:
+            self.charge.total = yield Charged(self.charge)
         if kind is not Write.CHECKPOINT:
             yield Exec(UPDATES[kind], self.row)
             return False

@@ -182,8 +182,6 @@ class Statements:
     """The events of the turns that ended more than `?` seconds ago."""
 
     # ---- the ledger (ledger.py)
-    ledger_add: str = ledger.ADD
-    ledger_charge: str = ledger.CHARGE
     ledger_day: str = ledger.DAY
     recent_of: str = ledger.RECENT_OF
     recent: str = ledger.RECENT
