@@ -17,9 +17,10 @@ median of the per-round ratios this ÷ REV, with their interquartile range.
 
 `python -m bench.compare --limits` compares this checkout with itself instead: B-store's
 batch (K turns through `LocalQueue`, `TurnJob` and SQLite, every turn with a user of its
-own) with no limits against the same with limits set for every user, and a third batch
-with none again as the control (how far the setting reads from itself), fresh processes
-rotating round by round (`bench.workloads.b_store:with_limits`); ratio = limits ÷ none.
+own) with no limits against the same with limits set for every user, a third batch
+with none again as the control (how far the setting reads from itself), and the first
+two again under `serve`'s GC policy, fresh processes rotating round by round
+(`bench.workloads.b_store:with_limits`); ratio = limits ÷ none.
 """
 
 from __future__ import annotations
@@ -171,6 +172,8 @@ def limits(rounds: int, k: int) -> int:
     print(row(f"B-store (K = {k}): CPU µs per iteration", sides, "cpu_us", named))
     print(row(f"B-store (K = {k}): CPU µs per turn queued", sides, "queue_cpu_us", named))
     print(row(f"B-store (K = {k}): writes per iteration", sides, "writes", named))
+    served = ("served limits", "served none")
+    print(row("`serve`'s GC policy: CPU µs per iteration", sides, "cpu_us", served))
     control = ("again", "none")
     print(row("the control, none again ÷ none: CPU µs per iteration", sides, "cpu_us", control))
     return 0

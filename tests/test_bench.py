@@ -26,6 +26,7 @@ HEADLINES = (
     "| B, K = 5, as `serve` runs it | wall ÷ ideal (0.30 s) |",
     "| B-store, K = 5, `serve`'s GC policy | iterations per second, one process |",
     "| B-store, K = 5, limits set ÷ none | CPU µs per iteration | ≤ 1.05× |",
+    "| B-store, K = 5, limits set ÷ none, `serve`'s GC policy | CPU µs per iteration | ≤ 1.05× |",
     "| C, no store |",
     "| C, SQLite | µs / iteration at 11–20 ÷ at 1–10 |",
     "| C, PostgreSQL |",
