@@ -3,7 +3,7 @@
 On SQLite every write takes the database's one write lock (`BEGIN IMMEDIATE`), so
 while a transaction holds it, the ledger's rows cannot change under it. The writer
 keeps the totals of each (subject, day) it has charged or read; a charge
-(`dialect.Charged`) adds to them and answers the day's totals at once, with no
+(a `Charge` a program yields) adds to them and answers the day's totals at once, with no
 statement. A transaction's charges are written just before it commits, one upsert per
 day touched, in one `executemany` (`ledger.ADD`): in the transaction of the writes
 that carried them, so a crash loses nothing billed, and a commit leaves the table

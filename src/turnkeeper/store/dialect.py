@@ -1,8 +1,8 @@
 """What the one SQL store (`sql.py`) asks of a database: its dialect, and an executor.
 
 A store call is a **program**: a generator function that yields the statements it
-sends (`One`, `All`, `Exec`, `Many`, and `Charged`, a charge on the ledger that
-each executor makes its own way), is sent each one's result, and returns the
+sends (`One`, `All`, `Exec`, `Many`, and a `Charge` on the ledger, which each
+executor makes its own way), is sent each one's result, and returns the
 call's value; or a single statement, whose result is the call's value (a store's
 hottest calls, with no generator to step through). Programs are written once, in
 the dialect's terms; the decisions between statements are plain Python, so a
@@ -68,18 +68,12 @@ class Many:
     rows: Sequence[Sequence[Any]]
 
 
-@dataclass(slots=True)
-class Charged:
-    """A charge on the ledger (`store/ledger.py`), added to its subject's day; the day's
-    totals as it leaves them (a `Day`). SQLite's executor keeps the days it has charged in
-    memory, exact under its write lock, and writes a transaction's charges just before it
-    commits (`store/days.py`); PostgreSQL's runs the upsert (`ledger.CHARGE`), which locks
-    the day's row to the commit."""
-
-    charge: Charge
-
-
-Statement = One | All | Exec | Many | Charged
+Statement = One | All | Exec | Many | Charge
+"""A `Charge` yielded is added to its subject's day on the ledger (`store/ledger.py`), and
+answered with the day's totals as it leaves them (a `Day`): SQLite's executor keeps the
+days it has charged in memory, exact under its write lock, and writes a transaction's
+charges just before it commits (`store/days.py`); PostgreSQL's runs the upsert
+(`ledger.CHARGE`), which locks the day's row to the commit."""
 Steps = Generator[Statement, Any, T]
 """A running program: it yields statements and is sent their results."""
 Routine = Callable[[], Steps[T]]

@@ -15,7 +15,7 @@ result. A batch of reads only takes no write lock.
 
 A call is a program (`dialect.py`): on the database thread it is run to its end, each
 statement it yields executed on the connection and its result sent back; a charge on
-the ledger (`Charged`) is answered from the days this connection keeps (`days.py`),
+the ledger (a `Charge`) is answered from the days this connection keeps (`days.py`),
 whose charges every transaction writes just before it commits.
 """
 
@@ -29,8 +29,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ..usage import Charge
 from .days import Days
-from .dialect import All, Charged, Exec, Many, One, Program, Statement
+from .dialect import All, Exec, Many, One, Program, Statement
 
 T = TypeVar("T")
 
@@ -196,9 +197,9 @@ def _execute(db: sqlite3.Connection, statement: Statement, days: Days | None) ->
         return db.execute(statement.sql, statement.params).fetchall()
     if type(statement) is Exec:
         return db.execute(statement.sql, statement.params).rowcount
-    if type(statement) is Charged:
+    if type(statement) is Charge:
         assert days is not None, "a charge is made inside a write transaction"
-        return days.charge(db, statement.charge)
+        return days.charge(db, statement)
     assert type(statement) is Many
     db.executemany(statement.sql, statement.rows)
     return None

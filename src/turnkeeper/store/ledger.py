@@ -6,8 +6,8 @@ path, the usage recorded before tools run alike. The writes a model call may fol
 publish, a checkpoint) read the day's totals back (`Charge.total`) for the check before
 it. Nothing is charged when a write carries no `Charge` (an assistant without limits).
 
-A program yields a charge as a statement of its own kind (`dialect.Charged`), and each
-executor makes it its own way:
+A program yields a `Charge` as a statement of its own kind (`dialect.Statement`), and
+each executor makes it its own way:
 - SQLite's database thread keeps the days in memory under its write lock and writes a
   transaction's charges just before it commits (`days.py`, with `ADD`): no statement
   per charge, and the day is always read back;
@@ -15,7 +15,7 @@ executor makes it its own way:
   call (still one statement; the usage record: `RECORD_AND_ADD`), read back
   (`RETURNING`) where a call may follow; a charge that adds nothing only reads the day,
   inside the write's own statement (`READ_DAY`), making no row and taking no lock; the
-  door's `Charged` is the upsert (`CHARGE`), which holds the day's row lock to the commit.
+  door's charge is the upsert (`CHARGE`), which holds the day's row lock to the commit.
 
 The door decides in the transaction that creates a turn (`admit()`, from
 `create_turn`); `GET /api/usage` and `turnkeeper usage` read the day and the subject's
@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..usage import MINUTE, Charge, Day, Ledger, Limits, Usage, refused, subject, today
-from .dialect import All, Charged, Dialect, Exec, Executor, One, Steps
+from ..usage import MINUTE, Charge, Day, Ledger, Limits, refused, subject, today
+from .dialect import All, Exec, Executor, One, Routine, Steps
 from .refusals import OverLimit
 from .refusals import refused as fence_refused
 
@@ -104,31 +104,30 @@ def day_of(row: Sequence[Any]) -> Day:
     return Day(int(tokens or 0), float(cost or 0.0))
 
 
+def recording(sql: Statements, params: tuple[Any, ...], charge: Charge) -> Routine[int]:
+    """SQLite's usage record with its charge: the rows it changed (1, or 0 for a fence that
+    is not the turn's); the day is read back as it is charged, for nothing (`days.py`)."""
+
+    def steps() -> Steps[int]:
+        changed: int = yield Exec(sql.record_usage, params)
+        if changed == 1:
+            charge.total = yield charge
+        return changed
+
+    return steps
+
+
 async def record_usage(
-    dialect: Dialect,
     sql: Statements,
     executor: Executor,
+    params: tuple[Any, ...],
+    charge: Charge,
     turn_id: str,
     fence: int,
-    usage: Usage,
-    charge: Charge,
 ) -> None:
-    """The turn's usage so far and its charge, in one transaction; `FenceLost` if the fence
-    is not the turn's. On PostgreSQL one statement, and a charge that adds is not read
-    back (the checkpoint after the tools, always written before the next call, reads the
-    day); on SQLite the day is read back as it is charged, for nothing."""
-    params = (dialect.jsonb(usage.as_dict()), turn_id, fence)
-    if not dialect.one_statement_write:  # SQLite: the day kept by the database thread
-
-        def recorded() -> Steps[int]:
-            changed: int = yield Exec(sql.record_usage, params)
-            if changed == 1:
-                charge.total = yield Charged(charge)
-            return changed
-
-        if await executor.write(recorded, turn=True) != 1:
-            raise fence_refused(turn_id, fence)
-        return
+    """PostgreSQL's usage record with its charge, one statement; `FenceLost` if the fence is
+    not the turn's. A charge that adds is not read back: the checkpoint after the tools,
+    always written before the next call, reads the day."""
     if not charge.adds:
         statement = One(sql.record_and_read, (*params, *read_params(charge)))
         row: Any = await executor.write(statement, one=True, turn=True)
@@ -149,7 +148,7 @@ def admit(sql: Statements, user: str | None, limits: Limits) -> Steps[None]:
     of the last minute counted; `OverLimit` if the minute is full or the day used up, and
     nothing is created."""
     now = datetime.now(UTC)
-    day: Day = yield Charged(Charge(subject(user), today(now), 0, 0.0))
+    day: Day = yield Charge(subject(user), today(now), 0, 0.0)
     recent, params = (sql.recent, (MINUTE,)) if user is None else (sql.recent_of, (user, MINUTE))
     ages = yield All(recent, params)
     kept = Ledger(tuple(float(a) for (a,) in ages), day)

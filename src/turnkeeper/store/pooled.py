@@ -21,8 +21,9 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from ..usage import Charge
 from . import ledger
-from .dialect import All, Charged, Exec, Many, One, Program, Statement
+from .dialect import All, Exec, Many, One, Program, Statement
 from .pool import Backoff, Connection, Pool
 
 T = TypeVar("T")
@@ -123,8 +124,8 @@ CHARGE = ledger.CHARGE.replace("?", "%s")
 
 
 async def _execute(db: Connection, statement: Statement) -> Any:
-    if isinstance(statement, Charged):  # the day's row upserted, locked to the commit
-        cursor = await db.execute(CHARGE, ledger.charge_params(statement.charge))
+    if isinstance(statement, Charge):  # the day's row upserted, locked to the commit
+        cursor = await db.execute(CHARGE, ledger.charge_params(statement))
         row = await cursor.fetchone()
         assert row is not None, "an upsert returns its row"
         return ledger.day_of(row)

@@ -26,7 +26,7 @@ from . import events as log
 from .base import ALL, Close, Holder, new_id, recovered_state
 from .cancellations import Cancellations
 from .controls import Controls, bubbles_past, waiting_of
-from .dialect import All, Companion, Dialect, Exec, Executor, Many, One, Steps, Write
+from .dialect import All, Companion, Dialect, Exec, Executor, Many, One, Program, Steps, Write
 from .polls import Polls
 from .records import (
     Checkpoint,
@@ -226,14 +226,14 @@ class SqlStore(compactions.Reads, Controls, Polls):
     async def record_usage(
         self, turn_id: str, fence: int, usage: Usage, charge: Charge | None = None
     ) -> None:
-        if charge is not None:
-            await ledger.record_usage(
-                self.dialect, self.sql, self.executor, turn_id, fence, usage, charge
-            )
-            return
         params = (self.dialect.jsonb(usage.as_dict()), turn_id, fence)
-        statement = Exec(self.sql.record_usage, params)
-        if await self.executor.write(statement, one=True, turn=True) != 1:
+        program: Program[int] = Exec(self.sql.record_usage, params)
+        if charge is not None and self.dialect.one_statement_write:
+            await ledger.record_usage(self.sql, self.executor, params, charge, turn_id, fence)
+            return
+        if charge is not None:
+            program = ledger.recording(self.sql, params, charge)
+        if await self.executor.write(program, one=True, turn=True) != 1:
             raise refused(turn_id, fence)
 
     async def publish(

@@ -31,7 +31,7 @@ from . import base, compactions, ledger, owned
 from . import events as log
 from .controls import TITLES_AND_FEEDBACK
 from .data_version import SeenVersions
-from .dialect import Charged, Dialect, Exec, Many, One, Routine, Steps, Write
+from .dialect import Dialect, Exec, Many, One, Routine, Steps, Write
 from .group_commit import GroupCommit
 from .records import Checkpoint
 from .refusals import refused
@@ -148,7 +148,7 @@ class _Write:
         # then the update (the cancel flag).
         kind = self.kind
         if self.charge is not None:
-            self.charge.total = yield Charged(self.charge)
+            self.charge.total = yield self.charge
         if kind is not Write.CHECKPOINT:
             yield Exec(UPDATES[kind], self.row)
             return False
