@@ -227,12 +227,14 @@ class SqlStore(compactions.Reads, Controls, Polls):
         self, turn_id: str, fence: int, usage: Usage, charge: Charge | None = None
     ) -> None:
         params = (self.dialect.jsonb(usage.as_dict()), turn_id, fence)
-        program: Program[int] = Exec(self.sql.record_usage, params)
-        if charge is not None and self.dialect.one_statement_write:
+        if charge is not None and self.dialect.one_statement_write:  # PostgreSQL's statement
             await ledger.record_usage(self.sql, self.executor, params, charge, turn_id, fence)
             return
-        if charge is not None:
-            program = ledger.recording(self.sql, params, charge)
+        program: Program[int] = (
+            Exec(self.sql.record_usage, params)
+            if charge is None
+            else ledger.recording(self.sql, params, charge)
+        )
         if await self.executor.write(program, one=True, turn=True) != 1:
             raise refused(turn_id, fence)
 
