@@ -229,6 +229,37 @@ async def test_a_turn_stopped_by_its_compactions_calls_replays_to_the_same_end(
     assert first_difference(result.trace, again.trace) is None
 
 
+@pytest.mark.parametrize("path", ["over the trigger", "refused for its size"])
+async def test_a_summary_that_uses_up_the_day_keeps_the_call_it_was_for_from_being_made(
+    path: str,
+) -> None:
+    """Compaction's other two ways in: the request would pass the trigger, so it is
+    summarised before it is sent; or the API refuses it for its size (billing nothing) and
+    it is summarised to be sent again. Either way a 1,000-token summary uses up the day, the
+    call it was for is not made, and the replay ends the same."""
+    summary = scripts.answer("A summary.", usage=scripts.usage(900, 100))
+    too_long = {"type": "error", "error": {"type": "invalid_request_error",
+                "message": "prompt is too long: 7000 tokens > 6000 maximum"}}  # fmt: skip
+    first = [] if path == "over the trigger" else [too_long]
+    provider = ScriptedProvider([*first, summary, scripts.answer("never sent")])
+    history: list[Message] = []
+    for n in range(4):
+        history += [
+            {"role": "user", "content": f"question {n}"},
+            {"role": "assistant", "content": [scripts.text(f"answer {n}")]},
+        ]
+    window = Compaction(window=100, at=0.5) if path == "over the trigger" else Compaction()
+    hooks = Ledgered(1_000)
+    result = await run_turn("and now?", provider=provider, history=history, hooks=hooks,
+                            setting=TurnSetting(compaction=window))  # fmt: skip
+    assert result.outcome is Outcome.LIMIT_REACHED
+    assert len(provider.requests) == len(first) + 1, "the summary made, the call it was for not"
+    assert hooks.day.tokens == 1_000
+    again = await replay(result.trace)
+    assert again.outcome is Outcome.LIMIT_REACHED
+    assert first_difference(result.trace, again.trace) is None
+
+
 def test_a_charge_not_read_back_is_added_to_the_day_last_read() -> None:
     meter = Meter(Limits(tokens_per_day=1_000), "ada", Usage())
     reading = meter.reading()
