@@ -352,14 +352,7 @@ class Meter:
     def charge(self, usage: Usage) -> Charge:
         """What `usage` (the turn's sums) adds since the last charge; nothing added, the
         charge only reads the day's totals."""
-        # billed(usage), written out: every write of a metered turn asks
-        tokens = (
-            usage.input_tokens
-            + usage.cache_creation_input_tokens
-            + usage.cache_read_input_tokens
-            + usage.output_tokens
-        )
-        cost = usage.cost_usd or 0.0
+        tokens, cost = billed(usage), usage.cost_usd or 0.0
         more = cost - self.cost_usd
         added = Charge(self.subject, today(), tokens - self.tokens, more if more > 0.0 else 0.0)
         self.tokens, self.cost_usd = tokens, cost

@@ -66,12 +66,8 @@ class Compacting(Protocol):
 
 
 class LimitReached(Exception):
-    """The day's limit (`key`) was used up while compacting: the call compaction was for
-    is not made."""
-
-    def __init__(self, key: str) -> None:
-        super().__init__(f"{key} is used up")
-        self.key = key
+    """The day's limit was used up while compacting (the message names its key): the call
+    compaction was for is not made."""
 
 
 async def _compacted_first(turn: Compacting, timeout: float) -> float:
@@ -111,7 +107,7 @@ def _paid_for(turn: Compacting) -> None:
     read the day, with what the turn recorded since."""
     key = turn.hooks.limit_reached()
     if key is not None:
-        raise LimitReached(key)
+        raise LimitReached(f"{key} is used up")
 
 
 async def _summary(turn: Compacting, asked: str) -> str | None:
