@@ -77,7 +77,6 @@ def _add_serving_commands(commands: Any) -> None:
     serve.add_argument(
         "--keep-alive",
         type=positive_int,
-        default=120,
         metavar="SECONDS",
         help="seconds an idle connection is kept open: longer than the idle timeout of any "
         "load balancer or proxy in front (default 120)",
@@ -191,7 +190,7 @@ def _provider(args: argparse.Namespace, assistant: Assistant) -> Provider:
 
 
 def _settings(args: argparse.Namespace) -> Any:
-    from ..serving.server import Settings
+    from ..serving.server import KEEP_ALIVE, Settings
     from ..store import DEFAULT_URL, parse_url
 
     database = args.database or os.environ.get("TURNKEEPER_DATABASE_URL") or DEFAULT_URL
@@ -212,7 +211,7 @@ def _settings(args: argparse.Namespace) -> Any:
         cors_origins=tuple(getattr(args, "cors_origin", ())),
         frame_ancestors=tuple(getattr(args, "frame_ancestors", ())),
         public_metrics=getattr(args, "public_metrics", False),
-        keep_alive=getattr(args, "keep_alive", 120),
+        keep_alive=getattr(args, "keep_alive", None) or KEEP_ALIVE,
     )
 
 
