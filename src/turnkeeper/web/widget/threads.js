@@ -41,9 +41,12 @@ export class Threads {
     this.history.open = false;
   }
 
-  /** The reader's conversations, newest first; the one shown (`current`) marked. */
+  /** The reader's conversations, newest first; the one shown (`current`) marked. The rows
+   *  of the last opening go first: a Rename or Delete begun on one of them would be lost
+   *  when the list arrives and replaces it. */
   async show() {
     const chat = this.chat;
+    this.list.replaceChildren();
     const listed = await chat.client.conversations();
     if (!listed.ok) return chat.trouble.failed(listed, true); // the reader asked: said at once
     const threads = (listed.body && listed.body.conversations) || [];
