@@ -110,6 +110,14 @@ async def test_b_stores_limited_batch_charges_every_users_ledger_on_the_same_wri
     assert limited["writes"] == plain["writes"] == 3.0
 
 
+async def test_the_counted_limits_row_queues_both_batches_first_and_runs_as_many_as_asked() -> None:
+    """`bench.count` subtracts a process of one batch from one of two: both must hold the
+    same turns when their first batch starts, and only the batches asked for run."""
+    count = importlib.import_module("bench.count")
+    assert await count.batches(True, 1, 5) == {"finished": 10, "queued": 5}
+    assert await count.batches(False, 2, 5) == {"finished": 15}
+
+
 # ---- G's readers -------------------------------------------------------------------
 
 

@@ -8,7 +8,9 @@ import json
 import sqlite3
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from turnkeeper import Budget, Limits
@@ -19,7 +21,6 @@ from turnkeeper.store import new_token
 from turnkeeper.store.sqlite import SqliteStore
 from turnkeeper.usage import Usage, billed
 
-from .. import fake
 from ..contenders.turnkeeper_loop import FakeProvider, as_provider, quiet, toolset
 from ..method import WorkerFailed, fresh, interleaved, median, spread
 from ..report import Context, Headline, Section, number, table, verdict
@@ -65,8 +66,51 @@ async def run_batch(queue: LocalQueue, turn_ids: list[str]) -> None:
     await queue.join()
 
 
+@dataclass
+class Embedded:
+    """B's turns on the embedded default: a fresh SQLite store, and the `LocalQueue` of K
+    slots whose `TurnJob` runs them (with `limits`, the assistant's)."""
+
+    store: SqliteStore
+    queue: LocalQueue
+    limits: Limits | None
+    path: str
+    """The database file."""
+
+    async def queued(self, k: int, users: str | None) -> list[str]:
+        return await queued(self.store, k, users, self.limits)
+
+    async def run(self, turn_ids: list[str]) -> None:
+        await run_batch(self.queue, turn_ids)
+
+
+@asynccontextmanager
+async def embedded(k: int, users: bool, limits: bool) -> AsyncIterator[Embedded]:
+    """`Embedded` in a temporary folder, after a warm batch (min(K, 50) turns, with users
+    of their own when `users`); with `limits` (which needs `users`) the assistant sets
+    `LIMITS`. The store is closed on leaving, the folder kept until then."""
+    assert users or not limits, "limits count per user: give every turn one"
+    budget = Budget(max_iterations=SPEC.calls, deadline=3600.0, call_timeout=600.0)
+    setting = LIMITS if limits else None
+    with tempfile.TemporaryDirectory(prefix="turnkeeper-bench-") as folder:
+        store = SqliteStore(f"{folder}/bench.db")
+        try:
+            await store.migrate()
+            provider = as_provider(FakeProvider(SPEC))
+            job = TurnJob(store, provider, toolset(SPEC), budget, reporter=quiet, limits=setting)
+            bench = Embedded(store, LocalQueue(job, concurrency=k), setting, f"{folder}/bench.db")
+            await bench.run(await bench.queued(min(k, 50), "warm" if users else None))
+            yield bench
+        finally:
+            await store.close()
+
+
 async def batch(
-    worker: Worker, k: int, policy: bool = False, users: bool = False, limits: bool = False
+    worker: Worker | None,
+    k: int,
+    policy: bool = False,
+    users: bool = False,
+    limits: bool = False,
 ) -> dict[str, Any]:
     """K turns at once through the queue; wall, CPU and commits, after a warm batch.
 
@@ -75,46 +119,27 @@ async def batch(
     assistant sets `LIMITS`: the door checks each turn in `create_turn`'s transaction, the
     job meters every turn, and the ledger must come out holding every user's tokens.
     """
-    assert users or not limits, "limits count per user: give every turn one"
-    spec = fake.Spec(rounds=SPEC.rounds, payload=SPEC.payload, delay=SPEC.delay)
-    budget = Budget(max_iterations=spec.calls, deadline=3600.0, call_timeout=600.0)
-    setting = LIMITS if limits else None
-    warm_users, batch_users = ("warm", "user") if users else (None, None)
-    with tempfile.TemporaryDirectory(prefix="turnkeeper-bench-") as folder:
-        store = SqliteStore(f"{folder}/bench.db")
-        await store.migrate()
-        job = TurnJob(
-            store,
-            as_provider(FakeProvider(spec)),
-            toolset(spec),
-            budget,
-            reporter=quiet,
-            limits=setting,
+    async with embedded(k, users, limits) as bench:
+        store = bench.store
+        door = time.process_time()
+        turn_ids = await bench.queued(k, "user" if users else None)
+        door = time.process_time() - door
+        gc.collect()
+        if policy:
+            gc_policy.apply()
+        commits, writes, reads = (
+            store.commits.commits,
+            store.commits.writes,
+            store.commits.reads,
         )
-        queue = LocalQueue(job, concurrency=k)
-        try:
-            await run_batch(queue, await queued(store, min(k, 50), warm_users, setting))
-            door = time.process_time()
-            turn_ids = await queued(store, k, batch_users, setting)
-            door = time.process_time() - door
-            gc.collect()
-            if policy:
-                gc_policy.apply()
-            commits, writes, reads = (
-                store.commits.commits,
-                store.commits.writes,
-                store.commits.reads,
-            )
-            wall, cpu = time.perf_counter(), time.process_time()
-            await run_batch(queue, turn_ids)
-            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            commits, writes = store.commits.commits - commits, store.commits.writes - writes
-            reads = store.commits.reads - reads
-            counts = await store.counts()
-        finally:
-            await store.close()
-        rows, tokens, turns_billed = ledger(f"{folder}/bench.db")
-    iterations, turns = k * spec.calls, k + min(k, 50)
+        wall, cpu = time.perf_counter(), time.process_time()
+        await bench.run(turn_ids)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        commits, writes = store.commits.commits - commits, store.commits.writes - writes
+        reads = store.commits.reads - reads
+        counts = await store.counts()
+        rows, tokens, turns_billed = ledger(bench.path)
+    iterations, turns = k * SPEC.calls, k + min(k, 50)
     assert counts == {"finished": turns}, counts
     if limits:  # every user's ledger written, with exactly what their turns billed
         assert rows == turns, (rows, turns)

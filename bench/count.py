@@ -1,0 +1,115 @@
+"""`python -m bench.count`: B-store's limits row counted in instructions, not timed.
+
+The limits row asks a 5 % question (`workloads/b_store.py`: set ÷ none ≤ 1.05×) of a
+clock whose rounds spread ±10 % on a shared machine. A count of the instructions the
+process executes (valgrind's callgrind, every thread summed) does not depend on what
+else the machine runs; what moves it is where a garbage collection lands, a few
+thousand instructions per iteration either way.
+
+Each side (limits unset, `LIMITS` set) runs twice in fresh processes under callgrind,
+once with one batch and once with two. Both batches are queued before either runs, so
+the door's check is outside what is counted; the second run's count minus the first
+is one batch (the warm batch, the start and the shutdown cancel out), divided by its
+model calls. Needs valgrind; two processes run at a time. At K = 1,000 it takes
+about five minutes here.
+
+`--policy` counts under `serve`'s GC policy (applied once both batches are queued), as
+the clock's row does beside the default collector. `python -m bench.count --run LIMITS
+BATCHES K [--policy]` is one of those processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from turnkeeper.service import gc_policy
+
+from .workloads.b_concurrency import SPEC
+from .workloads.b_store import embedded
+
+SIDES = (("none", False), ("limits set", True))
+
+
+async def batches(limits: bool, count: int, k: int, policy: bool = False) -> dict[str, int]:
+    """B-store's batch of K turns, each asked by a user of its own, `count` times (1 or 2),
+    both batches queued before the first runs (then, with `policy`, `serve`'s GC policy
+    applied); the store's turns by status."""
+    async with embedded(k, users=True, limits=limits) as bench:
+        queued = [await bench.queued(k, f"user{n}") for n in range(2)]
+        if policy:
+            gc_policy.apply()
+        for turn_ids in queued[:count]:
+            gc.collect()
+            await bench.run(turn_ids)
+        return await bench.store.counts()
+
+
+def instructions(limits: bool, count: int, k: int, policy: bool, folder: Path) -> int:
+    """What one process of `count` batches executed, every thread summed."""
+    out = folder / f"callgrind.{int(limits)}.{count}"
+    command = [
+        "valgrind",
+        "--tool=callgrind",
+        f"--callgrind-out-file={out}",
+        sys.executable,
+        "-m",
+        "bench.count",
+        "--run",
+        str(int(limits)),
+        str(count),
+        str(k),
+        *(["--policy"] if policy else []),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        raise SystemExit(f"callgrind failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def per_iteration(limits: bool, k: int, policy: bool, folder: Path) -> float:
+    with ThreadPoolExecutor(2) as pool:
+        counts = pool.map(lambda count: instructions(limits, count, k, policy, folder), (1, 2))
+        one, two = counts
+    return (two - one) / (k * SPEC.calls)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.count", description=__doc__)
+    parser.add_argument("--k", type=int, default=1000, help="turns at once (default: 1000)")
+    parser.add_argument("--policy", action="store_true", help="under `serve`'s GC policy")
+    parser.add_argument("--run", nargs=3, type=int, metavar=("LIMITS", "BATCHES", "K"))
+    args = parser.parse_args(argv)
+    if args.run:
+        limits, count, k = args.run
+        asyncio.run(batches(bool(limits), count, k, args.policy))
+        return 0
+    if shutil.which("valgrind") is None:
+        print("valgrind is not installed (apt-get install -y valgrind)", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="turnkeeper-count-") as folder:
+        counted = {
+            name: per_iteration(limits, args.k, args.policy, Path(folder)) for name, limits in SIDES
+        }
+    none = counted["none"]
+    collector = "`serve`'s GC policy" if args.policy else "the default collector"
+    print(f"B-store, K = {args.k:,}, every turn a user of its own, {collector}; instructions")
+    print("per iteration\n")
+    print("| limits | instructions / iteration | ÷ none |")
+    print("|---|---|---|")
+    for name, value in counted.items():
+        print(f"| {name} | {value:,.0f} | {value / none:.3f}× |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
