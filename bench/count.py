@@ -13,9 +13,11 @@ is one batch (the warm batch, the start and the shutdown cancel out), divided by
 model calls. Needs valgrind; two processes run at a time. At K = 1,000 it takes
 about five minutes here.
 
-`--policy` counts under `serve`'s GC policy (applied once both batches are queued), as
-the clock's row does beside the default collector. `python -m bench.count --run LIMITS
-BATCHES K [--policy]` is one of those processes.
+Where a collection lands moves a count by 10 K instructions per iteration or more, more
+than a cut of the ledger's own code saves: `--collector off` counts with no collection
+while the batches run, which repeats to within a few hundred, and `--collector serve`
+under `serve`'s GC policy (the clock's row measures both collectors that matter).
+`python -m bench.count --run LIMITS BATCHES K [--collector C]` is one of those processes.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import re
 import shutil
 import subprocess
@@ -38,22 +41,32 @@ from .workloads.b_store import embedded
 
 SIDES = (("none", False), ("limits set", True))
 
+COLLECTORS = {
+    "default": "CPython's thresholds",
+    "serve": "`serve`'s GC policy, `service/gc_policy.py`",
+    "off": "no collection while the batches run: what the code itself executes",
+}
+"""What collects garbage while the batches run."""
 
-async def batches(limits: bool, count: int, k: int, policy: bool = False) -> dict[str, int]:
+
+async def batches(limits: bool, count: int, k: int, collector: str = "default") -> dict[str, int]:
     """B-store's batch of K turns, each asked by a user of its own, `count` times (1 or 2),
-    both batches queued before the first runs (then, with `policy`, `serve`'s GC policy
-    applied); the store's turns by status."""
+    both batches queued before the first runs (then the `collector` set: `COLLECTORS`);
+    the store's turns by status."""
     async with embedded(k, users=True, limits=limits) as bench:
         queued = [await bench.queued(k, f"user{n}") for n in range(2)]
-        if policy:
+        if collector == "serve":
             gc_policy.apply()
+        elif collector == "off":
+            gc.collect()
+            gc.disable()
         for turn_ids in queued[:count]:
             gc.collect()
             await bench.run(turn_ids)
         return await bench.store.counts()
 
 
-def instructions(limits: bool, count: int, k: int, policy: bool, folder: Path) -> int:
+def instructions(limits: bool, count: int, k: int, collector: str, folder: Path) -> int:
     """What one process of `count` batches executed, every thread summed."""
     out = folder / f"callgrind.{int(limits)}.{count}"
     command = [
@@ -67,18 +80,19 @@ def instructions(limits: bool, count: int, k: int, policy: bool, folder: Path) -
         str(int(limits)),
         str(count),
         str(k),
-        *(["--policy"] if policy else []),
+        f"--collector={collector}",
     ]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    quiet = {**os.environ, "PYTHONHASHSEED": "0"}  # dicts laid out alike in every run
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=quiet)
     found = re.search(r"Collected : (\d+)", done.stderr)
     if done.returncode != 0 or found is None:
         raise SystemExit(f"callgrind failed ({done.returncode}):\n{done.stderr[-2000:]}")
     return int(found.group(1))
 
 
-def per_iteration(limits: bool, k: int, policy: bool, folder: Path) -> float:
+def per_iteration(limits: bool, k: int, collector: str, folder: Path) -> float:
     with ThreadPoolExecutor(2) as pool:
-        counts = pool.map(lambda count: instructions(limits, count, k, policy, folder), (1, 2))
+        counts = pool.map(lambda count: instructions(limits, count, k, collector, folder), (1, 2))
         one, two = counts
     return (two - one) / (k * SPEC.calls)
 
@@ -86,24 +100,26 @@ def per_iteration(limits: bool, k: int, policy: bool, folder: Path) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.count", description=__doc__)
     parser.add_argument("--k", type=int, default=1000, help="turns at once (default: 1000)")
-    parser.add_argument("--policy", action="store_true", help="under `serve`'s GC policy")
+    parser.add_argument(
+        "--collector", choices=COLLECTORS, default="default", help="default: the default"
+    )
     parser.add_argument("--run", nargs=3, type=int, metavar=("LIMITS", "BATCHES", "K"))
     args = parser.parse_args(argv)
     if args.run:
         limits, count, k = args.run
-        asyncio.run(batches(bool(limits), count, k, args.policy))
+        asyncio.run(batches(bool(limits), count, k, args.collector))
         return 0
     if shutil.which("valgrind") is None:
         print("valgrind is not installed (apt-get install -y valgrind)", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="turnkeeper-count-") as folder:
         counted = {
-            name: per_iteration(limits, args.k, args.policy, Path(folder)) for name, limits in SIDES
+            name: per_iteration(limits, args.k, args.collector, Path(folder))
+            for name, limits in SIDES
         }
     none = counted["none"]
-    collector = "`serve`'s GC policy" if args.policy else "the default collector"
-    print(f"B-store, K = {args.k:,}, every turn a user of its own, {collector}; instructions")
-    print("per iteration\n")
+    print(f"B-store, K = {args.k:,}, every turn a user of its own, collector: {args.collector}")
+    print(f"({COLLECTORS[args.collector]}); instructions per iteration\n")
     print("| limits | instructions / iteration | ÷ none |")
     print("|---|---|---|")
     for name, value in counted.items():

@@ -198,8 +198,14 @@ def subject(user: str | None) -> str:
 
 
 def billed(usage: Usage) -> int:
-    """Tokens as billed: input, output, cache writes and cache reads."""
-    return usage.prompt_tokens + usage.output_tokens
+    """Tokens as billed: input, output, cache writes and cache reads (`prompt_tokens` and
+    `output_tokens`, summed in one expression: every metered write asks)."""
+    return (
+        usage.input_tokens
+        + usage.cache_creation_input_tokens
+        + usage.cache_read_input_tokens
+        + usage.output_tokens
+    )
 
 
 def today(now: datetime | None = None) -> str:

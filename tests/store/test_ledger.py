@@ -12,6 +12,8 @@ import pytest
 from tests.store.test_contract import claimed_turn, running, write
 
 from turnkeeper.store import FenceLost, Store, new_token
+from turnkeeper.store.dialect import Exec
+from turnkeeper.store.sql import SqlStore
 from turnkeeper.store.sqlite import SqliteStore
 from turnkeeper.usage import Charge, Day, Usage
 
@@ -84,6 +86,31 @@ async def test_the_usage_recorded_with_a_charge_is_the_turns(store: Store) -> No
     recovery = await store.take_over(turn_id, held_by(fence))
     assert recovery is not None
     assert recovery.usage == Usage(iterations=1, output_tokens=9)
+
+
+async def test_a_charged_statement_is_sqlites_and_postgresql_refuses_one_saying_so(
+    store: Store,
+) -> None:
+    """SQLite's writes carry their charge on the statement that changes the turn's row;
+    PostgreSQL's carry it in their own SQL, so its executor, handed a charged statement,
+    refuses it rather than drop the charge, and nothing is written."""
+    assert isinstance(store, SqlStore)
+    _, turn_id, _ = await claimed_turn(store)
+    touch = store.dialect.sql("UPDATE turns SET locale = locale WHERE turn_id = ?")
+    made = charge(5)
+    if isinstance(store, SqliteStore):
+        assert await store.executor.write(Exec(touch, (turn_id,), made)) == 1
+        assert made.total == Day(5, 0.0)
+        assert (await store.ledger("ada", "2026-12-02")).day == Day(5, 0.0)
+        missed = charge(7)
+        assert await store.executor.write(Exec(touch, ("no-such-turn",), missed)) == 0
+        assert missed.total is None, "a statement that changed no row charges nothing"
+        assert (await store.ledger("ada", "2026-12-02")).day == Day(5, 0.0)
+    else:
+        with pytest.raises(TypeError, match="PostgreSQL charges in the write's SQL"):
+            await store.executor.write(Exec(touch, (turn_id,), made))
+        assert made.total is None
+        assert (await store.ledger("ada", "2026-12-02")).day == Day()
 
 
 async def test_the_door_counts_one_askers_turns_of_the_last_minute(store: Store) -> None:

@@ -1,12 +1,12 @@
 """SQLite's ledger on the database thread: the days its charges touch, kept in memory.
 
-On SQLite every write takes the database's one write lock (`BEGIN IMMEDIATE`), so
-while a transaction holds it, the ledger's rows cannot change under it. The writer
-keeps the totals of each (subject, day) it has charged or read; a charge
-(a `Charge` a program yields) adds to them and answers the day's totals at once, with no
-statement. A transaction's charges are written just before it commits, one upsert per
-day touched, in one `executemany` (`ledger.ADD`): in the transaction of the writes
-that carried them, so a crash loses nothing billed, and a commit leaves the table
+On SQLite every write takes the database's one write lock (`BEGIN IMMEDIATE`), so while
+a transaction holds it, the ledger's rows cannot change under it. The writer keeps the
+totals of each (subject, day) it has charged or read; a charge (a `Charge` a program
+yields, or one a write's statement carries) adds to them and answers the day's totals at
+once, with no statement. A transaction's charges are written just before it commits, one
+upsert per day touched, in one `executemany` (`ledger.ADD`): in the transaction of the
+writes that carried them, so a crash loses nothing billed, and a commit leaves the table
 holding exactly what the memory says. A transaction rolled back puts the totals back.
 
 Another process may share the file (a worker beside the server; `turnkeeper usage`

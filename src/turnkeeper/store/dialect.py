@@ -1,15 +1,14 @@
 """What the one SQL store (`sql.py`) asks of a database: its dialect, and an executor.
 
-A store call is a **program**: a generator function that yields the statements it
-sends (`One`, `All`, `Exec`, `Many`, and a `Charge` on the ledger, which each
-executor makes its own way), is sent each one's result, and returns the
-call's value; or a single statement, whose result is the call's value (a store's
-hottest calls, with no generator to step through). Programs are written once, in
-the dialect's terms; the decisions between statements are plain Python, so a
-program is the same on both databases. Routines are zero-argument callables so that
-an executor can run one again from the start (SQLite's group commit reruns a failed
-batch's calls one by one; PostgreSQL sends again what a connection the server ended
-never ran).
+A store call is a **program**: a generator function that yields the statements it sends
+(`One`, `All`, `Exec`, `Many`, and a `Charge` on the ledger, which each executor makes
+its own way; on SQLite a write's `One` or `Exec` may carry one), is sent each one's
+result, and returns the call's value; or a single statement, whose result is the call's
+value (a store's hottest calls, with no generator to step through). Programs are written
+once, in the dialect's terms; the decisions between statements are plain Python, so a
+program is the same on both databases. Routines are zero-argument callables so that an
+executor can run one again from the start (SQLite's group commit reruns a failed batch's
+calls one by one; PostgreSQL sends again what a connection the server ended never ran).
 
 The **dialect** (`Dialect`) is what differs in the SQL text and the values: the
 placeholder, the clock, booleans, how a JSON value goes in and comes out, a few
@@ -38,10 +37,12 @@ T = TypeVar("T")
 
 @dataclass(slots=True)
 class One:
-    """A statement; its first row, or None."""
+    """A statement; its first row, or None. A write's statement on SQLite may carry the
+    ledger's `charge`, made when a row comes back (`Exec`)."""
 
     sql: str
     params: Sequence[Any] = ()
+    charge: Charge | None = None
 
 
 @dataclass(slots=True)
@@ -54,10 +55,17 @@ class All:
 
 @dataclass(slots=True)
 class Exec:
-    """A statement whose rows, if any, nobody reads; how many rows it changed."""
+    """A statement whose rows, if any, nobody reads; how many rows it changed.
+
+    A write's statement on SQLite may carry the ledger's `charge`: when the statement
+    changed a row (the turn's, under its fence), the database thread adds the charge to its
+    day as it would a `Charge` yielded, and sets its `total`, with no step of the program
+    between. PostgreSQL's writes carry their charge in their own SQL (`store/ledger.py`);
+    its executor refuses a charged statement."""
 
     sql: str
     params: Sequence[Any] = ()
+    charge: Charge | None = None
 
 
 @dataclass(slots=True)

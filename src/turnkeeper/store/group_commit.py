@@ -15,8 +15,9 @@ result. A batch of reads only takes no write lock.
 
 A call is a program (`dialect.py`): on the database thread it is run to its end, each
 statement it yields executed on the connection and its result sent back; a charge on
-the ledger (a `Charge`) is answered from the days this connection keeps (`days.py`),
-whose charges every transaction writes just before it commits.
+the ledger (a `Charge` yielded, or one a write's statement carries) is answered from
+the days this connection keeps (`days.py`), whose charges every transaction writes just
+before it commits.
 """
 
 from __future__ import annotations
@@ -192,11 +193,19 @@ def run_program(db: sqlite3.Connection, program: Program[T], days: Days | None =
 
 def _execute(db: sqlite3.Connection, statement: Statement, days: Days | None) -> Any:
     if type(statement) is One:
-        return db.execute(statement.sql, statement.params).fetchone()
+        row = db.execute(statement.sql, statement.params).fetchone()
+        if statement.charge is not None and row is not None:
+            assert days is not None, "a charge is made inside a write transaction"
+            statement.charge.total = days.charge(db, statement.charge)
+        return row
     if type(statement) is All:
         return db.execute(statement.sql, statement.params).fetchall()
     if type(statement) is Exec:
-        return db.execute(statement.sql, statement.params).rowcount
+        changed = db.execute(statement.sql, statement.params).rowcount
+        if statement.charge is not None and changed:
+            assert days is not None, "a charge is made inside a write transaction"
+            statement.charge.total = days.charge(db, statement.charge)
+        return changed
     if type(statement) is Charge:
         assert days is not None, "a charge is made inside a write transaction"
         return days.charge(db, statement)

@@ -6,11 +6,12 @@ path, the usage recorded before tools run alike. The writes a model call may fol
 publish, a checkpoint) read the day's totals back (`Charge.total`) for the check before
 it. Nothing is charged when a write carries no `Charge` (an assistant without limits).
 
-A program yields a `Charge` as a statement of its own kind (`dialect.Statement`), and
-each executor makes it its own way:
+Each executor makes a charge its own way:
 - SQLite's database thread keeps the days in memory under its write lock and writes a
   transaction's charges just before it commits (`days.py`, with `ADD`): no statement
-  per charge, and the day is always read back;
+  per charge, and the day is always read back. A turn's write hands its charge to the
+  statement that changes the turn's row (`Exec`'s or `One`'s `charge`, made when it
+  changed the row); the door yields a `Charge` of its own (`dialect.Statement`);
 - on PostgreSQL a write's charge is a data-modifying CTE beside the `turnkeeper_write`
   call (still one statement; the usage record: `RECORD_AND_ADD`), read back
   (`RETURNING`) where a call may follow; a charge that adds nothing only reads the day,
@@ -32,7 +33,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..usage import MINUTE, Charge, Day, Ledger, Limits, refused, subject, today
-from .dialect import All, Exec, Executor, One, Routine, Steps
+from .dialect import All, Executor, One, Steps
 from .refusals import OverLimit
 from .refusals import refused as fence_refused
 
@@ -102,19 +103,6 @@ def day_of(row: Sequence[Any]) -> Day:
     """A day's totals as read (`tokens, cost_usd`; NULLs: no row yet)."""
     tokens, cost = row
     return Day(int(tokens or 0), float(cost or 0.0))
-
-
-def recording(sql: Statements, params: tuple[Any, ...], charge: Charge) -> Routine[int]:
-    """SQLite's usage record with its charge: the rows it changed (1, or 0 for a fence that
-    is not the turn's); the day is read back as it is charged, for nothing (`days.py`)."""
-
-    def steps() -> Steps[int]:
-        changed: int = yield Exec(sql.record_usage, params)
-        if changed == 1:
-            charge.total = yield charge
-        return changed
-
-    return steps
 
 
 async def record_usage(

@@ -129,6 +129,8 @@ async def _execute(db: Connection, statement: Statement) -> Any:
         row = await cursor.fetchone()
         assert row is not None, "an upsert returns its row"
         return ledger.day_of(row)
+    if getattr(statement, "charge", None) is not None:
+        raise TypeError("a charged statement is SQLite's: PostgreSQL charges in the write's SQL")
     if isinstance(statement, Many):
         async with db.cursor() as cursor:
             await cursor.executemany(statement.sql, statement.rows)

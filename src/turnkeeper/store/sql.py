@@ -26,7 +26,7 @@ from . import events as log
 from .base import ALL, Close, Holder, new_id, recovered_state
 from .cancellations import Cancellations
 from .controls import Controls, bubbles_past, waiting_of
-from .dialect import All, Companion, Dialect, Exec, Executor, Many, One, Program, Steps, Write
+from .dialect import All, Companion, Dialect, Exec, Executor, Many, One, Steps, Write
 from .polls import Polls
 from .records import (
     Checkpoint,
@@ -230,12 +230,8 @@ class SqlStore(compactions.Reads, Controls, Polls):
         if charge is not None and self.dialect.one_statement_write:  # PostgreSQL's statement
             await ledger.record_usage(self.sql, self.executor, params, charge, turn_id, fence)
             return
-        program: Program[int] = (
-            Exec(self.sql.record_usage, params)
-            if charge is None
-            else ledger.recording(self.sql, params, charge)
-        )
-        if await self.executor.write(program, one=True, turn=True) != 1:
+        statement = Exec(self.sql.record_usage, params, charge)  # SQLite's charge: `Exec`
+        if await self.executor.write(statement, one=True, turn=True) != 1:
             raise refused(turn_id, fence)
 
     async def publish(

@@ -144,15 +144,13 @@ class _Write:
             yield Many(ADD_BUBBLES, shown)
         if self.calls:
             yield Many(SAVE_CALL, self.calls)
-        # The ledger charged (no statement: the days are the database thread's, `days.py`),
-        # then the update (the cancel flag).
+        # The update (the cancel flag), the ledger charged with it (no statement: the days
+        # are the database thread's, `days.py`).
         kind = self.kind
-        if self.charge is not None:
-            self.charge.total = yield self.charge
         if kind is not Write.CHECKPOINT:
-            yield Exec(UPDATES[kind], self.row)
+            yield Exec(UPDATES[kind], self.row, self.charge)
             return False
-        (cancel,) = yield One(UPDATES[kind], self.row)
+        (cancel,) = yield One(UPDATES[kind], self.row, self.charge)
         return bool(cancel)
 
 
