@@ -1,23 +1,20 @@
 """`python -m bench.count`: B-store's limits row counted in instructions, not timed.
 
-The limits row asks a 5 % question (`workloads/b_store.py`: set ÷ none ≤ 1.05×) of a
-clock whose rounds spread ±10 % on a shared machine. A count of the instructions the
-process executes (valgrind's callgrind, every thread summed) does not depend on what
-else the machine runs; what moves it is where a garbage collection lands, a few
-thousand instructions per iteration either way.
+For splitting what the ledger costs (`workloads/b_store.py`'s limits row), one change
+at a time. Each side (limits unset, `LIMITS` set) runs twice in fresh processes under
+valgrind's callgrind, once with one batch and once with two; both batches are queued
+before either runs, so the door's check is outside what is counted, and the second
+run's count minus the first (every thread summed) is one batch, divided by its model
+calls. Needs valgrind; two processes run at a time; about five minutes at K = 1,000.
 
-Each side (limits unset, `LIMITS` set) runs twice in fresh processes under callgrind,
-once with one batch and once with two. Both batches are queued before either runs, so
-the door's check is outside what is counted; the second run's count minus the first
-is one batch (the warm batch, the start and the shutdown cancel out), divided by its
-model calls. Needs valgrind; two processes run at a time. At K = 1,000 it takes
-about five minutes here.
-
-Where a collection lands moves a count by 10 K instructions per iteration or more, more
-than a cut of the ledger's own code saves: `--collector off` counts with no collection
-while the batches run, which repeats to within a few hundred, and `--collector serve`
-under `serve`'s GC policy (the clock's row measures both collectors that matter).
-`python -m bench.count --run LIMITS BATCHES K [--collector C]` is one of those processes.
+A count does not read the clock, but it is not exact: which writes share a commit
+depends on how the event loop and the database thread interleave, the hash seed lays
+dicts out differently, and where a collection lands moves a side by 10 K instructions
+an iteration or more. Compare counts made with the same `--seed` (PYTHONHASHSEED,
+default 0) and `--collector` (`COLLECTORS`; `off` leaves only the code's own work),
+on a machine running nothing else, and make more than one; the limits row's verdict
+is the clock's. `python -m bench.count --run LIMITS BATCHES K [--collector C]` is one
+of those processes.
 """
 
 from __future__ import annotations
@@ -66,7 +63,7 @@ async def batches(limits: bool, count: int, k: int, collector: str = "default") 
         return await bench.store.counts()
 
 
-def instructions(limits: bool, count: int, k: int, collector: str, folder: Path) -> int:
+def instructions(limits: bool, count: int, k: int, collector: str, seed: int, folder: Path) -> int:
     """What one process of `count` batches executed, every thread summed."""
     out = folder / f"callgrind.{int(limits)}.{count}"
     command = [
@@ -82,17 +79,19 @@ def instructions(limits: bool, count: int, k: int, collector: str, folder: Path)
         str(k),
         f"--collector={collector}",
     ]
-    quiet = {**os.environ, "PYTHONHASHSEED": "0"}  # dicts laid out alike in every run
-    done = subprocess.run(command, capture_output=True, text=True, check=False, env=quiet)
+    seeded = {**os.environ, "PYTHONHASHSEED": str(seed)}
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=seeded)
     found = re.search(r"Collected : (\d+)", done.stderr)
     if done.returncode != 0 or found is None:
         raise SystemExit(f"callgrind failed ({done.returncode}):\n{done.stderr[-2000:]}")
     return int(found.group(1))
 
 
-def per_iteration(limits: bool, k: int, collector: str, folder: Path) -> float:
+def per_iteration(limits: bool, k: int, collector: str, seed: int, folder: Path) -> float:
     with ThreadPoolExecutor(2) as pool:
-        counts = pool.map(lambda count: instructions(limits, count, k, collector, folder), (1, 2))
+        counts = pool.map(
+            lambda count: instructions(limits, count, k, collector, seed, folder), (1, 2)
+        )
         one, two = counts
     return (two - one) / (k * SPEC.calls)
 
@@ -103,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--collector", choices=COLLECTORS, default="default", help="default: the default"
     )
+    parser.add_argument("--seed", type=int, default=0, help="PYTHONHASHSEED (default: 0)")
     parser.add_argument("--run", nargs=3, type=int, metavar=("LIMITS", "BATCHES", "K"))
     args = parser.parse_args(argv)
     if args.run:
@@ -114,12 +114,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="turnkeeper-count-") as folder:
         counted = {
-            name: per_iteration(limits, args.k, args.collector, Path(folder))
+            name: per_iteration(limits, args.k, args.collector, args.seed, Path(folder))
             for name, limits in SIDES
         }
     none = counted["none"]
     print(f"B-store, K = {args.k:,}, every turn a user of its own, collector: {args.collector}")
-    print(f"({COLLECTORS[args.collector]}); instructions per iteration\n")
+    print(f"({COLLECTORS[args.collector]}), hash seed {args.seed}; instructions per iteration\n")
     print("| limits | instructions / iteration | ÷ none |")
     print("|---|---|---|")
     for name, value in counted.items():

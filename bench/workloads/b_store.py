@@ -215,7 +215,7 @@ def run(ctx: Context) -> Section:
         ctx.log(f"{TITLE}: round {r + 1}/{rounds}")
     rows = [row(k, policy, found[k, policy]) for k, policy in cases]
     heads = headlines(big, found[big, False], found[big, True])
-    sides = with_limits(ctx, big, ctx.size(11, 1))
+    sides = with_limits(ctx, big, ctx.size(21, 1))
     heads += limits_headlines(big, sides)
     body = DESCRIPTION + "\n" + table(HEADERS, rows) + "\n\n" + LIMITS_DESCRIPTION
     body += "\n" + table(LIMITS_HEADERS, limits_rows(sides)) + "\n"
