@@ -93,12 +93,13 @@ async def embedded(k: int, users: bool, limits: bool) -> AsyncIterator[Embedded]
     budget = Budget(max_iterations=SPEC.calls, deadline=3600.0, call_timeout=600.0)
     setting = LIMITS if limits else None
     with tempfile.TemporaryDirectory(prefix="turnkeeper-bench-") as folder:
-        store = SqliteStore(f"{folder}/bench.db")
+        path = f"{folder}/bench.db"
+        store = SqliteStore(path)
         try:
             await store.migrate()
             provider = as_provider(FakeProvider(SPEC))
             job = TurnJob(store, provider, toolset(SPEC), budget, reporter=quiet, limits=setting)
-            bench = Embedded(store, LocalQueue(job, concurrency=k), setting, f"{folder}/bench.db")
+            bench = Embedded(store, LocalQueue(job, concurrency=k), setting, path)
             await bench.run(await bench.queued(min(k, 50), "warm" if users else None))
             yield bench
         finally:
