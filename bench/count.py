@@ -100,7 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.count", description=__doc__)
     parser.add_argument("--k", type=int, default=1000, help="turns at once (default: 1000)")
     parser.add_argument(
-        "--collector", choices=COLLECTORS, default="default", help="default: the default"
+        "--collector",
+        choices=COLLECTORS,
+        default="default",
+        help="what collects garbage while the batches run: default (CPython's thresholds), "
+        "serve (serve's GC policy) or off (default: default)",
     )
     parser.add_argument("--seed", type=int, default=0, help="PYTHONHASHSEED (default: 0)")
     parser.add_argument("--run", nargs=3, type=int, metavar=("LIMITS", "BATCHES", "K"))
