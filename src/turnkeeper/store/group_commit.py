@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..usage import Charge
+from ..usage import Charge, Day
 from .days import Days
 from .dialect import All, Exec, Many, One, Program, Statement
 
@@ -195,23 +195,27 @@ def _execute(db: sqlite3.Connection, statement: Statement, days: Days | None) ->
     if type(statement) is One:
         row = db.execute(statement.sql, statement.params).fetchone()
         if statement.charge is not None and row is not None:
-            assert days is not None, "a charge is made inside a write transaction"
-            statement.charge.total = days.charge(db, statement.charge)
+            statement.charge.total = _charged(db, statement.charge, days)
         return row
     if type(statement) is All:
         return db.execute(statement.sql, statement.params).fetchall()
     if type(statement) is Exec:
         changed = db.execute(statement.sql, statement.params).rowcount
         if statement.charge is not None and changed:
-            assert days is not None, "a charge is made inside a write transaction"
-            statement.charge.total = days.charge(db, statement.charge)
+            statement.charge.total = _charged(db, statement.charge, days)
         return changed
     if type(statement) is Charge:
-        assert days is not None, "a charge is made inside a write transaction"
-        return days.charge(db, statement)
+        return _charged(db, statement, days)
     assert type(statement) is Many
     db.executemany(statement.sql, statement.rows)
     return None
+
+
+def _charged(db: sqlite3.Connection, charge: Charge, days: Days | None) -> Day:
+    """The charge added to its day (a yielded `Charge`, or one a write's statement
+    carries); the day's totals."""
+    assert days is not None, "a charge is made inside a write transaction"
+    return days.charge(db, charge)
 
 
 def _roll_back(db: sqlite3.Connection, days: Days) -> None:
