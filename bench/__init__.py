@@ -11,4 +11,6 @@ per-round ratios against a baseline measured in the same rounds.
 - `method`: worker processes, alternating slices, medians of ratios.
 - `worker`: the worker process side.
 - `machine`: what the run ran on.
+- `local_server`: the HTTP server the fake APIs (`cache_api`, `window_api`) and the
+  tests' fake models run on.
 """

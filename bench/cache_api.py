@@ -31,8 +31,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from .local_server import LocalServer
 
 CHARS_PER_TOKEN = 4
 MAX_BREAKPOINTS = 4
@@ -229,7 +231,7 @@ def reply(body: dict[str, Any], iterations: int, tool: str) -> dict[str, Any]:
     }
 
 
-class CacheApi:
+class CacheApi(LocalServer):
     """`PromptCache` and `reply` behind POST /v1/messages, on 127.0.0.1; `bills` holds
     every request's bill, in order."""
 
@@ -241,22 +243,7 @@ class CacheApi:
         self.bills: list[Bill] = []
         self.bodies: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def __enter__(self) -> CacheApi:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__(_handler(self))
 
     def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """The status and body of the answer to one request."""

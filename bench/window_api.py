@@ -22,12 +22,13 @@ import json
 import re
 import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from turnkeeper.turn import summary
 
 from .cache_api import sse
+from .local_server import LocalServer
 
 CHARS_PER_TOKEN = 4
 DAY = re.compile(r"for day (\d+)\.")
@@ -43,7 +44,7 @@ class Bill:
     tokens: int
 
 
-class WindowApi:
+class WindowApi(LocalServer):
     """The fake (`with WindowApi(20_000) as api:`); `bills` holds every answered request's
     bill in order, `refusals` the turn of every refused one."""
 
@@ -52,22 +53,7 @@ class WindowApi:
         self.bills: list[Bill] = []
         self.refusals: list[int | None] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def __enter__(self) -> WindowApi:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__(_handler(self))
 
     def per_turn(self, turns: int) -> list[int]:
         """The input tokens billed in each turn, 1 to `turns` (index 0 is turn 1)."""

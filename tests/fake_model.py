@@ -27,10 +27,11 @@ import socket
 import threading
 import time
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import httpx
+from bench.local_server import LocalServer
 
 from tests.streams import sse_events
 from turnkeeper.providers import TextSink, messages_api
@@ -42,7 +43,7 @@ HOLD_BOUND = 60.0
 """Seconds a held request waits for `release()` at most."""
 
 
-class FakeModelServer:
+class FakeModelServer(LocalServer):
     def __init__(self, script: Sequence[Any], *, gap: float = 0.0) -> None:
         self.script = list(script)
         self.gap = gap
@@ -54,23 +55,11 @@ class FakeModelServer:
         self.abandoned: list[Any] = []
         self.released = threading.Event()
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def __enter__(self) -> FakeModelServer:
-        self._thread.start()
-        return self
+        super().__init__(self._handler())
 
     def __exit__(self, *exc: object) -> None:
         self.released.set()
-        self._server.shutdown()
-        self._server.server_close()
+        super().__exit__(*exc)
 
     def release(self) -> None:
         self.released.set()

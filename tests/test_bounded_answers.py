@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from bench.local_server import LocalServer
 
 from tests.providers.wire_server import WireServer, json_response
 from tests.scripts import answer
@@ -72,14 +72,8 @@ def sizing_model(sizes: list[int]) -> Iterator[str]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with LocalServer(Handler) as server:
+        yield server.url
 
 
 def memory(pid: int) -> dict[str, int]:

@@ -24,8 +24,10 @@ from __future__ import annotations
 import json
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from bench.local_server import LocalServer
 
 from turnkeeper.tools.functions import FunctionToolset, Tool
 from turnkeeper.turn import summary
@@ -42,7 +44,7 @@ CODE_WORD = re.compile(r"the code word is (\w+)", re.IGNORECASE)
 TIMES = re.compile(r"read the notes (\d+) times")
 
 
-class WindowServer:
+class WindowServer(LocalServer):
     """The fake model server (`with WindowServer(6000) as server:`)."""
 
     def __init__(self, window: int, *, chars_per_token: float = 4.0) -> None:
@@ -55,22 +57,7 @@ class WindowServer:
         self.refused = 0
         self.summaries = 0
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def __enter__(self) -> WindowServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__(self._handler())
 
     def count(self, body: dict[str, Any]) -> int:
         counted = {k: body.get(k) for k in ("messages", "system", "tools")}

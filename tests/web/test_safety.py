@@ -4,16 +4,16 @@ poll forever, spin silently when the server is unreachable, or overflow a 320 px
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
+from bench.local_server import LocalServer
 from playwright.sync_api import Browser, Page, Route, expect
 
 from tests import scripts
@@ -252,14 +252,8 @@ def page_server(html: str) -> Iterator[str]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with LocalServer(Page) as server:
+        yield server.url
 
 
 @pytest.mark.parametrize("allowed", [True, False])
