@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from turnkeeper import Assistant
 from turnkeeper.service import gc_policy
 from turnkeeper.service.worker import run_worker  # noqa: F401 - imported before start-up is measured
-from turnkeeper.serving.server import Settings, work
+from turnkeeper.serving.server import work
+from turnkeeper.serving.settings import Settings
 from turnkeeper.wire import Message, Reply, ToolSpec
 
 from .contenders.turnkeeper_loop import FakeProvider, as_provider, toolset

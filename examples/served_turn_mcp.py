@@ -33,7 +33,8 @@ from turnkeeper.errors import MissingExtra
 from turnkeeper.providers import Provider
 
 try:
-    from turnkeeper.serving.server import Settings, serve
+    from turnkeeper.serving.server import serve
+    from turnkeeper.serving.settings import Settings
     from turnkeeper.tools.mcp import MCPToolset
 except MissingExtra as e:
     print(

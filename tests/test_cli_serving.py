@@ -89,12 +89,33 @@ def test_cors_origins_are_repeatable_and_reach_the_server_settings() -> None:
     assert _settings(build_parser().parse_args(["serve"])).cors_origins == ()
 
 
+def test_cors_credentials_and_headers_reach_the_server_settings() -> None:
+    from turnkeeper.cli import build_parser
+    from turnkeeper.cli.serving import _settings
+
+    argv = ["serve", "--cors-origin", "https://a.example", "--cors-credentials"]
+    settings = _settings(build_parser().parse_args([*argv, "--cors-header", "X-User"]))
+    default = _settings(build_parser().parse_args(["serve"]))
+    assert (settings.cors_credentials, settings.cors_headers) == (True, ("x-user",))
+    assert (default.cors_credentials, default.cors_headers) == (False, ())
+
+
+def test_cors_credentials_without_an_origin_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["serve", "--cors-credentials"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("turnkeeper: error: --cors-credentials needs --cors-origin ORIGIN")
+    assert "\n" not in err
+
+
 @pytest.mark.parametrize(
     ("option", "value", "says"),
     [
         *(("--cors-origin", v, "is not an origin") for v in ("*", "https://a.example/")),
         *(("--cors-origin", v, "is not an origin") for v in ("a.example", "https://a.example/x")),
         *(("--keep-alive", v, "is not a positive whole number") for v in ("0", "-5", "1.5", "x")),
+        *(("--cors-header", v, "is not an HTTP header name") for v in ("x user", "x:y", "")),
     ],
 )
 def test_a_value_an_option_cannot_take_is_an_argument_error(

@@ -261,6 +261,8 @@ class Assistant:
         worker: bool = True,
         concurrency: int = 4,
         cors_origins: Sequence[str] = (),
+        cors_credentials: bool = False,
+        cors_headers: Sequence[str] = (),
         frame_ancestors: Sequence[str] = (),
         public_metrics: bool = False,
     ) -> AssistantApp:
@@ -273,7 +275,8 @@ class Assistant:
         Turns run in your process; with a PostgreSQL `database` and `worker=False`, they
         are left to `turnkeeper worker module:assistant` processes. `authenticate`
         (default: the assistant's own) makes conversations belong to your users. Pages of
-        `cors_origins` may call it, pages of `frame_ancestors` frame it; `public_metrics`
+        `cors_origins` may call it (with `cors_headers` of your own, and your sign-in's
+        cookies with `cors_credentials`), pages of `frame_ancestors` frame it; `public_metrics`
         answers `/metrics` under the prefix. Without the server extra, `MissingExtra`.
         """
         require_extra("Assistant.asgi()", "server", ("starlette", "prometheus_client"))
@@ -286,6 +289,8 @@ class Assistant:
             worker=worker,
             concurrency=concurrency,
             cors_origins=tuple(cors_origins),
+            cors_credentials=cors_credentials,
+            cors_headers=tuple(cors_headers),
             frame_ancestors=tuple(frame_ancestors),
             public_metrics=public_metrics,
         )

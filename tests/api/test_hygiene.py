@@ -5,13 +5,17 @@ comes a page at a time."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
+from starlette.requests import Request
 
 from tests import scripts
 from tests.api.test_routes import HeldQueue, client_for, conversation
 from tests.models import GatedModel
 from turnkeeper.api import create_app
+from turnkeeper.errors import ConfigError
 from turnkeeper.service.job import TurnJob
 from turnkeeper.store import Store
 
@@ -46,6 +50,85 @@ async def test_a_refused_cors_preflight_answers_json(
     assert response.json()["error"].endswith(".")
     assert allowed.status_code == 200, "an allowed preflight is answered as before"
     assert allowed.headers["access-control-allow-origin"] == SHOP
+
+
+async def test_a_refused_header_is_named_in_the_preflight_answer(
+    store: Store, held: HeldQueue
+) -> None:
+    app = create_app(store, held, cors_origins=[SHOP], cors_headers=["x-user"])
+    asked = {"origin": SHOP, "access-control-request-method": "POST"}
+    async with client_for(app) as client:
+        refused = await client.options(
+            "/api/conversations",
+            headers={**asked, "access-control-request-headers": "x-user, X-Secret"},
+        )
+        allowed = await client.options(
+            "/api/conversations",
+            headers={**asked, "access-control-request-headers": "X-User, content-type"},
+        )
+    assert refused.status_code == 400
+    assert refused.json()["error"] == "These headers may not be sent from another origin: x-secret."
+    assert allowed.status_code == 200, "the application's own header is allowed"
+    assert "x-user" in allowed.headers["access-control-allow-headers"].split(", ")
+    assert "access-control-allow-credentials" not in allowed.headers, "no cookies by default"
+
+
+async def test_sign_in_across_origins_sends_cookies_to_the_named_origin_only(
+    store: Store, held: HeldQueue
+) -> None:
+    """`--cors-credentials`: the preflight and the answer allow credentials and echo the
+    caller's origin, never `*`; the application's sign-in reads its cookie."""
+
+    def signed_in(request: Request) -> str | None:
+        return request.cookies.get("session")
+
+    app = create_app(store, held, authenticate=signed_in, cors_origins=[SHOP],
+                     cors_credentials=True, cors_headers=["x-user"])  # fmt: skip
+    async with client_for(app) as client:
+        preflight = await client.options(
+            "/api/conversations",
+            headers={
+                "origin": SHOP,
+                "access-control-request-method": "POST",
+                "access-control-request-headers": "content-type, x-user",
+            },
+        )
+        created = await client.post(
+            "/api/conversations", headers={"origin": SHOP, "cookie": "session=ada"}
+        )
+        listed = await client.get(
+            "/api/conversations", headers={"origin": SHOP, "cookie": "session=ada"}
+        )
+        other = await client.options(
+            "/api/conversations",
+            headers={"origin": "https://evil.example", "access-control-request-method": "POST"},
+        )
+    assert preflight.status_code == 200
+    assert preflight.headers["access-control-allow-credentials"] == "true"
+    assert preflight.headers["access-control-allow-origin"] == SHOP
+    assert created.status_code == 201
+    assert created.headers["access-control-allow-credentials"] == "true"
+    assert created.headers["access-control-allow-origin"] == SHOP
+    assert [c["conversation_id"] for c in listed.json()["conversations"]] == [
+        created.json()["conversation_id"]
+    ], "the cookie signed the reader in"
+    assert other.status_code == 400
+    assert "access-control-allow-origin" not in other.headers
+
+
+@pytest.mark.parametrize(
+    ("keywords", "says"),
+    [
+        ({"cors_credentials": True}, "need an origin"),
+        ({"cors_origins": ["*"], "cors_credentials": True}, "every origin"),
+        ({"cors_origins": [SHOP], "cors_headers": ["x user"]}, "not an HTTP header name"),
+    ],
+)
+def test_a_cors_setting_that_cannot_hold_is_a_config_error(
+    store: Store, held: HeldQueue, keywords: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(ConfigError, match=says):
+        create_app(store, held, **keywords)
 
 
 @pytest.mark.parametrize("path", ["/api/conversations/", "/openapi.json/", "/widget.js/"])

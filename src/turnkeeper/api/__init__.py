@@ -34,7 +34,7 @@ from .errors import (
     store_unavailable,
     store_unavailable_errors,
 )
-from .headers import JsonCORSMiddleware, SecurityHeaders, security_headers
+from .headers import Cors, SecurityHeaders, security_headers
 from .limits import MAX_BODY, BodyLimit
 from .metrics import endpoint as exposition
 from .protocols import TOKEN_HEADER, TURN_HEADER, Protocols
@@ -63,6 +63,8 @@ def create_app(
     authenticate: Authenticate | None = None,
     max_body: int = MAX_BODY,
     cors_origins: Sequence[str] = (),
+    cors_credentials: bool = False,
+    cors_headers: Sequence[str] = (),
     metrics: Metrics | None = None,
     frame_ancestors: Sequence[str] = (),
     public_metrics: bool = False,
@@ -72,37 +74,44 @@ def create_app(
 ) -> Starlette:
     """The API and widget of the assistant `name` (`owner`; its turns queued with `fate`), in
     `catalogs`; with `authenticate`, conversations are users'. Pages of `cors_origins` may
-    call it, of `frame_ancestors` frame it; `metrics` count its turns (public_metrics); the
-    door holds new turns to `limits` (api/door.py)."""
+    call it (sending `cors_headers` of their own, and cookies with `cors_credentials`:
+    `headers.Cors`), of `frame_ancestors` frame it; `metrics` count its turns
+    (public_metrics); the door holds new turns to `limits` (api/door.py)."""
     routes = Routes(store, queue, catalogs=catalogs or Catalogs(), authenticate=authenticate,
                     limits=limits, owner=owner, fate=fate)  # fmt: skip
+    cors = Cors(tuple(cors_origins), cors_credentials, tuple(cors_headers))
     metrics = metrics or Metrics()
     app = Starlette(
-        routes=[
-            # The poll first: most requests are polls, and routes are matched in order.
-            Route("/api/turns/{turn_id}", routes.turn_state),
-            Route("/api/turns/{turn_id}/events", routes.events),
-            Route("/api/turns/{turn_id}/cancel", routes.cancel, methods=["POST"]),
-            Route("/api/turns/{turn_id}/approvals", routes.approvals, methods=["POST"]),
-            Route("/api/conversations", routes.conversations, methods=["GET", "POST"]),
-            Route("/api/conversations/{conversation_id}", routes.conversation),
-            Route(
-                "/api/conversations/{conversation_id}/turns", routes.create_turn, methods=["POST"]
-            ),
-            *Protocols(routes).endpoints(),
-            Route("/api/usage", routes.usage),
-            *Controls(routes, metrics).endpoints(),
-            *widget.routes(name, routes.catalogs, users=authenticate is not None),
-            Route("/openapi.json", openapi(authenticate is not None)),
-            *([Route("/metrics", exposition(store, metrics))] if public_metrics else []),
-        ],
-        middleware=_middleware(cors_origins, frame_ancestors, max_body),
+        routes=_endpoints(routes, metrics, name, public_metrics),
+        middleware=_middleware(cors, frame_ancestors, max_body),
         exception_handlers=_handlers(),
     )
     # A trailing slash is not redirected: the redirect would be built from the Host header.
     app.router.redirect_slashes = False
     app.state.metrics, app.state.streams = metrics, routes.streams
     return app
+
+
+def _endpoints(routes: Routes, metrics: Metrics, name: str, public_metrics: bool) -> list[Route]:
+    """The API's routes and the widget's, over `routes` (who opens what, the store, the
+    queue); `/metrics` only when public."""
+    store, users = routes.store, routes.authenticate is not None
+    return [
+        # The poll first: most requests are polls, and routes are matched in order.
+        Route("/api/turns/{turn_id}", routes.turn_state),
+        Route("/api/turns/{turn_id}/events", routes.events),
+        Route("/api/turns/{turn_id}/cancel", routes.cancel, methods=["POST"]),
+        Route("/api/turns/{turn_id}/approvals", routes.approvals, methods=["POST"]),
+        Route("/api/conversations", routes.conversations, methods=["GET", "POST"]),
+        Route("/api/conversations/{conversation_id}", routes.conversation),
+        Route("/api/conversations/{conversation_id}/turns", routes.create_turn, methods=["POST"]),
+        *Protocols(routes).endpoints(),
+        Route("/api/usage", routes.usage),
+        *Controls(routes, metrics).endpoints(),
+        *widget.routes(name, routes.catalogs, users=users),
+        Route("/openapi.json", openapi(users)),
+        *([Route("/metrics", exposition(store, metrics))] if public_metrics else []),
+    ]
 
 
 def _handlers() -> dict[type[Exception], Any]:
@@ -115,27 +124,11 @@ def _handlers() -> dict[type[Exception], Any]:
     }
 
 
-def _middleware(
-    cors_origins: Sequence[str], frame_ancestors: Sequence[str], max_body: int
-) -> list[Middleware]:
+def _middleware(cors: Cors, frame_ancestors: Sequence[str], max_body: int) -> list[Middleware]:
     return [
         Middleware(SecurityHeaders, headers=security_headers(frame_ancestors)),
-        *_cors(cors_origins),
+        *cors.middleware(exposed=(TOKEN_HEADER, TURN_HEADER)),
         Middleware(BodyLimit, limit=max_body),
-    ]
-
-
-def _cors(origins: Sequence[str]) -> list[Middleware]:
-    if not origins:
-        return []
-    return [
-        Middleware(
-            JsonCORSMiddleware,
-            allow_origins=list(origins),
-            allow_methods=["GET", "POST", "PATCH", "DELETE"],
-            allow_headers=["authorization", "content-type"],
-            expose_headers=[TOKEN_HEADER, TURN_HEADER],
-        )
     ]
 
 

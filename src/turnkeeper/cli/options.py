@@ -100,3 +100,10 @@ def origin(text: str) -> str:
             f"{text!r} is not an origin; write it as https://example.com[:port], with no path"
         )
     return text
+
+
+def header_name(text: str) -> str:
+    """An HTTP request header's name (RFC 9110 token), as `--cors-header` allows it."""
+    if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an HTTP header name, such as x-user")
+    return text.lower()

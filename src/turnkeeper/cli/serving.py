@@ -24,6 +24,7 @@ from .options import (
     add_price_option,
     add_prompt_cache_option,
     directory,
+    header_name,
     mcp_servers,
     origin,
     port,
@@ -58,14 +59,7 @@ def _add_serving_commands(commands: Any) -> None:
         action="store_true",
         help="only queue turns, for `turnkeeper worker` processes (PostgreSQL)",
     )
-    serve.add_argument(
-        "--cors-origin",
-        type=origin,
-        action="append",
-        default=[],
-        metavar="ORIGIN",
-        help="let pages of this origin (https://example.com) call the API (repeatable)",
-    )
+    _origin_options(serve)
     serve.add_argument(
         "--frame-ancestors",
         type=origin,
@@ -90,6 +84,32 @@ def _add_serving_commands(commands: Any) -> None:
     worker = commands.add_parser("worker", help="run queued turns from PostgreSQL")
     _serving_options(worker)
     _metrics_options(worker)
+
+
+def _origin_options(serve: argparse.ArgumentParser) -> None:
+    """Who may call the API from other origins (api/headers.py's `Cors`)."""
+    serve.add_argument(
+        "--cors-origin",
+        type=origin,
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let pages of this origin (https://example.com) call the API (repeatable)",
+    )
+    serve.add_argument(
+        "--cors-header",
+        type=header_name,
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="let those pages send this header of your application's own, such as x-user"
+        " (repeatable)",
+    )
+    serve.add_argument(
+        "--cors-credentials",
+        action="store_true",
+        help="let those pages send cookies and HTTP authentication (needs --cors-origin)",
+    )
 
 
 def _metrics_options(parser: argparse.ArgumentParser) -> None:
@@ -190,11 +210,15 @@ def _provider(args: argparse.Namespace, assistant: Assistant) -> Provider:
 
 
 def _settings(args: argparse.Namespace) -> Any:
-    from ..serving.server import KEEP_ALIVE, Settings
+    from ..serving.settings import KEEP_ALIVE, Settings
     from ..store import DEFAULT_URL, parse_url
 
     database = args.database or os.environ.get("TURNKEEPER_DATABASE_URL") or DEFAULT_URL
     parse_url(database)
+    if getattr(args, "cors_credentials", False) and not getattr(args, "cors_origin", ()):
+        raise ConfigError(
+            "--cors-credentials needs --cors-origin ORIGIN: whose pages may send them"
+        )
     return Settings(
         database=database,
         host=getattr(args, "host", "127.0.0.1"),
@@ -209,6 +233,8 @@ def _settings(args: argparse.Namespace) -> Any:
         root=(args.root if args.root is not None else DEMO_ROOT).resolve(),
         mcp=[*args.mcp_stdio, *args.mcp_http],
         cors_origins=tuple(getattr(args, "cors_origin", ())),
+        cors_credentials=getattr(args, "cors_credentials", False),
+        cors_headers=tuple(getattr(args, "cors_header", ())),
         frame_ancestors=tuple(getattr(args, "frame_ancestors", ())),
         public_metrics=getattr(args, "public_metrics", False),
         keep_alive=getattr(args, "keep_alive", None) or KEEP_ALIVE,

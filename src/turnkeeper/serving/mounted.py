@@ -28,7 +28,8 @@ from .. import __version__
 from ..api.headers import SecurityHeaders, security_headers
 from ..service.queue import LocalQueue
 from ..store import DEFAULT_URL, parse_url
-from .server import DEFAULT_GRACE, Settings, banner_rows, http_app, require_postgres, running
+from .server import banner_rows, http_app, require_postgres, running
+from .settings import DEFAULT_GRACE, Settings
 
 if TYPE_CHECKING:
     from ..assistant import Assistant, Authenticate
@@ -53,6 +54,8 @@ class AssistantApp:
         worker: bool,
         concurrency: int,
         cors_origins: tuple[str, ...],
+        cors_credentials: bool = False,
+        cors_headers: tuple[str, ...] = (),
         grace: float = DEFAULT_GRACE,
         frame_ancestors: tuple[str, ...] = (),
         public_metrics: bool = False,
@@ -74,6 +77,8 @@ class AssistantApp:
             concurrency=concurrency,
             app="mounted",
             cors_origins=cors_origins,
+            cors_credentials=cors_credentials,
+            cors_headers=cors_headers,
             frame_ancestors=frame_ancestors,
             public_metrics=public_metrics,
         )

@@ -27,7 +27,6 @@ import socket
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -37,60 +36,19 @@ from ..errors import ConfigError, MissingExtra
 from ..observe.metrics import Metrics, serve_metrics
 from ..observe.watchers import Watchers, default_watchers
 from ..providers import Provider
-from ..service.job import DEFAULT_LEASE, TurnJob
+from ..service.job import TurnJob
 from ..service.queue import LocalQueue, Queue
 from ..service.sweeper import Holding, Sweeper
-from ..store import DEFAULT_URL, Store, open_store, parse_url
+from ..store import Store, open_store, parse_url
 from ..tools import CombinedToolset
 from ..tools.files import DEMO_ROOT
 from .owners import tell_other_owners
+from .settings import Settings
 
 if TYPE_CHECKING:
     from ..assistant import Assistant, Authenticate
 
 logger = logging.getLogger("turnkeeper.server")
-
-DEFAULT_GRACE = 10.0
-KEEP_ALIVE = 120
-"""`--keep-alive`'s default (uvicorn's: 5 s), past most proxies' idle timeouts (design §9)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """How `serve` and `worker` run: database, address, queue, lease, logs, grace, the app."""
-
-    database: str = DEFAULT_URL
-    host: str = "127.0.0.1"
-    port: int = 8000
-    worker: bool = True
-    """Run turns in this process (the embedded queue); False only defers them."""
-    concurrency: int = 4
-    lease: float = DEFAULT_LEASE
-    metrics_port: int | None = None
-    """`/metrics` on this port, all interfaces (`--metrics-port`)."""
-    public_metrics: bool = False
-    """`serve` answers `/metrics` on its public port too (`--public-metrics`)."""
-    log_format: str = "text"
-    """`text` or `json` (`--log-format`): how the banner is written, like the log."""
-    grace: float = DEFAULT_GRACE
-    """Seconds running turns get to finish on SIGINT or SIGTERM before they are finalised."""
-    app: str | None = None
-    """The assistant's import string (`module:attribute`), or None for the demo assistant."""
-    root: Path = DEMO_ROOT
-    """Where the demo assistant's `read_file` reads (for the banner)."""
-    mcp: Sequence[str] = ()
-    """The MCP servers' commands and URLs (for the banner)."""
-    cors_origins: tuple[str, ...] = ()
-    """Origins whose pages may call the API (`serve --cors-origin`); none by default."""
-    frame_ancestors: tuple[str, ...] = ()
-    """Origins whose pages may frame the chat (`serve --frame-ancestors`), besides its own."""
-    keep_alive: int = KEEP_ALIVE
-    """Seconds `serve` keeps an idle connection open (`--keep-alive`): past a proxy's own."""
-
-    @property
-    def sweep_interval(self) -> float:
-        """Seconds between sweeps: a third of the lease, at most 5."""
-        return min(5.0, self.lease / 3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +157,8 @@ def http_app(
         catalogs=assistant.catalogs,
         authenticate=authenticate,
         cors_origins=settings.cors_origins,
+        cors_credentials=settings.cors_credentials,
+        cors_headers=settings.cors_headers,
         metrics=service.metrics,
         frame_ancestors=settings.frame_ancestors,
         public_metrics=settings.public_metrics,
