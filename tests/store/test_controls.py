@@ -99,11 +99,12 @@ async def test_a_conversation_with_a_turn_not_done_is_deleted_only_when_stopped(
 
 async def test_a_renamed_conversation_is_listed_by_its_title(store: Store) -> None:
     conversation_id, _ = await finished(store, "what is on my list?")
-    assert await store.rename_conversation(conversation_id, "Groceries") is True
+    assert await store.rename_conversation(conversation_id, "Groceries") == "Groceries"
     assert [c.title for c in await store.conversations("ann")] == ["Groceries"]
-    assert await store.rename_conversation(conversation_id, None) is True
+    assert await store.rename_conversation(conversation_id, None) == "what is on my list?"
     assert [c.title for c in await store.conversations("ann")] == ["what is on my list?"]
-    assert await store.rename_conversation("c_missing", "x") is False
+    with pytest.raises(NoConversation):
+        await store.rename_conversation("c_missing", "x")
 
 
 async def test_feedback_is_kept_once_per_turn_and_exported(store: Store) -> None:

@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..observe.metrics import Metrics
-from ..store import Busy
+from ..store import Busy, NoConversation
 from ..store.controlled import RATINGS, Rating
 from ..turn.lifecycle import stop_waiting
 from .errors import ApiError
@@ -54,9 +54,12 @@ class Controls:
         routes = self.routes
         conversation_id = await routes._conversation(request, await routes._user(request))
         if request.method == "PATCH":
-            title = _title(await _json_body(request))
-            if not await self.store.rename_conversation(conversation_id, title):
-                raise ApiError(404, NO_CONVERSATION)
+            try:
+                title = await self.store.rename_conversation(
+                    conversation_id, _title(await _json_body(request))
+                )
+            except NoConversation:  # deleted meanwhile
+                raise ApiError(404, NO_CONVERSATION) from None
             return JSONResponse({"conversation_id": conversation_id, "title": title})
         return await self._delete(conversation_id, _stop(request.query_params.get("stop")))
 

@@ -54,8 +54,9 @@ class ReaderControls(Protocol):
         `Busy` while a turn of it is not done, unless `stop` (controls.py)."""
         ...
 
-    async def rename_conversation(self, conversation_id: str, title: str | None) -> bool:
-        """Give the conversation its own title (None: its first question); False if none."""
+    async def rename_conversation(self, conversation_id: str, title: str | None) -> str | None:
+        """Give the conversation its own title (None: its first question); the title it is
+        now listed by. `NoConversation` if there is none."""
         ...
 
     async def give_feedback(

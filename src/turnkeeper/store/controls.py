@@ -17,7 +17,7 @@ from ..state import PublishedState
 from .controlled import Feedback, Given, Rated, Rating
 from .dialect import All, Dialect, Exec, Executor, One, Steps
 from .records import ResumeRecord
-from .refusals import Busy
+from .refusals import Busy, NoConversation
 
 TITLES_AND_FEEDBACK = """
     ALTER TABLE conversations ADD COLUMN title {text};
@@ -46,6 +46,12 @@ HOLD = "SELECT 1 FROM conversations WHERE conversation_id = ?{lock}"
 turns not done, and one asked later finds the conversation gone."""
 OPEN = "SELECT turn_id FROM turns WHERE conversation_id = ? AND done = {false}"
 RENAME = "UPDATE conversations SET title = ? WHERE conversation_id = ?"
+TITLE = (
+    "SELECT COALESCE(c.title, (SELECT t.question FROM turns t"
+    " WHERE t.conversation_id = c.conversation_id ORDER BY t.seq LIMIT 1))"
+    " FROM conversations c WHERE c.conversation_id = ?"
+)
+"""The title a conversation is listed by: its own, else its first question."""
 GIVE = (
     "UPDATE turns SET feedback = ?, feedback_at = {now} WHERE turn_id = ? AND done = {true}"
     " RETURNING status"
@@ -105,11 +111,20 @@ class Controls:
 
         return await self.executor.write(steps)
 
-    async def rename_conversation(self: _SqlParts, conversation_id: str, title: str | None) -> bool:
-        """Give the conversation its own title (None: its first question again); False if
-        there is no such conversation."""
-        statement = Exec(self.dialect.sql(RENAME), (title, conversation_id))
-        return bool(await self.executor.write(statement, one=True))
+    async def rename_conversation(
+        self: _SqlParts, conversation_id: str, title: str | None
+    ) -> str | None:
+        """Give the conversation its own title (None: its first question again); the title it
+        is now listed by (None before its first question). `NoConversation` if there is none."""
+        d = self.dialect
+
+        def steps() -> Steps[str | None]:
+            if not (yield Exec(d.sql(RENAME), (title, conversation_id))):
+                raise NoConversation(conversation_id)
+            row = yield One(d.sql(TITLE), (conversation_id,))
+            return None if row is None or row[0] is None else str(row[0])
+
+        return await self.executor.write(steps)
 
     async def give_feedback(
         self: _SqlParts, turn_id: str, rating: Rating, comment: str | None
