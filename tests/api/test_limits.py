@@ -110,6 +110,24 @@ async def test_a_days_tokens_run_out_inside_a_turn_then_at_the_door(
     assert bob["tokens_per_day"]["used"] == 0, "bob's ledger is his own"
 
 
+async def test_usage_is_counted_for_every_signed_in_user_without_limits(
+    store: Store, model: FakeModelServer
+) -> None:
+    """Issue 44: `used: 0` unless `limits=` was set; now the day's turns are counted."""
+    model.script = tool_then_answer() * 2
+    queue = LocalQueue(TurnJob(store, HttpModel(model.url), LOOKUP))
+    app = create_app(store, queue, authenticate=by_header)
+    async with client_for(app) as client:
+        for _ in range(2):
+            assert (await ask(client, ADA))[0].status_code == 202
+            await queue.join()
+        usage = (await client.get("/api/usage", headers=ADA)).json()
+        bob = (await client.get("/api/usage", headers=BOB)).json()
+    assert (usage["tokens_per_day"]["used"], usage["tokens_per_day"]["limit"]) == (1600, None)
+    assert usage["turns_per_minute"]["used"] == 2
+    assert bob["tokens_per_day"]["used"] == 0
+
+
 async def test_usage_needs_a_signed_in_user(store: Store) -> None:
     async with client_for(create_app(store, HeldQueue(), authenticate=by_header)) as client:
         assert (await client.get("/api/usage")).status_code == 401

@@ -6,6 +6,7 @@ read counts one asker's turns of the last minute."""
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from turnkeeper.store import FenceLost, Store, new_token
 from turnkeeper.store.dialect import Exec
 from turnkeeper.store.sql import SqlStore
 from turnkeeper.store.sqlite import SqliteStore
-from turnkeeper.usage import Charge, Day, Usage
+from turnkeeper.usage import Charge, Day, Usage, today
 
 
 def charge(tokens: int, cost: float = 0.0, subject: str = "ada", day: str = "2026-12-02") -> Charge:
@@ -171,3 +172,27 @@ async def test_a_batch_rolled_back_charges_each_of_its_writes_once(tmp_path: Pat
         assert read.total == Day(400, 0.0), "and what the database thread keeps says so"
     finally:
         await store.close()
+
+
+async def test_a_day_the_ledger_never_charged_is_read_from_the_subjects_turns(
+    store: Store,
+) -> None:
+    """Issue 44: an assistant without limits charges no ledger, yet `GET /api/usage` and
+    `turnkeeper usage` show what its users' turns of the day billed."""
+    conversation_id = await store.create_conversation(new_token()[1], owner="ada")
+    turn_id = (await store.create_turn(conversation_id, "hi", user="ada")).turn_id
+    fence = await store.claim(turn_id, 30, "anthropic")
+    assert fence is not None
+    usage = Usage(iterations=1, input_tokens=400, output_tokens=50, cost_usd=0.002)
+    await store.record_usage(turn_id, fence, usage)
+    day = today()
+    kept = await store.ledger("ada", day)
+    assert (kept.day.tokens, round(kept.day.cost_usd, 6)) == (450, 0.002)
+    assert len(kept.recent) == 1, "the minute's turns as before"
+    assert (await store.ledger("bob", day)).day == Day(), "bob's turns are his own"
+    assert (await store.ledger(None, day)).day == Day(), "and no one else's"
+    yesterday = (datetime.now(UTC) - timedelta(days=1)).date().isoformat()
+    assert (await store.ledger("ada", yesterday)).day == Day(), "asked today, not yesterday"
+    await store.record_usage(turn_id, fence, usage, Charge("ada", day, 10, 0.0))
+    kept = await store.ledger("ada", day)
+    assert kept.day.tokens == 10, "a day the ledger charged is the ledger's (limits set)"

@@ -20,7 +20,9 @@ Each executor makes a charge its own way:
 
 The door decides in the transaction that creates a turn (`admit()`, from
 `create_turn`); `GET /api/usage` and `turnkeeper usage` read the day and the subject's
-turns of the last minute (`ledger()`).
+turns of the last minute (`ledger()`). A day the ledger never charged (an assistant
+without limits) is read from the subject's turns of that day, so usage is shown whether
+limits are set or not, at no cost to a turn's writes.
 
 The statements below are templates: `Statements` (statements.py) holds those a store
 sends with the store's other statements, compiled once per dialect.
@@ -28,11 +30,12 @@ sends with the store's other statements, compiled once per dialect.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import UTC, datetime
+import json
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ..usage import MINUTE, Charge, Day, Ledger, Limits, refused, subject, today
+from ..usage import MINUTE, Charge, Day, Ledger, Limits, Usage, billed, refused, subject, today
 from .dialect import All, Executor, One, Steps
 from .refusals import OverLimit
 from .refusals import refused as fence_refused
@@ -73,6 +76,11 @@ RECENT_OF = "SELECT {age} FROM turns WHERE asked_by = ? AND created > {ago} ORDE
 RECENT = "SELECT {age} FROM turns WHERE asked_by IS NULL AND created > {ago} ORDER BY created"
 """The ages in seconds of a user's turns (or, without sign-in, of every turn) asked in the
 last `?` seconds, oldest first."""
+USED_OF = "SELECT usage FROM turns WHERE asked_by = ? AND created > {ago} AND created <= {ago}"
+USED = "SELECT usage FROM turns WHERE asked_by IS NULL AND created > {ago} AND created <= {ago}"
+"""The usage of a user's turns (or, without sign-in, of every turn) asked between two
+moments, each `?` seconds ago: a day that the ledger never charged (an assistant without
+limits), summed."""
 
 RECORD_USAGE = "UPDATE turns SET usage = ? WHERE turn_id = ? AND fence = ? AND done = {false}"
 """The turn's usage so far recorded, before its tools run (`Statements.record_usage`)."""
@@ -156,7 +164,22 @@ async def ledger(
         params = (window,) if user is None else (user, window)
         ages = yield All(recent, params)
         row = yield One(sql.ledger_day, (subject(user), day))
-        kept = Day() if row is None else Day(int(row[0]), float(row[1]))
-        return Ledger(tuple(float(a) for (a,) in ages), kept)
+        if row is not None:
+            return Ledger(tuple(float(a) for (a,) in ages), Day(int(row[0]), float(row[1])))
+        begun = datetime.now(UTC) - datetime.fromisoformat(day).replace(tzinfo=UTC)
+        since = (begun.total_seconds(), (begun - timedelta(days=1)).total_seconds())
+        used = sql.used if user is None else sql.used_of
+        usages = yield All(used, since if user is None else (user, *since))
+        return Ledger(tuple(float(a) for (a,) in ages), summed(u for (u,) in usages))
 
     return await executor.read(steps)
+
+
+def summed(usages: Iterable[Any], load: Callable[[Any], Any] = json.loads) -> Day:
+    """The day of turns the ledger never charged: their usages (as stored) summed as the
+    ledger would have charged them."""
+    tokens, cost = 0, 0.0
+    for stored in usages:
+        usage = Usage.from_dict(stored if isinstance(stored, dict) else load(stored))
+        tokens, cost = tokens + billed(usage), cost + (usage.cost_usd or 0.0)
+    return Day(tokens, cost)

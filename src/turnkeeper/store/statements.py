@@ -185,6 +185,8 @@ class Statements:
     ledger_day: str = ledger.DAY
     recent_of: str = ledger.RECENT_OF
     recent: str = ledger.RECENT
+    used_of: str = ledger.USED_OF
+    used: str = ledger.USED
     record_and_add: str = ledger.RECORD_AND_ADD
     record_and_read: str = ledger.RECORD_AND_READ
 
