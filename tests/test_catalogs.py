@@ -14,7 +14,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from turnkeeper import Assistant, ConfigError
-from turnkeeper.i18n import SHIPPED, _shipped, keys, markdown
+from turnkeeper.cli import main
+from turnkeeper.i18n import SHIPPED, Catalogs, _shipped, keys, markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("keys_script", ROOT / "scripts" / "keys.py")
@@ -86,11 +87,11 @@ def test_a_locale_missing_keys_is_one_warning_and_english_shows(
         a = Assistant(messages={"de": {"ui.send": "Senden", "ui.stop": "Anhalten"}})
     lines = [r.getMessage() for r in caplog.records if r.name == "turnkeeper"]
     assert len(lines) == 1, lines
-    assert "de: " in lines[0]
-    assert "ui.approve" in lines[0]
-    assert "ui.conversations" in lines[0]
-    assert "ui.send," not in lines[0], "only what de lacks"
-    assert "es:" not in lines[0], "es ships complete"
+    lacking = len(keys()) - 2
+    assert f"de lacks {lacking} keys" in lines[0], "how many, not a list of them"
+    assert "ui.approve" not in lines[0]
+    assert "`turnkeeper messages --locale de APP`" in lines[0], "the command that helps"
+    assert "es lacks" not in lines[0], "es ships complete"
     assert a.catalogs.resolve("ui.approve", "de") == "Approve"
     assert a.catalogs.resolve("ui.send", "de") == "Senden"
 
@@ -132,3 +133,38 @@ def test_the_widget_shows_the_name_of_the_readers_locale() -> None:
     loading = (ROOT / "src/turnkeeper/web/widget/catalogs.js").read_text("utf-8")
     assert 'catalog.text("assistant.name")' in loading
     assert json.loads((ROOT / "src/turnkeeper/locales/es.json").read_text())["assistant.name"]
+
+
+def test_messages_prints_a_locale_to_translate_with_the_apps_captions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 44: `turnkeeper messages --locale fr APP`: every key, the locale's own text
+    where it has one, English where not; `--missing` only those."""
+    (tmp_path / "notes_app.py").write_text(
+        "from turnkeeper import Assistant\n"
+        "def my_notes() -> str:\n"
+        '    """The notes."""\n'
+        "    return ''\n"
+        "assistant = Assistant(tools=[my_notes],"
+        " captions={'my_notes': {'en': 'Read your notes', 'fr': 'A lu vos notes'}},"
+        " messages={'fr': {'ui.send': 'Envoyer'}})\n"
+    )
+    app = ["notes_app:assistant", "--app-dir", str(tmp_path)]
+    assert main(["messages", "--locale", "fr", *app]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert list(printed) == sorted(printed)
+    assert set(printed) == set(keys()) | {"activity.my_notes"}, "every key, captions too"
+    assert printed["ui.send"] == "Envoyer"
+    assert printed["activity.my_notes"] == "A lu vos notes"
+    assert printed["ui.stop"] == keys()["ui.stop"], "English where fr has none"
+    assert main(["messages", "--locale", "fr", "--missing", *app]) == 0
+    missing = json.loads(capsys.readouterr().out)
+    assert "ui.send" not in missing
+    assert "activity.my_notes" not in missing
+    assert missing["ui.stop"] == keys()["ui.stop"]
+    assert main(["messages", "--locale", "es"]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        k: v for k, v in sorted(Catalogs().catalog("es").items()) if k in keys()
+    }
+    assert main(["messages", "--locale", "french!"]) == 2
+    assert "is not a locale tag" in capsys.readouterr().err

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from .budget import Budget
 from .errors import ConfigError, require_extra
-from .i18n import Catalogs, Texts, ask_key, caption_texts, keys, locale_tag, shorter
+from .i18n import Catalogs, Texts, ask_key, caption_texts, counted, keys, locale_tag, shorter
 from .observe import prices
 from .providers import MAX_RESPONSE, Provider
 from .providers.cache_marks import ttl_of
@@ -466,8 +466,15 @@ def _name_everywhere(
 
 
 def _report_missing(catalogs: Catalogs, name: str) -> None:
-    """One warning line naming the keys each locale lacks (shown in English)."""
-    gaps = [(tag, catalogs.missing(tag)) for tag in catalogs.locales]
-    listed = "; ".join(f"{tag}: {', '.join(lacking)}" for tag, lacking in gaps if lacking)
-    if listed:
-        log.warning("assistant %r: these keys are shown in English: %s", name, listed)
+    """One warning line saying how many keys each locale lacks (shown in English), and the
+    command that prints them to translate."""
+    gaps = [(tag, len(catalogs.missing(tag))) for tag in catalogs.locales]
+    lacking = [(tag, n) for tag, n in gaps if n]
+    if lacking:
+        log.warning(
+            "assistant %r shows keys in English: %s; `turnkeeper messages --locale %s APP`"
+            " prints them with their English text to translate",
+            name,
+            ", ".join(f"{tag} lacks {counted(n, 'key')}" for tag, n in lacking),
+            lacking[0][0],
+        )

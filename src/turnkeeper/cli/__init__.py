@@ -1,5 +1,5 @@
 """The command line: `demo`, `run`, `replay`, `trace`, `serve`, `worker`, `usage`,
-`conversations`, `feedback`.
+`conversations`, `feedback`, `messages`.
 
 Exit codes: 0 when the command did its work (for `run` and `demo`: the turn
 finished), 1 when a replay differs from its trace or a turn failed or hit a cap,
@@ -20,6 +20,7 @@ from .. import __version__
 from ..credentials import redact_text
 from ..errors import ConfigError
 from .manage import add_commands, cmd_conversations, cmd_feedback
+from .messages import add_messages_command, cmd_messages
 from .options import _Parser, add_price_option, directory
 from .run import _add_run_command, cmd_demo, cmd_run
 from .serving import _add_serving_commands, cmd_serve, cmd_worker
@@ -66,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serving_commands(commands)
     add_usage_command(commands)
     add_commands(commands)
+    add_messages_command(commands)
     return parser
 
 
@@ -81,12 +83,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-"""The SDK, and the extra that installs it, of the provider each key is for."""
-
-
-"""Seconds the demo model takes per call when served: the chat shows "Read a file" meanwhile."""
-
-
 COMMANDS = {
     "demo": cmd_demo,
     "run": cmd_run,
@@ -97,4 +93,5 @@ COMMANDS = {
     "usage": cmd_usage,
     "conversations": cmd_conversations,
     "feedback": cmd_feedback,
+    "messages": cmd_messages,
 }
