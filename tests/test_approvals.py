@@ -151,3 +151,40 @@ def test_after_a_crash_only_idempotent_uses_run_again() -> None:
     assert interrupted.is_error
     assert "may or may not have run" in interrupted.content
     assert resume.why == "after a crash (resume 1)"
+
+
+CAPTIONS = {"lookup": "activity.lookup", "delete_file": "activity.delete_file"}
+
+
+async def test_a_waiting_tool_has_no_past_tense_caption_until_it_ran() -> None:
+    """Issue 44: "Deleted a file" was published, streamed and projected while the turn
+    waited for the reader's yes. Only the tool that ran has its caption; the waiting one
+    shows its ask, and its caption comes once the approved use ran."""
+    hooks = LocalHooks()
+    setting = TurnSetting(resume=Resume(GATE), activities=CAPTIONS)
+    waited = await run_turn(
+        "delete a.txt", provider=ScriptedProvider([ASKS]), toolset=toolset([]), hooks=hooks,
+        setting=setting,
+    )  # fmt: skip
+    captions = [e.body["key"] for e in hooks.log if e.type == "activity"]
+    assert captions == [], "nothing of the round is captioned: the waiting use did not run"
+    assert "activity.delete_file" not in [s.activity for s in hooks.published]
+    assert waited.state.activity is None
+    record = ResumeRecord.from_json(
+        {
+            "asked": True,
+            "results": [{"tool_use_id": "toolu_look", "content": "found", "is_error": False}],
+            "approvals": [{"tool_use_id": "toolu_del", "tool": "delete_file", "approved": True}],
+        }
+    )
+    history = waited.history
+    usage = messages_api.parse_reply(ASKS).usage
+    resume = resume_from(record, history, messages_api.WIRE, usage, needs_approval=GATE)
+    resumed = LocalHooks()
+    await run_turn(
+        "delete a.txt", provider=ScriptedProvider([scripts.answer("Gone.")]),
+        toolset=toolset([]), history=history, hooks=resumed,
+        setting=TurnSetting(resume=resume, activities=CAPTIONS),
+    )  # fmt: skip
+    shown = [e.body["key"] for e in resumed.log if e.type == "activity"]
+    assert shown == ["activity.delete_file"], "once approved and run, it is captioned"

@@ -123,9 +123,9 @@ async def test_a_tool_and_its_card_are_events_in_order() -> None:
     assert squeezed(log) == [
         "turn.started",
         "text.delta",
-        "activity",
         "tool.started",
         "tool.ended",
+        "activity",  # the past-tense caption once the tool ran, never before (issue 44)
         "card",
         "text.delta",
         "turn.ended",

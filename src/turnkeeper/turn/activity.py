@@ -1,7 +1,9 @@
 """The waiting caption: the last tool a step used, as a past-tense message key.
 
-Server-side tools report a step only once it finished, so captions say what
-just happened ("Read a file"), never what is happening. A name missing from the
+Captions say what just happened ("Read a file"), never what is happening or is
+about to: a response's server-side tools ran before it came (`ran`), its client
+tools only once their round answered them (`answered`); a tool that waits for a
+person's yes has no caption until it ran (its ask is what the reader sees). A name missing from the
 table maps to None: a renamed tool shows nothing rather than an internal name.
 
 Your own tools and MCP tools get captions with `captions()`, whose table goes
@@ -19,6 +21,7 @@ from collections.abc import Mapping, Sequence
 
 from .. import i18n
 from ..errors import ConfigError
+from ..wire import Reply, ToolResult, ToolUse
 
 ACTIVITIES: Mapping[str, str] = {
     "read_file": "activity.read_file",
@@ -37,6 +40,19 @@ def caption(steps: Sequence[str], previous: str | None, table: Mapping[str, str]
     if not steps:
         return previous
     return table.get(steps[-1])
+
+
+def ran(reply: Reply) -> tuple[str, ...]:
+    """The steps that ran with a response: its server-side tools, not the client tool uses
+    it asks for (those run after it, in their round)."""
+    asked = {u.name for u in reply.tool_uses}
+    return tuple(step for step in reply.steps if step not in asked)
+
+
+def answered(uses: Sequence[ToolUse], results: Sequence[ToolResult]) -> tuple[str, ...]:
+    """The tools of `uses` that `results` answer: the client tools that ran."""
+    done = {r.tool_use_id for r in results}
+    return tuple(u.name for u in uses if u.id in done)
 
 
 def captions(

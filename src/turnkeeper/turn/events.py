@@ -24,7 +24,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Protocol
 
 from ..outcomes import Outcome, ending
@@ -32,6 +32,7 @@ from ..state import Approval, Bubble, PublishedState
 from ..store import Store
 from ..store.records import EventBody, EventType, NewEvent, TurnEvent
 from ..wire import ToolResult, ToolUse
+from .activity import caption
 
 logger = logging.getLogger("turnkeeper.loop")
 
@@ -142,13 +143,19 @@ class Emitter:
             logger.warning("the streamed text is not the start of the reply's text")
         self.message = None
 
-    def replied(
-        self, text: str, outcome: Outcome | None, was: str | None, activity: str | None
-    ) -> None:
-        """A reply came, with `outcome` (None: the turn goes on): its text streamed stands
-        if it is shown, else it is retracted; a caption that changed is an event."""
+    def captioned(
+        self, was: str | None, steps: Sequence[str], table: Mapping[str, str]
+    ) -> str | None:
+        """The caption after `steps`, which ran (`table`'s key of the last, or `was` if
+        none): an event when it changed to one."""
+        activity = caption(steps, was, table)
         if activity is not None and activity != was:
             self.emit(EventType.ACTIVITY, {"key": activity})
+        return activity
+
+    def replied(self, text: str, outcome: Outcome | None) -> None:
+        """A reply came, with `outcome` (None: the turn goes on): its text streamed stands
+        if it is shown, else it is retracted."""
         if outcome in (None, Outcome.FINISHED) and text.strip():
             self.complete(text)
         elif self.message is not None and self._streamed.length:

@@ -1,17 +1,16 @@
 """The turn loop: call the model, run the tools it asks for, append, repeat.
 
-One `while` loop, top to bottom. Stop reasons are control flow (docs/design.md
-§3): `decide()` maps each response to *go on* or *end with an outcome*,
-the caps and the cancel flag are checked before every call (a cancel during one
-aborts it). However the turn ends, `end()` gives it its `Ending` and the loop
-leaves by `break`, so that the single finalisation in `finally` runs exactly
-once, whatever happened: the turn's one exit from running (`lifecycle.py`), its
-final write, or its `waiting` write when a tool waits for a person. The published
-state moves only through its own transitions; model calls happen in the turn's
-`CallRoom` (`model_call.py`), which tells the turn's `CallLog` what the trace
-records, and each response's tools run as a round (`tool_round.py`: run, or first
-wait for a person's yes; a resumed turn's last ones), whose `Round` the loop applies.
-What happens is told to the turn's event log (`events.py`), each write carrying its events.
+One `while` loop, top to bottom. Stop reasons are control flow (docs/design.md §3):
+`decide()` maps each response to *go on* or *end with an outcome*, the caps and the
+cancel flag are checked before every call (a cancel during one aborts it). However the
+turn ends, `end()` gives it its `Ending` and the loop leaves by `break`, so that the single
+finalisation in `finally` runs exactly once, whatever happened: the turn's one exit from
+running (`lifecycle.py`), its final write, or its `waiting` write when a tool waits for a
+person. The published state moves only through its own transitions; model calls happen in
+the turn's `CallRoom` (`model_call.py`), which tells the turn's `CallLog` what the trace
+records; each response's tools run as a round (`tool_round.py`: run, or first wait for a
+person's yes; a resumed turn's last ones), whose `Round` the loop applies. What happens is
+told to the turn's event log (`events.py`), each write carrying its events.
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ from ..tools.context import running
 from ..usage import Usage
 from ..wire import Message, Reply, ToolResult, ToolSpec, ToolUse
 from . import compacting, lifecycle, tool_round
-from .activity import caption
+from .activity import answered, ran
 from .approvals import Resume
 from .call_log import CallLog
 from .clock import TurnClock
@@ -246,8 +245,8 @@ class _Turn:
         if reply.keep:
             self.history.append(reply.message)
         self.pending = reply.tool_uses
-        was, self.activity = self.activity, caption(reply.steps, self.activity, self.activities)
-        self.events.replied(reply.text, outcome, was, self.activity)
+        self.activity = self.events.captioned(self.activity, ran(reply), self.activities)
+        self.events.replied(reply.text, outcome)
         self.log.decided("continue" if outcome is None else outcome.value, self.activity)
 
     # ---- tools ----------------------------------------------------------
@@ -282,6 +281,8 @@ class _Turn:
 
     def answer(self, results: Sequence[ToolResult]) -> None:
         self.history.extend(self.provider.tool_results(results))
+        ran_now = answered(self.pending, results)
+        self.activity = self.events.captioned(self.activity, ran_now, self.activities)
         self.pending, self.cards = (), [*self.cards, *(r.card for r in results if r.card)]
 
     # ---- publishing -----------------------------------------------------
@@ -340,8 +341,7 @@ class _Turn:
             self.end(Outcome.FAILED, why, details={"exception": redact_text(repr(e))})
 
     async def cut_short(self) -> Ending:
-        """The task was cancelled (the process stopping): `stopped` if the reader had asked
-        for that meanwhile, else `failed` (also when the hooks cannot say); unreported."""
+        """Cancelled (the process stopping): `stopped` if the reader asked, else `failed`."""
         stop = False
         with contextlib.suppress(Exception):
             stop = await self.hooks.should_stop()
