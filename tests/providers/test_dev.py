@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import pydantic
@@ -210,3 +214,28 @@ def test_a_result_is_shown_short_on_one_line_in_a_code_span_that_holds_its_backt
     assert code("plain") == "`plain`"
     assert code("a `tick` here") == "``a `tick` here``"
     assert code("`edge") == "`` `edge ``"
+
+
+def test_run_provider_dev_works_offline_and_calls_read_file(tmp_path: Path) -> None:
+    """`turnkeeper run --provider dev`, no key: the dev model calls `run`'s `read_file` with
+    the sample path, and the answer says what came back."""
+    (tmp_path / "example").write_text("hello from the file", encoding="utf-8")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
+    command = [sys.executable, "-m", "turnkeeper", "run", "--provider", "dev", "--json"]
+    done = subprocess.run(
+        [*command, "--dev-pace", "1000", "--root", str(tmp_path), "what can you do?"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environ,
+    )
+    assert done.returncode == 0, done.stderr
+    state = json.loads(done.stdout)
+    assert state["status"] == "finished"
+    answer = state["messages"][-1]["text"]
+    assert '- **read\\_file** `{"path": "example"}` → `hello from the file`' in answer
+    refused = subprocess.run(
+        [*command, "--dev-pace", "0", "hi"], capture_output=True, text=True, timeout=60
+    )
+    assert refused.returncode == 2
+    assert "'0' is not a positive number of words a second" in refused.stderr

@@ -94,7 +94,7 @@ def add_dev_pace_option(parser: argparse.ArgumentParser) -> None:
         "--dev-pace",
         type=words_per_second,
         metavar="WORDS_PER_SECOND",
-        help="how fast the offline models (dev, demo) stream their answers "
+        help="how fast the dev model (and a served demo) streams its answer "
         "(env TURNKEEPER_DEV_PACE; default 30)",
     )
 

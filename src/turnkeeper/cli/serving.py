@@ -43,7 +43,7 @@ APP_HELP = (
 )
 
 SERVED_DEMO_PAUSE = 1.0
-PROVIDER_HELP = "env TURNKEEPER_PROVIDER; dev: an offline model that calls each of APP's tools"
+PROVIDER_HELP = "env TURNKEEPER_PROVIDER; dev: offline, calls each tool of the assistant in turn"
 
 SERVER_MODULES = ("uvicorn", "starlette", "prometheus_client")
 """What `serve` imports of the server extra (the SDKs in it are checked when chosen)."""
