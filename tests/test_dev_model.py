@@ -166,3 +166,27 @@ async def test_a_denied_tool_and_a_tool_that_refuses_are_reported_and_the_turn_f
         answer = (await client.get(f"/api/turns/{turn_id}")).json()["messages"][-1]["text"]
     assert "→ error: `A-1001 is not one of your orders.`" in answer
     assert "→ error: `The person declined this tool call; cancel_order was not run.`" in answer
+
+
+async def test_the_served_demo_streams_its_answer_in_many_deltas(tmp_path: Path) -> None:
+    """`serve` with no APP and no key: the demo's answer streams at a reader's pace (it came
+    in one or two deltas, all its words at once)."""
+    port = free_port()
+    base, log = f"http://127.0.0.1:{port}", tmp_path / "serve.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(NOT_OURS)}
+    database = f"sqlite:///{tmp_path / 'demo.db'}"
+    command = [sys.executable, "-m", "turnkeeper", "serve", "--database", database]
+    with running([*command, "--port", str(port)], log=log, env=env) as process:
+        until_answers(f"{base}/assistant.json", process, log)
+        async with httpx.AsyncClient(base_url=base) as client:
+            created = (await client.post("/api/conversations")).json()
+            auth = {"authorization": f"Bearer {created['token']}"}
+            sent = await client.post(
+                f"/api/conversations/{created['conversation_id']}/turns",
+                json={"text": "hello, who are you?"},
+                headers=auth,
+            )
+        streamed = await read_stream(base, sent.json()["turn_id"], auth)
+    deltas = [d["delta"] for d in of(streamed, "text.delta")]
+    assert "".join(deltas).startswith("I am turnkeeper's offline demo model")
+    assert len(deltas) >= 4, deltas
