@@ -35,7 +35,7 @@ from .observe import prices
 from .providers import MAX_RESPONSE, Provider
 from .providers.cache_marks import ttl_of
 from .providers.demo import Where
-from .providers.select import NAMES, ModelSettings, choose_provider
+from .providers.select import NAMES, OFFLINE, ModelSettings, choose_provider
 from .service.ownership import fate_of, owner_of
 from .store.records import Fate, Owner
 from .tools import CombinedToolset, Toolset
@@ -213,8 +213,8 @@ class Assistant:
 
     def check_limits(self, provider: Provider) -> None:
         """`ConfigError` if `limits` caps a day's cost and the model `provider` calls (the
-        one chosen where the turns run) has no price."""
-        if isinstance(self.limits, Limits):
+        one chosen where the turns run) has no price; an offline model costs nothing."""
+        if isinstance(self.limits, Limits) and provider.describe().get("provider") not in OFFLINE:
             check_priced(self.limits, _described_model(provider))
 
     def model_settings(self) -> ModelSettings:

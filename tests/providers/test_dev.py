@@ -14,10 +14,11 @@ from typing import Annotated, Any
 import pydantic
 import pytest
 
-from turnkeeper import Assistant, Card, ToolContext, tool
+from turnkeeper import Assistant, Card, Limits, ToolContext, tool
 from turnkeeper.errors import ConfigError
 from turnkeeper.providers.demo import DemoProvider
 from turnkeeper.providers.dev import PACE, REAL_MODEL, ROUNDS, DevProvider, code, short
+from turnkeeper.providers.scripted import ScriptedProvider
 from turnkeeper.providers.select import choose_provider
 from turnkeeper.tools.functions import FunctionToolset, Tool, function_tool
 from turnkeeper.turn.approvals import Resume
@@ -239,3 +240,21 @@ def test_run_provider_dev_works_offline_and_calls_read_file(tmp_path: Path) -> N
     )
     assert refused.returncode == 2
     assert "'0' is not a positive number of words a second" in refused.stderr
+
+
+def test_a_cap_on_cost_does_not_stop_an_assistant_served_on_an_offline_model() -> None:
+    capped = Assistant(tools=[order_status], limits=Limits(cost_per_day=1.0))
+    capped.check_limits(DevProvider())
+    capped.check_limits(DemoProvider())
+    with pytest.raises(ConfigError, match="'my-own' has no price"):
+        capped.check_limits(ScriptedProviderNamed())
+
+
+class ScriptedProviderNamed(ScriptedProvider):
+    """A model of one's own whose name no price table knows."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+
+    def describe(self) -> dict[str, Any]:
+        return {"provider": "mine", "model": "my-own"}
