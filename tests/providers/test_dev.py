@@ -219,8 +219,8 @@ def test_a_result_is_shown_short_on_one_line_in_a_code_span_that_holds_its_backt
 
 def test_run_provider_dev_works_offline_and_calls_read_file(tmp_path: Path) -> None:
     """`turnkeeper run --provider dev`, no key: the dev model calls `run`'s `read_file` with
-    the sample path, and the answer says what came back."""
-    (tmp_path / "example").write_text("hello from the file", encoding="utf-8")
+    its schema's example path, and the answer says what came back."""
+    (tmp_path / "todo.txt").write_text("hello from the file", encoding="utf-8")
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
     command = [sys.executable, "-m", "turnkeeper", "run", "--provider", "dev", "--json"]
     done = subprocess.run(
@@ -234,7 +234,7 @@ def test_run_provider_dev_works_offline_and_calls_read_file(tmp_path: Path) -> N
     state = json.loads(done.stdout)
     assert state["status"] == "finished"
     answer = state["messages"][-1]["text"]
-    assert '- **read\\_file** `{"path": "example"}` → `hello from the file`' in answer
+    assert '- **read\\_file** `{"path": "todo.txt"}` → `hello from the file`' in answer
     refused = subprocess.run(
         [*command, "--dev-pace", "0", "hi"], capture_output=True, text=True, timeout=60
     )
