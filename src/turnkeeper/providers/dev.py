@@ -24,6 +24,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..budget import DEFAULT_MAX_ITERATIONS
@@ -84,7 +85,7 @@ class DevProvider:
         """The response body after `history`, offered `tools`: the next tools' calls, or the
         answer once every tool offered was called in this turn."""
         done = calls_in_turn(history)
-        called = {name for name, *_ in done}
+        called = {call.name for call in done}
         due = [t for t in tools if t.name not in called]
         if due:
             per_response = math.ceil(len(tools) / min(len(tools), ROUNDS))
@@ -106,22 +107,29 @@ class DevProvider:
         return {"provider": "dev", "model": "dev", "pace": self.pace}
 
 
-Call = tuple[str, Any, str, bool]
-"""A tool called in this turn: its name, its input, its result's text, whether an error."""
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A tool called in this turn, as the history holds it."""
+
+    name: str
+    input: Any
+    result: str
+    """Its result's text (empty until it has one)."""
+    failed: bool
+    """Whether the result is an error."""
 
 
 def calls_in_turn(history: Sequence[Message]) -> list[Call]:
     """The tools called since the turn's question (the last user message that is not
-    tool results), in order, each with its result (empty until it has one)."""
+    tool results), in order, each with its result."""
     start = max((i for i, m in enumerate(history) if _is_question(m)), default=-1)
-    uses: list[tuple[str, str, Any]] = []
-    results: dict[str, ToolResult] = messages_api.recorded_results(history[start + 1 :])
-    for message in history[start + 1 :]:
-        uses += [(u.id, u.name, u.input) for u in messages_api.tool_uses(message)]
+    results = messages_api.recorded_results(history[start + 1 :])
     calls: list[Call] = []
-    for use_id, name, given in uses:
-        result = results.get(use_id)
-        calls.append((name, given, "" if result is None else result.content, _failed(result)))
+    for message in history[start + 1 :]:
+        for use in messages_api.tool_uses(message):
+            result = results.get(use.id)
+            text, failed = ("", False) if result is None else (result.content, result.is_error)
+            calls.append(Call(use.name, use.input, text, failed))
     return calls
 
 
@@ -136,7 +144,7 @@ def answer(calls: Sequence[Call]) -> str:
             "I am turnkeeper's **dev model**, offline: I called each tool with sample input.",
             "",
         ]
-        lines += [_line(name, given, result, failed) for name, given, result, failed in calls]
+        lines += [_line(call) for call in calls]
     lines += ["", REAL_MODEL]
     return "\n".join(lines)
 
@@ -155,11 +163,11 @@ def code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def _line(name: str, given: Any, result: str, failed: bool) -> str:
-    shown = json.dumps(given, ensure_ascii=False)
-    said = "error: " if failed else ""
-    view = code(short(result)) if result.strip() else "nothing"
-    return f"- **{_escaped(name)}** {code(short(shown))} → {said}{view}"
+def _line(call: Call) -> str:
+    shown = json.dumps(call.input, ensure_ascii=False)
+    said = "error: " if call.failed else ""
+    view = code(short(call.result)) if call.result.strip() else "nothing"
+    return f"- **{_escaped(call.name)}** {code(short(shown))} → {said}{view}"
 
 
 def _escaped(name: str) -> str:
@@ -175,10 +183,6 @@ def _is_question(message: Message) -> bool:
     return isinstance(content, list) and not any(
         isinstance(b, dict) and b.get("type") == "tool_result" for b in content
     )
-
-
-def _failed(result: ToolResult | None) -> bool:
-    return result is not None and result.is_error
 
 
 def _use(tool: ToolSpec, turn: int, n: int) -> dict[str, Any]:

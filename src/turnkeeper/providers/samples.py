@@ -17,6 +17,7 @@ Pure functions, no I/O.
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from collections.abc import Mapping
@@ -53,9 +54,10 @@ Schema = Mapping[str, Any]
 
 
 def sample_input(schema: Any) -> dict[str, Any]:
-    """An object for a tool's `input_schema`: its required properties, each sampled."""
+    """An object for a tool's `input_schema`: its required properties, each sampled (a copy:
+    nothing of the schema's own examples is shared with the input)."""
     value = sample(schema, schema)
-    return value if isinstance(value, dict) else {}
+    return copy.deepcopy(value) if isinstance(value, dict) else {}
 
 
 def sample(schema: Any, root: Any, depth: int = 0) -> Any:
