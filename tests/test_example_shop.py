@@ -188,7 +188,9 @@ def test_importing_it_builds_the_assistant_and_opens_nothing(
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "Shop helper ['my_orders', 'order_status']\n"
+    assert (
+        done.stdout == "Shop helper ['my_orders', 'order_status', 'order_card', 'cancel_order']\n"
+    )
     assert list(tmp_path.iterdir()) == [], "importing the example opened nothing"
     assert example.assistant.authenticate is example.signed_in
 
@@ -250,7 +252,12 @@ async def test_adas_turn_gives_the_tool_her_orders_and_bob_cannot_open_it(
         first, second = model.requests
         assert first["system"][0]["text"] == example.INSTRUCTIONS
         assert first["system"][0]["text"].startswith("You help customers of Example Shop")
-        assert [t["name"] for t in first["tools"]] == ["my_orders", "order_status"]
+        assert [t["name"] for t in first["tools"]] == [
+            "my_orders",
+            "order_status",
+            "order_card",
+            "cancel_order",
+        ]
         assert first["tools"][1]["input_schema"]["required"] == ["order_id"]
         assert first["messages"][0]["content"] == ORDERS_QUESTION
         [result] = tool_results(second)

@@ -13,6 +13,8 @@ so in one line (exit 2). From the turnkeeper checkout:
 and sign in as ada or bob. The model is Anthropic's with ANTHROPIC_API_KEY set, else an
 OpenAI-compatible one's at OPENAI_BASE_URL, else an offline demo that says how to set one
 up. Conversations are kept in SHOP_DATABASE (default sqlite:///shop.db in the current folder).
+Without a key, TURNKEEPER_PROVIDER=dev runs the offline dev model: asked anything, it calls
+each tool in turn (you approve `cancel_order` in the chat), then says what they returned.
 
 To scale out (with the postgres extra too), keep them in a PostgreSQL database and let
 `turnkeeper worker` processes, as many as needed, run the turns with this same `assistant`:
@@ -33,6 +35,7 @@ import logging
 import os
 import secrets
 import sys
+from typing import Annotated
 from urllib.parse import parse_qs
 
 try:
@@ -47,7 +50,9 @@ except ImportError as e:  # the server extra is missing: one line, not a traceba
     )
     raise SystemExit(2) from None
 
-from turnkeeper import Assistant, ToolContext
+from pydantic import Field
+
+from turnkeeper import Assistant, Card, ToolContext, ToolRefused, tool
 
 # Sign-in, a stand-in for your application's real sessions: the signed-in name in a cookie,
 # signed with HMAC-SHA256 so that no one can forge it. The secret is SHOP_SECRET, else a
@@ -85,7 +90,10 @@ def my_orders(ctx: ToolContext) -> dict[str, str]:
     return ORDERS.get(ctx.user or "", {})
 
 
-def order_status(ctx: ToolContext, order_id: str) -> str:
+OrderId = Annotated[str, Field(examples=["A-1001"])]  # `examples`: what `--provider dev` sends
+
+
+def order_status(ctx: ToolContext, order_id: OrderId) -> str:
     """Where one of the signed-in customer's orders is.
 
     Args:
@@ -95,15 +103,48 @@ def order_status(ctx: ToolContext, order_id: str) -> str:
     return f"{order_id}: {status}" if status else f"{order_id} is not one of your orders."
 
 
+def order_card(ctx: ToolContext, order_id: OrderId) -> Card:
+    """One of the signed-in customer's orders as a card the customer sees: item, status and
+    where to track it.
+
+    Args:
+        order_id: the order's id, like A-1001
+    """
+    status = ORDERS.get(ctx.user or "", {}).get(order_id)
+    if status is None:
+        raise ToolRefused(f"{order_id} is not one of your orders.")
+    item, _, where = status.partition(", ")
+    track = f"https://carrier.example/track/{order_id}"
+    return Card(f"Order {order_id}", {"Item": item, "Status": where}, links=[("Track it", track)])
+
+
+@tool(needs_approval=True)  # the customer approves each cancellation in the chat first
+def cancel_order(ctx: ToolContext, order_id: Annotated[str, Field(examples=["A-1002"])]) -> str:
+    """Cancel one of the signed-in customer's orders that has not left the warehouse yet.
+
+    Args:
+        order_id: the order's id, like A-1002
+    """
+    orders = ORDERS.get(ctx.user or "", {})
+    status = orders.get(order_id)
+    if status is None:
+        return f"{order_id} is not one of your orders."
+    if not status.endswith("being packed"):
+        return f"{order_id} has left the warehouse: it can no longer be cancelled."
+    orders[order_id] = status.replace("being packed", "cancelled")
+    return f"{order_id} is cancelled."
+
+
 INSTRUCTIONS = (
     "You help customers of Example Shop with their orders. Look them up with my_orders "
-    "and order_status; never guess. Answer briefly, in the customer's language."
+    "and order_status; never guess. Show one with order_card, cancel one with cancel_order "
+    "when the customer asks. Answer briefly, in the customer's language."
 )
 
 assistant = Assistant(
     name="Shop helper",
     instructions=INSTRUCTIONS,
-    tools=[my_orders, order_status],
+    tools=[my_orders, order_status, order_card, cancel_order],
     captions={  # what the reader sees once a tool ran
         "my_orders": {
             "en": "Looked up your orders",
@@ -114,6 +155,16 @@ assistant = Assistant(
             "en": "Checked an order",
             "es": "Consultó un pedido",
             "fr": "A vérifié une commande",
+        },
+        "order_card": {
+            "en": "Showed an order",
+            "es": "Mostró un pedido",
+            "fr": "A affiché une commande",
+        },
+        "cancel_order": {  # "ask": what the approval card asks the customer to allow
+            "en": {"done": "Cancelled an order", "ask": "Cancel an order"},
+            "es": {"done": "Canceló un pedido", "ask": "Cancelar un pedido"},
+            "fr": {"done": "A annulé une commande", "ask": "Annuler une commande"},
         },
     },
     messages={  # turnkeeper ships English and Spanish; every key (docs/design.md §7) in French:

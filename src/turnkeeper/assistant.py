@@ -35,7 +35,7 @@ from .observe import prices
 from .providers import MAX_RESPONSE, Provider
 from .providers.cache_marks import ttl_of
 from .providers.demo import Where
-from .providers.select import NAMES, ModelSettings, choose_provider
+from .providers.select import NAMES, OFFLINE, ModelSettings, choose_provider
 from .service.ownership import fate_of, owner_of
 from .store.records import Fate, Owner
 from .tools import CombinedToolset, Toolset
@@ -80,8 +80,9 @@ class Assistant:
     docs/design.md §7 lists and the `activity.<tool>` keys of `captions`; any other key is a
     `ConfigError`, a key a locale lacks is shown in English (and logged once)."""
     provider: str | Provider | None = None
-    """`anthropic`, `openai` or `demo`; None chooses from the environment (docs/design.md §6);
-    or a `Provider` of your own, used as it is."""
+    """`anthropic`, `openai`, `demo` or `dev` (offline: calls each of its tools with sample
+    input, then says what they returned); None chooses from the environment (docs/design.md
+    §6); or a `Provider` of your own, used as it is."""
     model: str | None = None
     max_tokens: int | None = None
     temperature: float | None = None
@@ -212,8 +213,8 @@ class Assistant:
 
     def check_limits(self, provider: Provider) -> None:
         """`ConfigError` if `limits` caps a day's cost and the model `provider` calls (the
-        one chosen where the turns run) has no price."""
-        if isinstance(self.limits, Limits):
+        one chosen where the turns run) has no price; an offline model costs nothing."""
+        if isinstance(self.limits, Limits) and provider.describe().get("provider") not in OFFLINE:
             check_priced(self.limits, _described_model(provider))
 
     def model_settings(self) -> ModelSettings:
@@ -237,11 +238,13 @@ class Assistant:
         model: str | None = None,
         demo_pause: float = 0.0,
         demo_where: Where = Where.APP,
+        dev_pace: float | None = None,
     ) -> Provider:
         """The model this assistant talks to: `provider` and `model` (the command line's)
         over its own, over the environment's rule; every request carries its settings.
         A `Provider` the assistant was given is used as it is. The demo model says how to
-        select a real one where it runs (`demo_where`)."""
+        select a real one where it runs (`demo_where`); the dev model streams at `dev_pace`
+        words a second (default: `TURNKEEPER_DEV_PACE`, else ~30)."""
         if provider is None and self.provider is not None and not isinstance(self.provider, str):
             return self.provider
         return choose_provider(
@@ -251,6 +254,7 @@ class Assistant:
             demo_pause=demo_pause,
             demo_where=demo_where,
             settings=self.model_settings(),
+            dev_pace=dev_pace,
         )
 
     def asgi(

@@ -82,6 +82,23 @@ def add_prompt_cache_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def words_per_second(text: str) -> float:
+    """A pace: a positive decimal number of words a second."""
+    if not re.fullmatch(r"\d+(\.\d*)?|\.\d+", text.strip()) or float(text) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of words a second")
+    return float(text)
+
+
+def add_dev_pace_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dev-pace",
+        type=words_per_second,
+        metavar="WORDS_PER_SECOND",
+        help="how fast the dev model (and a served demo) streams its answer "
+        "(env TURNKEEPER_DEV_PACE; default 30)",
+    )
+
+
 def use_prices(args: argparse.Namespace) -> None:
     """The price table of `--prices FILE`, else of `TURNKEEPER_PRICES`, on the shipped one."""
     prices.use(prices.load(getattr(args, "prices", None), os.environ))

@@ -34,6 +34,7 @@ from ..turn.hooks import LocalHooks
 from ..turn.loop import TurnResult, run_turn
 from ..turn.trace import write_trace
 from .options import (
+    add_dev_pace_option,
     add_mcp_options,
     add_price_option,
     add_prompt_cache_option,
@@ -46,6 +47,10 @@ from .options import (
 from .progress import LiveHooks, LiveLine
 
 DEMO_QUESTION = "what's on my todo list?"
+PROVIDER_HELP = (
+    "a real model (keys from the environment; no default), or dev: an offline model that "
+    "calls each tool with sample input"
+)
 
 
 SDKS = {"ANTHROPIC_API_KEY": "anthropic", "OPENAI_API_KEY": "openai"}
@@ -92,12 +97,11 @@ def _add_run_command(commands: Any) -> None:
         metavar="FILE",
         help="a JSON array of Messages API response bodies (examples/responses.json)",
     )
-    model.add_argument(
-        "--provider", choices=NAMES, help="a real model (keys from the environment; no default)"
-    )
+    model.add_argument("--provider", choices=NAMES, help=PROVIDER_HELP)
     run.add_argument(
         "--model", help="the model name, with --provider (default: the provider's own)"
     )
+    add_dev_pace_option(run)
     add_prompt_cache_option(run)
     run.add_argument(
         "--root",
@@ -181,7 +185,12 @@ def _run_provider(args: argparse.Namespace) -> Provider:
     settings = ModelSettings(prompt_cache=not args.no_prompt_cache)
     with _missing_sdk_too():
         return choose_provider(
-            args.provider, args.model, os.environ, demo_where=Where.RUN, settings=settings
+            args.provider,
+            args.model,
+            os.environ,
+            demo_where=Where.RUN,
+            settings=settings,
+            dev_pace=args.dev_pace,
         )
 
 

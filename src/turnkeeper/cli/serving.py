@@ -16,10 +16,12 @@ from ..observe import logs
 from ..observe.logs import FORMATS
 from ..providers import Provider
 from ..providers.demo import Where
+from ..providers.select import NAMES
 from ..service import gc_policy
 from ..tools.files import DEMO_ROOT
 from .loading import load
 from .options import (
+    add_dev_pace_option,
     add_mcp_options,
     add_price_option,
     add_prompt_cache_option,
@@ -42,6 +44,7 @@ APP_HELP = (
 )
 
 SERVED_DEMO_PAUSE = 1.0
+PROVIDER_HELP = "env TURNKEEPER_PROVIDER; dev: offline, calls each tool of the assistant in turn"
 
 SERVER_MODULES = ("uvicorn", "starlette", "prometheus_client")
 """What `serve` imports of the server extra (the SDKs in it are checked when chosen)."""
@@ -132,10 +135,9 @@ def _serving_options(parser: argparse.ArgumentParser) -> None:
         help="sqlite:///path.db or postgresql://USER@HOST:5432/DBNAME "
         "(env TURNKEEPER_DATABASE_URL; default sqlite:///turnkeeper.db)",
     )
-    parser.add_argument(
-        "--provider", choices=["anthropic", "openai", "demo"], help="env TURNKEEPER_PROVIDER"
-    )
+    parser.add_argument("--provider", choices=NAMES, help=PROVIDER_HELP)
     parser.add_argument("--model", help="env TURNKEEPER_MODEL")
+    add_dev_pace_option(parser)
     add_prompt_cache_option(parser)
     parser.add_argument(
         "--resume-after-crash",
@@ -206,6 +208,7 @@ def _provider(args: argparse.Namespace, assistant: Assistant) -> Provider:
             model=args.model,
             demo_pause=SERVED_DEMO_PAUSE,
             demo_where=Where(args.command),
+            dev_pace=args.dev_pace,
         )
 
 

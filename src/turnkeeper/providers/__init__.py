@@ -3,6 +3,8 @@
 - `scripted`: Anthropic Messages API bodies returned in order (offline, replay, demo).
 - `anthropic`: the Anthropic Messages API through the official SDK.
 - `openai`: any OpenAI-compatible Chat Completions server through the official SDK.
+- `demo`, `dev`: offline models, no key; `dev` calls each tool offered with input made
+  from its schema (`samples`) and streams what came back at a reader's pace.
 
 Imports only the ground floor (`turnkeeper.errors`, `wire`, `usage`,
 `credentials`, `budget`): a provider knows the wire, not the loop that calls it.

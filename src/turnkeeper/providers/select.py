@@ -1,9 +1,11 @@
 """Choosing the model a command runs on (docs/design.md §6).
 
-Names: `anthropic`, `openai`, `demo`. Without a name (nor `TURNKEEPER_PROVIDER`):
+Names: `anthropic`, `openai`, `demo`, `dev`. Without a name (nor `TURNKEEPER_PROVIDER`):
 `ANTHROPIC_API_KEY` selects Anthropic, else `OPENAI_BASE_URL` selects an
-OpenAI-compatible server, else the offline demo model. The model defaults to
-`TURNKEEPER_MODEL`, then to the adapter's documented default
+OpenAI-compatible server, else the offline demo model. `dev` is only ever named: the
+offline model that calls an assistant's own tools (dev.py), at `dev_pace` words a
+second (else `TURNKEEPER_DEV_PACE`, else ~30); a served demo streams at that pace too.
+The model defaults to `TURNKEEPER_MODEL`, then to the adapter's documented default
 (`claude-sonnet-4-6`, `gpt-4.1-mini`). The SDKs' own variables configure them:
 `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`.
 An SDK is imported only when its provider is chosen.
@@ -12,6 +14,7 @@ An SDK is imported only when its provider is chosen.
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
@@ -20,8 +23,19 @@ from typing import Any
 from ..errors import ConfigError, MissingExtra
 from . import MAX_RESPONSE, Provider
 from .demo import DemoProvider, Where
+from .dev import PACE, DevProvider
 
-NAMES = ("anthropic", "openai", "demo")
+NAMES = ("anthropic", "openai", "demo", "dev")
+
+OFFLINE = {
+    "demo": (
+        "demo (offline; ANTHROPIC_API_KEY or OPENAI_BASE_URL selects a real model)",
+        "demo (offline; answers the todo-list question from the demo folder)",
+    ),
+    "dev": ("dev (offline; calls each tool with sample input, {pace:g} words/s)",) * 2,
+}
+"""What a serving process's banner says of an offline model, by its `describe()`'s name:
+for an application's assistant, then for the demo assistant (`{…}`: from `describe()`)."""
 
 LOCAL_SERVER_KEY = "not-needed"
 """The key sent to a server at OPENAI_BASE_URL when OPENAI_API_KEY is unset."""
@@ -82,10 +96,12 @@ def choose_provider(
     demo_pause: float = 0.0,
     demo_where: Where = Where.APP,
     settings: ModelSettings = ModelSettings(),
+    dev_pace: float | None = None,
 ) -> Provider:
     """The provider named (or chosen from `environ`), or `ConfigError` saying what is missing;
     every request carries `settings`; the demo model takes `demo_pause` seconds per call and
-    says how to select a real model where it runs (`demo_where`)."""
+    says how to select a real model where it runs (`demo_where`). The dev model streams at
+    `dev_pace` words a second (`pace_of`), and so does a demo model that pauses."""
     name = name or environ.get("TURNKEEPER_PROVIDER") or _default_name(environ)
     model = model or environ.get("TURNKEEPER_MODEL") or None
     if name == "anthropic":
@@ -93,8 +109,28 @@ def choose_provider(
     if name == "openai":
         return _openai(model, environ, settings)
     if name == "demo":
-        return DemoProvider(pause=demo_pause, where=demo_where)
+        gap = 1 / pace_of(dev_pace, environ) if demo_pause > 0 else 0.0
+        return DemoProvider(pause=demo_pause, gap=gap, where=demo_where)
+    if name == "dev":
+        return DevProvider(pace=pace_of(dev_pace, environ))
     raise ConfigError(f"unknown provider {name!r}; choose one of: {', '.join(NAMES)}")
+
+
+def pace_of(given: float | None, environ: Mapping[str, str]) -> float:
+    """Words per second the offline models stream at: `given`, else `TURNKEEPER_DEV_PACE`,
+    else `dev.PACE`; `ConfigError` if that is not a positive number."""
+    if given is not None:
+        return given
+    text = environ.get("TURNKEEPER_DEV_PACE") or ""
+    if not text:
+        return PACE
+    try:
+        pace = float(text)
+    except ValueError:
+        pace = math.nan
+    if not (math.isfinite(pace) and pace > 0):
+        raise ConfigError(f"TURNKEEPER_DEV_PACE must be words per second (above 0), got {text!r}")
+    return pace
 
 
 def _default_name(environ: Mapping[str, str]) -> str:

@@ -36,6 +36,7 @@ from ..errors import ConfigError, MissingExtra
 from ..observe.metrics import Metrics, serve_metrics
 from ..observe.watchers import Watchers, default_watchers
 from ..providers import Provider
+from ..providers.select import OFFLINE
 from ..service.job import TurnJob
 from ..service.queue import LocalQueue, Queue
 from ..service.sweeper import Holding, Sweeper
@@ -249,10 +250,8 @@ def banner_rows(
     users = assistant.authenticate is not None if users is None else users
     described = provider.describe()
     model = f"{described.get('provider')} {described.get('model')}"
-    if described.get("provider") == "demo" and settings.app is None:
-        model = "demo (offline; answers the todo-list question from the demo folder)"
-    elif described.get("provider") == "demo":
-        model = "demo (offline; ANTHROPIC_API_KEY or OPENAI_BASE_URL selects a real model)"
+    if described.get("provider") in OFFLINE:
+        model = OFFLINE[described["provider"]][settings.app is None].format_map(described)
     if described.get("base_url"):
         model += f" at {described['base_url']}"
     if settings.worker and command != "worker":

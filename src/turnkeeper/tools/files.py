@@ -36,7 +36,13 @@ READ_FILE_SPEC = ToolSpec(
     description="Read a UTF-8 text file by its path relative to the working folder.",
     input_schema={
         "type": "object",
-        "properties": {"path": {"type": "string", "description": "relative path of the file"}},
+        "properties": {
+            "path": {
+                "type": "string",
+                "description": "relative path of the file",
+                "examples": ["todo.txt"],  # what the dev model reads
+            }
+        },
         "required": ["path"],
     },
 )
