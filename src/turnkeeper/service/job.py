@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -246,10 +247,30 @@ class TurnJob:
         )
 
     async def _run(self, turn_id: str, fence: int, lost: asyncio.Event) -> Outcome | None:
+        """The claimed turn run, between one INFO line as it starts and one as it ends (its
+        outcome and seconds): what an operator greps a worker's log for."""
+        start = await self.store.start(turn_id)
+        assert start is not None, "a claimed turn exists"
+        conversation, began = start.turn.conversation_id, time.monotonic()
+        logger.info("turn %s of conversation %s: started", turn_id, conversation)
+        outcome: Outcome | str | None = "interrupted"  # the process stopped, or the lease was lost
+        try:
+            outcome = await self._held(turn_id, start, fence, lost)
+            return outcome
+        finally:
+            ended = outcome.value if isinstance(outcome, Outcome) else outcome or "waiting"
+            took = time.monotonic() - began
+            logger.info(
+                "turn %s of conversation %s: %s after %.1f s", turn_id, conversation, ended, took
+            )
+
+    async def _held(
+        self, turn_id: str, start: TurnStart, fence: int, lost: asyncio.Event
+    ) -> Outcome | None:
         hooks = StoreHooks(self.store, turn_id, fence, self.reporter)
         try:
             async with asyncio.timeout(self.timeout) as clock:
-                return await self._turn(turn_id, hooks, clock)
+                return await self._turn(turn_id, start, hooks, clock)
         except FenceLost:
             raise
         except asyncio.CancelledError:
@@ -280,10 +301,8 @@ class TurnJob:
             self.reporter(_job_failed(turn_id, why))
 
     async def _turn(
-        self, turn_id: str, hooks: StoreHooks, clock: asyncio.Timeout
+        self, turn_id: str, start: TurnStart, hooks: StoreHooks, clock: asyncio.Timeout
     ) -> Outcome | None:
-        start = await self.store.start(turn_id)
-        assert start is not None, "a claimed turn exists"
         turn = start.turn
         budget, resuming = self._fated(turn.fate)
         # the job's clock, on the turn's own deadline
