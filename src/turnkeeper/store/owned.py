@@ -32,6 +32,25 @@ version, in `fingerprint`) and the settings that decide its fate (`records.Fate`
 timeout also as a column for the sweep of unanswered turns (existing rows: none)."""
 
 
+BY_NAME = """
+    DROP INDEX turns_by_owner;
+    CREATE INDEX turns_by_assistant ON turns (assistant, status) WHERE {not_done}
+"""
+"""Turns claimed by their assistant's name, whichever version queued them (the index on
+the version dropped: nothing looks turns up by it)."""
+
+JOBS_BY_NAME = """
+    UPDATE procrastinate_jobs j
+    SET queue_name = 'turnkeeper_turns.' || left(encode(sha256(convert_to(t.assistant, 'UTF8')),
+        'hex'), 12)
+    FROM turns t
+    WHERE j.status = 'todo' AND j.task_name = 'turnkeeper.run_turn'
+        AND t.turn_id = j.args->>'turn_id' AND t.assistant IS NOT NULL
+"""
+"""PostgreSQL: the jobs waiting on a queue named by an assistant's fingerprint moved to its
+name's (`ownership.queue_of`), where its workers of any version listen."""
+
+
 def columns(owner: Owner | None, fate: Fate | None, jsonb: Callable[[Any], Any]) -> tuple[Any, ...]:
     """What `create_turn` writes of them: assistant, version, fate, approval timeout."""
     if owner is None and fate is None:
