@@ -198,8 +198,11 @@ class TurnJob:
     """`instructions(ctx)`, sync or async: each turn's own instructions, from who asks and
     in which language (the assistant's callable `instructions`); None: the provider's."""
     owner: Owner | None = None
-    """The assistant this job serves: it claims only that assistant's turns (None: any)."""
+    """The assistant this job serves: it claims that assistant's turns by name, whichever
+    version queued them (None: any)."""
     _leases: Leases = field(init=False, repr=False)
+    _versions: set[Owner] = field(init=False, repr=False, default_factory=set)
+    """The other versions of the assistant whose turns this job ran (each said once)."""
 
     def __post_init__(self) -> None:
         self._leases = Leases(self.store, self.lease)
@@ -211,11 +214,9 @@ class TurnJob:
 
     async def run(self, turn_id: str) -> Outcome | None:
         """Run the turn if it is still queued; its outcome, or None if someone else has it."""
-        fingerprint = None if self.owner is None else self.owner.fingerprint
+        name = None if self.owner is None else self.owner.assistant
         try:
-            fence = await self.store.claim(
-                turn_id, self.lease, self.provider.wire.name, fingerprint
-            )
+            fence = await self.store.claim(turn_id, self.lease, self.provider.wire.name, name)
         except Exception as e:
             logger.exception("turn %s: the claim failed; finalising it unclaimed: %s", turn_id, e)
             await lifecycle.fail(self.store, turn_id, UNCLAIMED, reporter=self.reporter)
@@ -232,10 +233,11 @@ class TurnJob:
 
     async def _not_claimed(self, turn_id: str) -> None:
         """Say why a turn handed to this job was not claimed: it is not queued any more, or
-        another assistant queued it (it stays queued, for a process of its own)."""
+        an assistant of another name queued it (it stays queued, for a process of its own)."""
         turn = await self.store.turn(turn_id)
         owner = None if turn is None else turn.owner
-        if turn is None or turn.done or owner is None or owner == self.owner:
+        mine = None if self.owner is None else self.owner.assistant
+        if turn is None or turn.done or owner is None or owner.assistant == mine:
             logger.info("turn %s is not queued any more; not running it again", turn_id)
             return
         logger.warning(
@@ -316,6 +318,8 @@ class TurnJob:
         record = await self.store.resume_record(turn_id) if start.state.version > 1 else None
         hooks.crash_resumes = 0 if record is None else record.resumes
         resume = resuming.resume(record, history, self.provider.wire, start.state.usage)
+        if not await self._can_run(turn, resume, hooks.fence):
+            return Outcome.FAILED
         told = await self._instructions(turn_id, turn)
         try:
             with instructed(told):
@@ -329,6 +333,29 @@ class TurnJob:
         if result.outcome is None and await self.store.cancel_requested(turn_id):
             await lifecycle.stop_waiting(self.store, turn_id, reporter=self.reporter)  # a Stop came
         return result.outcome
+
+    async def _can_run(self, turn: Turn, resume: Resume, fence: int) -> bool:
+        """Whether this job can run a turn another version of its assistant may have queued:
+        said once per version; a turn that goes on with tools this worker lacks ends
+        `failed` (`errors.no_worker`), reported, rather than run without them."""
+        theirs, mine = turn.owner, self.owner
+        if theirs is not None and mine is not None and theirs not in {mine, *self._versions}:
+            self._versions.add(theirs)
+            said = "running turns queued by assistant %s with version %s of it"
+            logger.warning(said, theirs, mine.version)
+        wanted = {use.name for use in resume.to_run()}
+        lacking = sorted(wanted - {spec.name for spec in await self.toolset.list_tools()})
+        if not lacking:
+            return True
+        version = "?" if mine is None else mine.version
+        why = (
+            f"it asks for {', '.join(lacking)}, which this worker (version {version}) lacks;"
+            f" it was queued by {theirs or 'an assistant'}"
+        )
+        logger.warning("turn %s: %s", turn.turn_id, why)
+        holder = held_by(fence)
+        await lifecycle.no_worker(self.store, turn.turn_id, holder, why, reporter=self.reporter)
+        return False
 
     async def _instructions(self, turn_id: str, turn: Turn) -> str | None:
         """The turn's instructions, asked once, here in the job (so a worker asks too); a
