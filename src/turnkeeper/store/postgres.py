@@ -357,6 +357,7 @@ DIALECT = Dialect(
         "least": "LEAST",
         "lock": " FOR UPDATE",
         "key_share": " FOR KEY SHARE",
+        "message": "body ->> 'message'",
         "created": "extract(epoch from c.created)::float8",
         "inserted": "c.seq",
         "notify_from": "WITH cancelled AS (",

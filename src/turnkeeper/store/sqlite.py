@@ -277,6 +277,7 @@ DIALECT = Dialect(
         "least": "min",
         "lock": "",
         "key_share": "",
+        "message": "json_extract(body, '$.message')",
         "created": "c.created",
         "inserted": "c.rowid",
         "notify_from": "",

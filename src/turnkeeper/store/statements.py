@@ -184,6 +184,10 @@ class Statements:
     add_event: str = "INSERT INTO turn_events (turn_id, seq, type, body) VALUES (?, ?, ?, ?)"
     events_woken: str = "{notify_events}"
     """On PostgreSQL, every process's readers told (NOTIFY, sent at commit); else nothing."""
+    dropped: str = (
+        "DELETE FROM turn_events WHERE turn_id = ? AND type = 'text.delta' AND {message} = ?"
+    )
+    """The text deltas streamed into a bubble whose answer was refused (`events.DROPPED`)."""
     held: str = "SELECT 1 FROM turns WHERE turn_id = ? AND fence = ?{lock}"
     events_after: str = (
         "SELECT seq, type, body FROM turn_events WHERE turn_id = ? AND seq > ? ORDER BY seq LIMIT ?"
