@@ -30,6 +30,8 @@ CHANNEL = "turnkeeper_events"
 """The PostgreSQL channel the writers of events NOTIFY, `<turn id>:<seq>`."""
 PAGE = 500
 """Events `events_after` reads at most at once."""
+PAGE_BYTES = 192 * 1024
+"""Bytes of event bodies `events_after` reads at once, at most (past its first event)."""
 RETENTION = 7 * 24 * 3600.0
 """Seconds a turn's events are kept after it ended, by default."""
 
