@@ -37,6 +37,7 @@ from .errors import (
 )
 from .headers import Cors, SecurityHeaders, security_headers
 from .limits import MAX_BODY, BodyLimit
+from .methods import one_per_path
 from .metrics import endpoint as exposition
 from .protocols import TOKEN_HEADER, TURN_HEADER, Protocols
 from .routes import Routes
@@ -87,7 +88,7 @@ def create_app(
     cors = Cors(tuple(cors_origins), cors_credentials, tuple(cors_headers))
     metrics = metrics or Metrics()
     app = Starlette(
-        routes=_endpoints(routes, metrics, name, public_metrics),
+        routes=one_per_path(_endpoints(routes, metrics, name, public_metrics)),
         middleware=_middleware(cors, frame_ancestors, max_body),
         exception_handlers=_handlers(),
     )

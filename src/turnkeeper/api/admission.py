@@ -26,8 +26,10 @@ MAX_STREAMS = 2000
 """Streams one process serves at once, by default (`max_streams`)."""
 MAX_STREAMS_PER_USER = 20
 """Streams one user (or token) has open at once, by default (`max_streams_per_user`)."""
-RETRY_AFTER = "5"
+RETRY_AFTER = 5
 """Seconds a refused reader waits before trying again."""
+KEY = "limits.streams_per_user"
+"""The `key` of a `429` for too many streams, beside the door's limits' (door.py)."""
 TOO_MANY = "Too many streams are open for this user; close one, or try again shortly."
 FULL = "The server has as many streams open as it serves; try again shortly."
 
@@ -96,7 +98,8 @@ class Admission:
 
 
 def _refusal(status: int, message: str) -> Response:
-    code = "too_many_streams" if status == 429 else "unavailable"
-    return JSONResponse(
-        {"error": message, "code": code}, status, headers={"retry-after": RETRY_AFTER}
-    )
+    """`429` in the shape of any limit's (openapi.py's `Limited`), `503` as any other."""
+    body: dict[str, str | int] = {"error": message}
+    if status == 429:
+        body |= {"key": KEY, "retry_after": RETRY_AFTER}
+    return JSONResponse(body, status, headers={"retry-after": str(RETRY_AFTER)})

@@ -172,10 +172,13 @@ class _Response(EventSourceResponse):
 
 def cursor(last_event_id: str | None, after: str | None) -> int:
     """Where a stream resumes: after the `Last-Event-ID` header's event, else `?after=`'s;
-    `400` if malformed."""
-    value = last_event_id if last_event_id is not None else after
-    if value is None:
-        return 0
+    `400` if either is malformed."""
+    given = [_number(v) for v in (last_event_id, after) if v is not None]
+    return given[0] if given else 0
+
+
+def _number(value: str) -> int:
+    """A cursor's value (each one sent is checked, the one that wins or not)."""
     value = value.strip()
     if not (value.isascii() and value.isdigit()) or len(value) > 18:
         raise ApiError(400, MALFORMED)
