@@ -76,7 +76,8 @@ def test_every_stream_is_declared_as_text_event_stream_events() -> None:
     ]
     for operation in streams:
         event = operation["responses"]["200"]["content"]["text/event-stream"]["schema"]
-        assert event["type"] == "object" and "data" in event["properties"]
+        assert event["type"] == "object"
+        assert "data" in event["properties"]
         assert "429" in operation["responses"], "a reader over their streams"
 
 
