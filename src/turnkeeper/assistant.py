@@ -280,6 +280,8 @@ class Assistant:
         cors_headers: Sequence[str] = (),
         frame_ancestors: Sequence[str] = (),
         public_metrics: bool = False,
+        max_streams: int = 2000,
+        max_streams_per_user: int = 20,
     ) -> AssistantApp:
         """This assistant as an ASGI app to mount in yours: the widget, its files and the API,
         under any prefix. Pass its `lifespan` as your application's:
@@ -292,7 +294,8 @@ class Assistant:
         (default: the assistant's own) makes conversations belong to your users. Pages of
         `cors_origins` may call it (with `cors_headers` of your own, and your sign-in's
         cookies with `cors_credentials`), pages of `frame_ancestors` frame it; `public_metrics`
-        answers `/metrics` under the prefix. Without the server extra, `MissingExtra`.
+        answers `/metrics` under the prefix; at most `max_streams` event streams are open,
+        `max_streams_per_user` of one user. Without the server extra, `MissingExtra`.
         """
         require_extra("Assistant.asgi()", "server", ("starlette", "prometheus_client"))
         from .serving.mounted import AssistantApp
@@ -308,6 +311,8 @@ class Assistant:
             cors_headers=tuple(cors_headers),
             frame_ancestors=tuple(frame_ancestors),
             public_metrics=public_metrics,
+            max_streams=max_streams,
+            max_streams_per_user=max_streams_per_user,
         )
 
 

@@ -364,6 +364,7 @@ DIALECT = Dialect(
         "notify": f" RETURNING turn_id) SELECT pg_notify('{CHANNEL}', turn_id) FROM cancelled",
         "notify_events": f"SELECT pg_notify('{log.CHANNEL}', ?)",
         "time": "timestamptz",
+        "body_size": "octet_length(body::text)",
         "has_migrations": "SELECT 1 WHERE to_regclass('turnkeeper_migrations') IS NOT NULL",
         "migration_lock": f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})",
         "age": "extract(epoch from clock_timestamp() - created)",

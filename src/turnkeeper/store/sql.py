@@ -324,9 +324,9 @@ class SqlStore(compactions.Reads, Controls, Polls):
         return last
 
     async def events_after(
-        self, turn_id: str, after: int, limit: int = log.PAGE
+        self, turn_id: str, after: int, limit: int = log.PAGE, size: int = log.PAGE_BYTES
     ) -> list[TurnEvent]:
-        rows = await self._all(self.sql.events_after, (turn_id, after, limit))
+        rows = await self._all(self.sql.events_after, (turn_id, after, limit, size))
         return log.read(rows, self.dialect.load)
 
     def subscribe(self, turn_id: str) -> AbstractContextManager[asyncio.Event]:

@@ -283,6 +283,7 @@ DIALECT = Dialect(
         "notify_from": "",
         "notify": "",
         "notify_events": "",
+        "body_size": "length(CAST(body AS BLOB))",
         "time": "REAL",
         "has_migrations": "SELECT 1 FROM sqlite_master WHERE name = 'turnkeeper_migrations'",
         "age": f"{NOW} - created",
