@@ -1,12 +1,13 @@
 """Choosing the model a command runs on (docs/design.md §6).
 
-Names: `anthropic`, `openai`, `demo`, `dev`. Without a name (nor `TURNKEEPER_PROVIDER`):
-`ANTHROPIC_API_KEY` selects Anthropic, else `OPENAI_BASE_URL` selects an
+Names: `anthropic`, `openai`, `openai-responses`, `demo`, `dev`. Without a name (nor
+`TURNKEEPER_PROVIDER`): `ANTHROPIC_API_KEY` selects Anthropic, else `OPENAI_BASE_URL` selects an
 OpenAI-compatible server, else the offline demo model. `dev` is only ever named: the
 offline model that calls an assistant's own tools (dev.py), at `dev_pace` words a
 second (else `TURNKEEPER_DEV_PACE`, else ~30); a served demo streams at that pace too.
 The model defaults to `TURNKEEPER_MODEL`, then to the adapter's documented default
-(`claude-sonnet-4-6`, `gpt-4.1-mini`). The SDKs' own variables configure them:
+(`claude-sonnet-4-6`, `gpt-4.1-mini`, `gpt-5-mini` for the Responses API). The SDKs' own
+variables configure them:
 `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`.
 An SDK is imported only when its provider is chosen.
 """
@@ -25,7 +26,7 @@ from . import MAX_RESPONSE, Provider
 from .demo import DemoProvider, Where
 from .dev import PACE, DevProvider
 
-NAMES = ("anthropic", "openai", "demo", "dev")
+NAMES = ("anthropic", "openai", "openai-responses", "demo", "dev")
 
 OFFLINE = {
     "demo": (
@@ -87,6 +88,11 @@ class ModelSettings:
         chosen = {"stream": self.stream, "max_response": self.max_response}
         return {k: v for k, v in given.items() if v} | chosen
 
+    def openai_responses(self) -> dict[str, Any]:
+        """The keyword arguments of `OpenAIResponsesProvider`: the Chat Completions ones, and
+        whether to send a `prompt_cache_key`."""
+        return self.openai() | {"prompt_cache": self.prompt_cache}
+
 
 def choose_provider(
     name: str | None,
@@ -108,6 +114,8 @@ def choose_provider(
         return _anthropic(model, environ, settings)
     if name == "openai":
         return _openai(model, environ, settings)
+    if name == "openai-responses":
+        return _openai(model, environ, settings, responses=True)
     if name == "demo":
         gap = 1 / pace_of(dev_pace, environ) if demo_pause > 0 else 0.0
         return DemoProvider(pause=demo_pause, gap=gap, where=demo_where)
@@ -155,25 +163,31 @@ def _anthropic(model: str | None, environ: Mapping[str, str], settings: ModelSet
     return provider
 
 
-def _openai(model: str | None, environ: Mapping[str, str], settings: ModelSettings) -> Provider:
+def _openai(
+    model: str | None, environ: Mapping[str, str], settings: ModelSettings, responses: bool = False
+) -> Provider:
+    """The Chat Completions provider, or with `responses` the Responses API one."""
     key = environ.get("OPENAI_API_KEY")
     base_url = environ.get("OPENAI_BASE_URL") or None
     if not key and not base_url:
         raise ConfigError(
             "OPENAI_API_KEY is not set; export your key, or OPENAI_BASE_URL for a local server"
         )
-    adapter = _adapter("openai")
-    provider: Provider = adapter.OpenAIProvider(
+    adapter = _adapter("openai", "openai_responses" if responses else "openai")
+    kind = adapter.OpenAIResponsesProvider if responses else adapter.OpenAIProvider
+    given = settings.openai_responses() if responses else settings.openai()
+    provider: Provider = kind(
         model=model or adapter.DEFAULT_MODEL,
         api_key=key or LOCAL_SERVER_KEY,
         base_url=base_url,
-        **settings.openai(),
+        **given,
     )
     return provider
 
 
-def _adapter(sdk: str) -> ModuleType:
-    """The adapter module for `sdk`, or `MissingExtra` if the SDK is not installed.
+def _adapter(sdk: str, module: str | None = None) -> ModuleType:
+    """The adapter module for `sdk` (`module`, else the SDK's name), or `MissingExtra` if the
+    SDK is not installed.
 
     The SDK is imported first, on its own: without the extra, the adapter's
     first import may be one of the SDK's dependencies (its HTTP client), whose
@@ -183,4 +197,4 @@ def _adapter(sdk: str) -> ModuleType:
         importlib.import_module(sdk)
     except ImportError as e:
         raise MissingExtra(f"the {sdk} provider", sdk) from e
-    return importlib.import_module(f"{__package__}.{sdk}")
+    return importlib.import_module(f"{__package__}.{module or sdk}")
