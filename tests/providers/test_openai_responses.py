@@ -13,17 +13,20 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests import responses_wire as rw
-from turnkeeper import Outcome
+from turnkeeper import LocalHooks, Outcome, run_turn
 from turnkeeper.errors import ContextTooLong, ProviderFailed, ProviderUnavailable
 from turnkeeper.outcomes import Stop
 from turnkeeper.providers import responses_api
 from turnkeeper.providers.openai_responses import OpenAIResponsesProvider
 from turnkeeper.providers.responses_stream import ResponseFold
+from turnkeeper.turn.replay import first_difference, replay
+from turnkeeper.turn.trace import read_trace, write_trace
 from turnkeeper.wire import ToolSpec
 
 from .conftest import Adapters
@@ -322,8 +325,6 @@ async def test_a_recorded_four_call_tool_loop_sends_every_item_back_verbatim(
     the encrypted reasoning of the first included, and each call's output under its id."""
     server.add(*streams(LOOP))
     tools = EchoTools(("calculator",))
-    from turnkeeper import LocalHooks, run_turn
-
     hooks = LocalHooks(reporter=lambda report: None)
     result = await run_turn("compute", provider=make(), toolset=tools, hooks=hooks)
     assert result.outcome is Outcome.FINISHED
@@ -404,3 +405,24 @@ async def test_a_reasoning_item_not_asked_for_is_still_sent_back(
     result, _ = await run(make())
     assert result.outcome is Outcome.FINISHED
     assert server.requests[1].body["input"][1] == bare
+
+
+async def test_a_recorded_responses_turn_replays_the_same(
+    server: WireServer, make: Make, tmp_path: Path
+) -> None:
+    server.add(*streams(LOOP))
+    hooks = LocalHooks(reporter=lambda report: None)
+    tools = EchoTools(("calculator",))
+    result = await run_turn("compute", provider=make(), toolset=tools, hooks=hooks)
+    path = tmp_path / "trace.json"
+    write_trace(result.trace, path)
+    trace = read_trace(path)
+    assert trace.wire == "openai-responses"
+    assert [c.usage.cache_read_input_tokens for c in trace.calls if c.usage] == [
+        responses_api.parse_usage(r["usage"]).cache_read_input_tokens
+        for r in (c.response for c in trace.calls)
+        if isinstance(r, dict)
+    ]
+    replayed = await replay(trace)
+    assert first_difference(trace, replayed.trace) is None
+    assert replayed.history == result.history

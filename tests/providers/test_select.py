@@ -22,7 +22,7 @@ async def _close_clients() -> AsyncIterator[None]:
     yield
     while chosen:
         provider = chosen.pop()
-        if isinstance(provider, AnthropicProvider | OpenAIProvider):
+        if hasattr(provider, "aclose"):
             await provider.aclose()
 
 
