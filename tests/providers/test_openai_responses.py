@@ -25,9 +25,12 @@ from turnkeeper.outcomes import Stop
 from turnkeeper.providers import responses_api
 from turnkeeper.providers.openai_responses import OpenAIResponsesProvider
 from turnkeeper.providers.responses_stream import ResponseFold
+from turnkeeper.turn import summary as asking
+from turnkeeper.turn.compaction import Compaction
+from turnkeeper.turn.context import Window
 from turnkeeper.turn.replay import first_difference, replay
 from turnkeeper.turn.trace import read_trace, write_trace
-from turnkeeper.wire import ToolSpec
+from turnkeeper.wire import ToolResult, ToolSpec
 
 from .conftest import Adapters
 from .turns import EchoTools, bubbles, run
@@ -426,3 +429,34 @@ async def test_a_recorded_responses_turn_replays_the_same(
     replayed = await replay(trace)
     assert first_difference(trace, replayed.trace) is None
     assert replayed.history == result.history
+
+
+async def test_compaction_clears_and_summarises_function_call_outputs() -> None:
+    """Clearing finds a Responses tool result (an item, not a message with a role) and puts
+    the placeholder in its `output`; a summary's transcript reads the result too."""
+    history: list[dict[str, Any]] = [{"role": "user", "content": "look it up"}]
+    for n in range(5):
+        call = rw.call_item(f"c{n}", "lookup", '{"q": 1}')
+        history.append({"role": "assistant", "output": [rw.reasoning_item(n), call]})
+        history += responses_api.tool_results([ToolResult(f"c{n}", f"found {n} " + "x" * 50)])
+    window = Window(Compaction(window=100_000), None, responses_api.WIRE, {"model": "gpt-5"})
+    asked: list[str] = []
+
+    async def summarise(text: str) -> str | None:
+        asked.append(text)
+        return None
+
+    shrunk = await window.compact(history, summarise, forced=True)
+    assert shrunk is not None
+    assert shrunk.cleared == 4
+    sent = window.request(history)
+    outputs = [m for m in sent if m.get("type") == "function_call_output"]
+    assert [o["output"].startswith("[This result of lookup") for o in outputs] == [
+        True,
+        True,
+        True,
+        True,
+        False,
+    ]
+    transcript = asking.transcript(history, responses_api.WIRE, {"c0": "lookup"})
+    assert "Result of lookup: found 0" in transcript
