@@ -38,6 +38,9 @@ OFFLINE = {
 """What a serving process's banner says of an offline model, by its `describe()`'s name:
 for an application's assistant, then for the demo assistant (`{…}`: from `describe()`)."""
 
+FALLBACK_BETA = "server-side-fallback-2026-06-01"
+"""The Anthropic beta that lets a request name `fallbacks` (docs: "Refusals and fallback")."""
+
 LOCAL_SERVER_KEY = "not-needed"
 """The key sent to a server at OPENAI_BASE_URL when OPENAI_API_KEY is unset."""
 
@@ -60,6 +63,9 @@ class ModelSettings:
     """Stream every call (both SDK adapters); False makes plain calls."""
     max_response: int = MAX_RESPONSE
     """The most content one response may hold, in bytes; a larger one fails the turn."""
+    fallbacks: str | tuple[str, ...] | None = None
+    """The models Anthropic's API may hand a refused request to (`"default"`: its own
+    choice), sent as the request's `fallbacks` with the beta that enables them."""
 
     def anthropic(self) -> dict[str, Any]:
         """The keyword arguments of `AnthropicProvider` these settings give."""
@@ -68,7 +74,11 @@ class ModelSettings:
             extra["temperature"] = self.temperature
         if self.thinking is not None:
             extra["thinking"] = {"type": "enabled", "budget_tokens": self.thinking}
+        if self.fallbacks is not None:
+            extra["fallbacks"] = _fallbacks(self.fallbacks)
         given = {"system": self.system, "max_tokens": self.max_tokens, "extra_body": extra}
+        if self.fallbacks is not None:
+            given["betas"] = [FALLBACK_BETA]
         chosen = {
             "prompt_cache": self.prompt_cache,
             "stream": self.stream,
@@ -78,11 +88,11 @@ class ModelSettings:
 
     def openai(self) -> dict[str, Any]:
         """The keyword arguments of `OpenAIProvider`; extended thinking is Anthropic's."""
-        if self.thinking is not None:
-            raise ConfigError(
-                "extended thinking (thinking=…) is an Anthropic setting; "
-                "the OpenAI-compatible provider cannot send it"
-            )
+        for name in ("thinking", "fallbacks"):
+            if getattr(self, name) is not None:
+                raise ConfigError(
+                    f"{name}=… is an Anthropic setting; the OpenAI providers cannot send it"
+                )
         extra = {} if self.temperature is None else {"temperature": self.temperature}
         given = {"system": self.system, "max_tokens": self.max_tokens, "extra_body": extra}
         chosen = {"stream": self.stream, "max_response": self.max_response}
@@ -92,6 +102,11 @@ class ModelSettings:
         """The keyword arguments of `OpenAIResponsesProvider`: the Chat Completions ones, and
         whether to send a `prompt_cache_key`."""
         return self.openai() | {"prompt_cache": self.prompt_cache}
+
+
+def _fallbacks(given: str | tuple[str, ...]) -> str | list[dict[str, str]]:
+    """`fallbacks` as the request sends it: `"default"`, or one `{"model": …}` per model."""
+    return given if isinstance(given, str) else [{"model": m} for m in given]
 
 
 def choose_provider(

@@ -173,10 +173,12 @@ class Window:
 
     # ---- the estimate --------------------------------------------------------------
 
-    def seen(self, usage: Usage, length: int) -> None:
-        """A call's `usage` (its input and output are the next request's start); the history
-        is `length` long with its reply."""
-        self.known = (usage.prompt_tokens + usage.output_tokens, length)
+    def seen(self, usage: Usage, length: int, context: int | None = None) -> None:
+        """A call's `usage` (its input and output are the next request's start, unless the
+        reply says its `context` apart: `Reply.context`); the history is `length` long with
+        its reply."""
+        size = usage.prompt_tokens + usage.output_tokens if context is None else context
+        self.known = (size, length)
 
     def estimate(self, history: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> int:
         """The next request's size in tokens, estimated."""
