@@ -8,6 +8,7 @@ under CI they fail instead, so a broken database never passes silently.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from collections.abc import Iterator
@@ -57,3 +58,35 @@ def fresh_schema(database_url: str) -> Iterator[str]:
     finally:
         with psycopg.connect(database_url, autocommit=True) as db:
             db.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+KEPT_APART = ("turnkeeper_migrations", "usage_days", "procrastinate_", "sqlite_")
+"""Tables that hold no conversation's rows: the migrations, the ledger's day sums (they
+name a subject, never a conversation), procrastinate's queue and SQLite's own."""
+
+
+def rows_left(url: str) -> dict[str, int]:
+    """Every table of the store at `url` with rows, and how many, read from the schema
+    itself (so a table added later is counted too), less those `KEPT_APART`."""
+    if url.startswith("sqlite:///"):
+        import sqlite3
+
+        with contextlib.closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as db:
+            names = [
+                n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            ]
+            counts = {n: db.execute(f'SELECT count(*) FROM "{n}"').fetchone()[0] for n in names}
+    else:
+        with psycopg.connect(url, autocommit=True) as db:
+            names = [
+                n
+                for (n,) in db.execute(
+                    "SELECT table_name FROM information_schema.tables"
+                    " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
+                )
+            ]
+            counts = {}
+            for n in names:
+                row = db.execute(f'SELECT count(*) FROM "{n}"').fetchone()
+                counts[n] = row[0] if row is not None else 0
+    return {n: c for n, c in counts.items() if c and not n.startswith(KEPT_APART)}

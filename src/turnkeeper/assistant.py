@@ -36,7 +36,7 @@ from .providers import MAX_RESPONSE, Provider
 from .providers.cache_marks import ttl_of
 from .providers.demo import Where
 from .providers.select import NAMES, OFFLINE, ModelSettings, choose_provider
-from .service.ownership import fate_of, owner_of
+from .service.ownership import check_unclaimed, checked_version, fate_of, owner_of
 from .store.records import Fate, Owner
 from .tools import CombinedToolset, Toolset
 from .tools.files import DEMO_ROOT, read_file_tool
@@ -121,6 +121,14 @@ class Assistant:
     """`Limits(turns_per_minute=, tokens_per_day=, cost_per_day=)` per signed-in user
     (without `authenticate`, for the whole assistant), or a function of the user giving
     theirs (tiers); None: no limits but the per-turn `budget`."""
+    version: str | None = None
+    """Its version as each turn records it (1 to 64 printable characters); None: a hash of
+    its name, tools and settings, the same in every process that loads it (ownership.py)."""
+    unclaimed_after: float = 60.0
+    """Seconds a queued turn waits for a worker before it says so ("Waiting for the
+    assistant to start…") and a warning names its queue (`serve --unclaimed-after`)."""
+    unclaimed_timeout: float = 600.0
+    """Seconds a queued turn waits for a worker before it ends `failed` (`errors.no_worker`)."""
     compaction: Compaction | bool = field(default_factory=Compaction)
     """Keeps a long conversation inside the model's context window: old tool results
     cleared, older turns summarised (`Compaction(window=, at=, keep_turns=, model=)`); on by
@@ -204,9 +212,12 @@ class Assistant:
 
     @property
     def owner(self) -> Owner:
-        """Whom its turns belong to (`ownership.owner_of`): a worker claims only its own."""
+        """Whom its turns belong to (`ownership.owner_of`): a worker claims its own by name."""
+        if self.version is not None:
+            return Owner(self.name, self.version)
         settings = (self.instructions, self.model, self.max_tokens, self.temperature, self.thinking)
-        return owner_of(self.name, settings, self._functions.specs(), self.resuming)
+        code = [t.function for t in self._functions.tools()]
+        return owner_of(self.name, settings, self._functions.specs(), self.resuming, code)
 
     @property
     def fate(self) -> Fate:
@@ -373,6 +384,8 @@ def _check_resuming(a: Assistant) -> None:
     kept = a.event_retention
     if isinstance(kept, bool) or not (isinstance(kept, int | float) and kept >= 0):
         raise ConfigError(f"event_retention must be a number of seconds, got {kept!r}")
+    checked_version(a.version)
+    check_unclaimed(a.unclaimed_after, a.unclaimed_timeout)
 
 
 def _check_model_settings(a: Assistant) -> None:

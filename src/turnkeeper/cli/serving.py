@@ -25,6 +25,7 @@ from .options import (
     add_mcp_options,
     add_price_option,
     add_prompt_cache_option,
+    add_unclaimed_options,
     directory,
     header_name,
     mcp_servers,
@@ -160,6 +161,7 @@ def _serving_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--lease", type=seconds, default=30.0, help="seconds a turn's lease lasts (default 30)"
     )
+    add_unclaimed_options(parser)
     parser.add_argument(
         "--grace",
         type=seconds,
@@ -181,6 +183,9 @@ def _assistant(args: argparse.Namespace) -> Assistant:
     assistant = _app_or_demo(args)
     if getattr(args, "resume_after_crash", False):
         assistant = dataclasses.replace(assistant, resume_after_crash=True)
+    for name in ("unclaimed_after", "unclaimed_timeout"):  # its sweeper's, and its turns'
+        if getattr(args, name, None) is not None:
+            assistant = dataclasses.replace(assistant, **{name: getattr(args, name)})
     return assistant
 
 

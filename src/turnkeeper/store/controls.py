@@ -44,6 +44,11 @@ HOLD = "SELECT 1 FROM conversations WHERE conversation_id = ?{lock}"
 """The conversation's row, held first (on PostgreSQL): a turn being asked in it meanwhile
 (`create_turn` holds the row against a delete) is committed before the delete looks for
 turns not done, and one asked later finds the conversation gone."""
+TURNS = "SELECT turn_id FROM turns WHERE conversation_id = ?{lock}"
+"""Its turns' rows, held next (on PostgreSQL): every write of a turn holds its row from its
+first statement to its commit (the fence check, `FOR UPDATE`), so a write under way is
+committed before the delete reads what to delete, and one made later finds its turn gone
+and is refused, writing nothing (docs/design.md §6, "Deleting is final")."""
 OPEN = "SELECT turn_id FROM turns WHERE conversation_id = ? AND done = {false}"
 RENAME = "UPDATE conversations SET title = ? WHERE conversation_id = ?"
 TITLE = (
@@ -102,6 +107,7 @@ class Controls:
         def steps() -> Steps[bool]:
             if (yield One(d.sql(HOLD), (conversation_id,))) is None:
                 return False
+            yield All(d.sql(TURNS), (conversation_id,))
             if not stop and (yield One(d.sql(OPEN), (conversation_id,))) is not None:
                 raise Busy(conversation_id)
             *rest, last = DELETES

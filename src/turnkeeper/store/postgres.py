@@ -182,6 +182,10 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
             text="text", json="jsonb", seconds="double precision", not_done="NOT done"
         ),
     ),
+    (
+        "turns claimed by their assistant's name, whichever version queued them",
+        owned.BY_NAME.format(not_done="NOT done") + ";" + owned.JOBS_BY_NAME,
+    ),
 )
 
 

@@ -9,8 +9,7 @@ running (`lifecycle.py`), its final write, or its `waiting` write when a tool wa
 person. The published state moves only through its own transitions; model calls happen in
 the turn's `CallRoom` (`model_call.py`), which tells the turn's `CallLog` what the trace
 records; each response's tools run as a round (`tool_round.py`: run, or first wait for a
-person's yes; a resumed turn's last ones), whose `Round` the loop applies. What happens is
-told to the turn's event log (`events.py`), each write carrying its events.
+person's yes), whose `Round` the loop applies; the event log (`events.py`) is told the rest.
 """
 
 from __future__ import annotations
@@ -283,6 +282,7 @@ class _Turn:
         self.history.extend(self.provider.tool_results(results))
         ran_now = answered(self.pending, results)
         self.activity = self.events.captioned(self.activity, ran_now, self.activities)
+        self.log.ran(self.activity)
         self.pending, self.cards = (), [*self.cards, *(r.card for r in results if r.card)]
 
     # ---- publishing -----------------------------------------------------
