@@ -460,3 +460,12 @@ async def test_compaction_clears_and_summarises_function_call_outputs() -> None:
     ]
     transcript = asking.transcript(history, responses_api.WIRE, {"c0": "lookup"})
     assert "Result of lookup: found 0" in transcript
+
+
+def test_the_wire_cost_bench_reads_both_wires_alike() -> None:
+    """bench/responses_wire.py runs (tiny), and both wires' readings give the same texts."""
+    from bench import responses_wire
+
+    found = responses_wire.measure(calls=3, rounds=2)
+    assert found["chat"] > 0
+    assert found["responses"] > 0
