@@ -80,14 +80,16 @@ class Assistant:
     docs/design.md §7 lists and the `activity.<tool>` keys of `captions`; any other key is a
     `ConfigError`, a key a locale lacks is shown in English (and logged once)."""
     provider: str | Provider | None = None
-    """`anthropic`, `openai`, `demo` or `dev` (offline: calls each of its tools with sample
-    input, then says what they returned); None chooses from the environment (docs/design.md
-    §6); or a `Provider` of your own, used as it is."""
+    """`anthropic`, `openai`, `openai-responses`, `demo` or `dev` (offline: calls each of its
+    tools with sample input, then says what they returned); None chooses from the environment
+    (docs/design.md §6); or a `Provider` of your own, used as it is."""
     model: str | None = None
     max_tokens: int | None = None
     temperature: float | None = None
     thinking: int | None = None
     """Extended thinking's budget in tokens (Anthropic; below `max_tokens`), or None."""
+    fallbacks: str | tuple[str, ...] | None = None
+    """Models Anthropic may hand a refused request to (`"default"`: its choice), or None."""
     prompt_cache: bool | str = True
     """Anthropic's prompt cache on every request: True (5 minutes), "1h", or False (off);
     `--no-prompt-cache` turns it off from the command line."""
@@ -239,6 +241,7 @@ class Assistant:
             self.prompt_cache,
             self.stream,
             self.max_response,
+            self.fallbacks,
         )
 
     def choose_provider(
