@@ -182,3 +182,31 @@ async def test_a_store_failure_in_a_hook_is_reported_once(store: Store) -> None:
         store.checkpoint = real_checkpoint  # type: ignore[method-assign]
     assert [r.event for r in reports] == ["failed"]
     assert "the store went away" in reports[0].message
+
+
+async def test_a_worker_logs_one_line_as_a_turn_starts_and_one_as_it_ends(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An operator follows a worker by its log: each turn's start and end, with its
+    conversation, outcome and seconds, at INFO; a failed turn's end says so too."""
+    conversation_id, turn_id = await queued(store)
+    caplog.set_level("INFO", logger="turnkeeper.job")
+    assert await TurnJob(store, ScriptedProvider([scripts.answer("hi")])).run(turn_id)
+    lines = [r.getMessage() for r in caplog.records if r.name == "turnkeeper.job"]
+    assert lines[0] == f"turn {turn_id} of conversation {conversation_id}: started"
+    assert lines[1].startswith(f"turn {turn_id} of conversation {conversation_id}: finished after ")
+    assert lines[1].endswith(" s")
+    assert len(lines) == 2
+    caplog.clear()
+    _, hung = await queued(store, "hang")
+    budget = Budget(deadline=1.0, call_timeout=0.1, min_call=0.05, margin=0.05)
+    job = TurnJob(store, StubbornModel([]), budget=budget, margin=0.2, reporter=lambda _: None)
+    assert await job.run(hung) is Outcome.FAILED
+    ends = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelname == "INFO" and "after" in r.getMessage()
+    ]
+    [end] = ends
+    assert end.startswith(f"turn {hung} of conversation ")
+    assert ": failed after " in end

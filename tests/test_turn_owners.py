@@ -48,18 +48,25 @@ async def test_a_turn_records_its_assistant_and_its_fate(store: Store) -> None:
 
 async def test_only_the_turns_own_assistant_claims_it(store: Store) -> None:
     turn_id = await asked(store, APP_OWNER)
-    assert await store.queued(fingerprint=DEMO_OWNER.fingerprint) == []
-    assert await store.queued(fingerprint=APP_OWNER.fingerprint) == [turn_id]
-    assert await store.claim(turn_id, 30, "anthropic", DEMO_OWNER.fingerprint) is None
-    assert await store.owners(DEMO_OWNER.fingerprint) == [(APP_OWNER, 1)]
-    assert await store.owners(APP_OWNER.fingerprint) == []
-    assert await store.claim(turn_id, 30, "anthropic", APP_OWNER.fingerprint) == 1
+    assert await store.queued(assistant=DEMO_OWNER.assistant) == []
+    assert await store.queued(assistant=APP_OWNER.assistant) == [turn_id]
+    assert await store.claim(turn_id, 30, "anthropic", DEMO_OWNER.assistant) is None
+    assert await store.owners() == [(APP_OWNER, 1)]
+    assert await store.claim(turn_id, 30, "anthropic", APP_OWNER.assistant) == 1
+    assert await store.owners() == [], "a running turn is not queued"
+
+
+async def test_another_version_of_the_assistant_claims_its_turns(store: Store) -> None:
+    turn_id = await asked(store, APP_OWNER)
+    newer = Owner(APP_OWNER.assistant, "cccccccccccc")
+    assert await store.queued(assistant=newer.assistant) == [turn_id]
+    assert await store.claim(turn_id, 30, "anthropic", newer.assistant) == 1
 
 
 async def test_a_turn_that_records_no_assistant_is_anyones(store: Store) -> None:
     turn_id = await asked(store, None)
-    assert await store.queued(fingerprint=DEMO_OWNER.fingerprint) == [turn_id]
-    assert await store.claim(turn_id, 30, "anthropic", DEMO_OWNER.fingerprint) == 1
+    assert await store.queued(assistant=DEMO_OWNER.assistant) == [turn_id]
+    assert await store.claim(turn_id, 30, "anthropic", DEMO_OWNER.assistant) == 1
 
 
 async def test_a_sweeper_ends_a_wait_after_the_turns_own_approval_timeout(store: Store) -> None:
@@ -102,15 +109,15 @@ async def test_a_sweeper_resumes_a_turn_queued_to_resume_though_its_process_was_
     assert await store.take_over(turn_id, EXPIRED) is None, "queued again, not running"
 
 
-def test_the_fingerprint_tells_assistants_apart_but_not_the_settings_a_turn_records() -> None:
+def test_the_version_tells_assistants_apart_but_not_the_settings_a_turn_records() -> None:
     def helper() -> str:
         """Help."""
         return "ok"
 
     app = Assistant(name="Assistant", tools=[helper])
-    assert app.owner.fingerprint != demo_assistant().owner.fingerprint
+    assert app.owner.version != demo_assistant().owner.version
     same = Assistant(name="Assistant", tools=[helper], resume_after_crash=True)
-    assert same.owner == app.owner, "fate travels with the turn, not in the fingerprint"
+    assert same.owner == app.owner, "fate travels with the turn, not in the version"
     assert same.fate.resume_after_crash
     assert not app.fate.resume_after_crash
 
@@ -132,10 +139,10 @@ async def test_a_worker_without_app_runs_none_of_an_apps_turns_and_says_why(
         stack.enter_context(turnkeeper("worker", "--database", url, log=demo_log, env=env))
 
         async def said() -> bool:
-            return "which never runs them" in output(demo_log)
+            return "which it never runs" in output(demo_log)
 
         await eventually(said, "the demo worker to say whose turns these are", bound=30)
-        line = next(x for x in output(demo_log).splitlines() if "which never runs" in x)
+        line = next(x for x in output(demo_log).splitlines() if "which it never runs" in x)
         assert "1 turn of assistant 'Payments desk'" in line
         assert "the demo assistant 'Assistant'" in line
         await asyncio.sleep(3)

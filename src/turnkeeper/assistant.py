@@ -36,7 +36,7 @@ from .providers import MAX_RESPONSE, Provider
 from .providers.cache_marks import ttl_of
 from .providers.demo import Where
 from .providers.select import NAMES, OFFLINE, ModelSettings, choose_provider
-from .service.ownership import fate_of, owner_of
+from .service.ownership import check_unclaimed, checked_version, fate_of, owner_of
 from .store.records import Fate, Owner
 from .tools import CombinedToolset, Toolset
 from .tools.files import DEMO_ROOT, read_file_tool
@@ -80,14 +80,16 @@ class Assistant:
     docs/design.md §7 lists and the `activity.<tool>` keys of `captions`; any other key is a
     `ConfigError`, a key a locale lacks is shown in English (and logged once)."""
     provider: str | Provider | None = None
-    """`anthropic`, `openai`, `demo` or `dev` (offline: calls each of its tools with sample
-    input, then says what they returned); None chooses from the environment (docs/design.md
-    §6); or a `Provider` of your own, used as it is."""
+    """`anthropic`, `openai`, `openai-responses`, `demo` or `dev` (offline: calls each of its
+    tools with sample input, then says what they returned); None chooses from the environment
+    (docs/design.md §6); or a `Provider` of your own, used as it is."""
     model: str | None = None
     max_tokens: int | None = None
     temperature: float | None = None
     thinking: int | None = None
     """Extended thinking's budget in tokens (Anthropic; below `max_tokens`), or None."""
+    fallbacks: str | tuple[str, ...] | None = None
+    """Models Anthropic may hand a refused request to (`"default"`: its choice), or None."""
     prompt_cache: bool | str = True
     """Anthropic's prompt cache on every request: True (5 minutes), "1h", or False (off);
     `--no-prompt-cache` turns it off from the command line."""
@@ -119,6 +121,14 @@ class Assistant:
     """`Limits(turns_per_minute=, tokens_per_day=, cost_per_day=)` per signed-in user
     (without `authenticate`, for the whole assistant), or a function of the user giving
     theirs (tiers); None: no limits but the per-turn `budget`."""
+    version: str | None = None
+    """Its version as each turn records it (1 to 64 printable characters); None: a hash of
+    its name, tools and settings, the same in every process that loads it (ownership.py)."""
+    unclaimed_after: float = 60.0
+    """Seconds a queued turn waits for a worker before it says so ("Waiting for the
+    assistant to start…") and a warning names its queue (`serve --unclaimed-after`)."""
+    unclaimed_timeout: float = 600.0
+    """Seconds a queued turn waits for a worker before it ends `failed` (`errors.no_worker`)."""
     compaction: Compaction | bool = field(default_factory=Compaction)
     """Keeps a long conversation inside the model's context window: old tool results
     cleared, older turns summarised (`Compaction(window=, at=, keep_turns=, model=)`); on by
@@ -202,9 +212,12 @@ class Assistant:
 
     @property
     def owner(self) -> Owner:
-        """Whom its turns belong to (`ownership.owner_of`): a worker claims only its own."""
+        """Whom its turns belong to (`ownership.owner_of`): a worker claims its own by name."""
+        if self.version is not None:
+            return Owner(self.name, self.version)
         settings = (self.instructions, self.model, self.max_tokens, self.temperature, self.thinking)
-        return owner_of(self.name, settings, self._functions.specs(), self.resuming)
+        code = [t.function for t in self._functions.tools()]
+        return owner_of(self.name, settings, self._functions.specs(), self.resuming, code)
 
     @property
     def fate(self) -> Fate:
@@ -228,6 +241,7 @@ class Assistant:
             self.prompt_cache,
             self.stream,
             self.max_response,
+            self.fallbacks,
         )
 
     def choose_provider(
@@ -269,6 +283,8 @@ class Assistant:
         cors_headers: Sequence[str] = (),
         frame_ancestors: Sequence[str] = (),
         public_metrics: bool = False,
+        max_streams: int = 2000,
+        max_streams_per_user: int = 20,
     ) -> AssistantApp:
         """This assistant as an ASGI app to mount in yours: the widget, its files and the API,
         under any prefix. Pass its `lifespan` as your application's:
@@ -281,7 +297,8 @@ class Assistant:
         (default: the assistant's own) makes conversations belong to your users. Pages of
         `cors_origins` may call it (with `cors_headers` of your own, and your sign-in's
         cookies with `cors_credentials`), pages of `frame_ancestors` frame it; `public_metrics`
-        answers `/metrics` under the prefix. Without the server extra, `MissingExtra`.
+        answers `/metrics` under the prefix; at most `max_streams` event streams are open,
+        `max_streams_per_user` of one user. Without the server extra, `MissingExtra`.
         """
         require_extra("Assistant.asgi()", "server", ("starlette", "prometheus_client"))
         from .serving.mounted import AssistantApp
@@ -297,6 +314,8 @@ class Assistant:
             cors_headers=tuple(cors_headers),
             frame_ancestors=tuple(frame_ancestors),
             public_metrics=public_metrics,
+            max_streams=max_streams,
+            max_streams_per_user=max_streams_per_user,
         )
 
 
@@ -370,6 +389,8 @@ def _check_resuming(a: Assistant) -> None:
     kept = a.event_retention
     if isinstance(kept, bool) or not (isinstance(kept, int | float) and kept >= 0):
         raise ConfigError(f"event_retention must be a number of seconds, got {kept!r}")
+    checked_version(a.version)
+    check_unclaimed(a.unclaimed_after, a.unclaimed_timeout)
 
 
 def _check_model_settings(a: Assistant) -> None:

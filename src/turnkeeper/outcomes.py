@@ -12,7 +12,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 if TYPE_CHECKING:
     from .wire import Reply
@@ -146,6 +146,13 @@ def unfinished(stopped: bool) -> Ending:
     """How a turn that could not finish ends: `stopped` if the reader had asked for that
     (not an error), else `failed`."""
     return ending(Outcome.STOPPED if stopped else Outcome.FAILED)
+
+
+def reported(reply: Reply) -> dict[str, Any]:
+    """What the report of a turn that ended on `reply` says besides its stop reason: the
+    response's `stop_details` (a refusal's `category` and `explanation`), when it has them.
+    The reader's notice is the outcome's, whatever they say."""
+    return {"details": {"stop_details": reply.stop_details}} if reply.stop_details else {}
 
 
 def decide(reply: Reply) -> Outcome | None:

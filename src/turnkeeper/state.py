@@ -215,8 +215,8 @@ class PublishedState:
         return (*self.messages, *added)
 
     def running(self) -> PublishedState:
-        """A worker has the turn."""
-        return self._next(self.messages, self.usage, self.activity)
+        """A worker has the turn: no caption yet (the notice that it waited for one gone)."""
+        return self._next(self.messages, self.usage, None)
 
     def iterated(
         self, activity: str | None, text: str | None, usage: Usage, cards: tuple[Card, ...] = ()

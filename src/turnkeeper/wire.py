@@ -96,6 +96,13 @@ class Reply:
     keep: bool = True
     """False when `message` holds nothing: the API rejects an empty assistant message
     anywhere but last, so the loop does not append it."""
+    stop_details: Json = None
+    """Why the model stopped, when the response says more than its stop reason (a refusal's
+    `category` and `explanation`): reported and traced, never shown to the reader."""
+    context: int | None = None
+    """The tokens the conversation holds after this call, when the response says so apart
+    from its usage (Anthropic's last `usage.iterations` entry: after the API compacted, the
+    usage counts the compaction too); None: the usage's input and output are it."""
 
 
 @dataclass(frozen=True, slots=True)

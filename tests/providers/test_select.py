@@ -22,7 +22,7 @@ async def _close_clients() -> AsyncIterator[None]:
     yield
     while chosen:
         provider = chosen.pop()
-        if isinstance(provider, AnthropicProvider | OpenAIProvider):
+        if hasattr(provider, "aclose"):
             await provider.aclose()
 
 
@@ -91,3 +91,23 @@ def test_a_missing_sdk_gives_the_install_hint(monkeypatch: pytest.MonkeyPatch, s
     environ = {"ANTHROPIC_API_KEY": "k", "OPENAI_API_KEY": "k"}
     with pytest.raises(ConfigError, match=rf"pip install -e '\.\[{sdk}\]'"):
         choose_provider(sdk, None, environ)
+
+
+def test_openai_responses_is_chosen_by_name_with_openai_base_url() -> None:
+    from turnkeeper.providers.openai_responses import OpenAIResponsesProvider
+    from turnkeeper.providers.select import ModelSettings
+
+    local = choose("openai-responses", None, {"OPENAI_BASE_URL": "http://127.0.0.1:8/v1"})
+    assert isinstance(local, OpenAIResponsesProvider)
+    assert local.wire.name == "openai-responses"
+    assert local.describe()["model"] == "gpt-5-mini"
+    assert local.describe()["base_url"].startswith("http://127.0.0.1:8/v1")
+    settings = ModelSettings(system="s", max_tokens=50, temperature=0.5, prompt_cache=False)
+    made = choose_provider("openai-responses", "gpt-5", {"OPENAI_API_KEY": "k"}, settings=settings)
+    chosen.append(made)
+    sent = made.request([{"role": "user", "content": "q"}], [], 5)  # type: ignore[attr-defined]
+    assert (sent["model"], sent["instructions"], sent["max_output_tokens"]) == ("gpt-5", "s", 50)
+    assert sent["extra_body"] == {"temperature": 0.5}
+    assert "prompt_cache_key" not in sent
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY is not set"):
+        choose_provider("openai-responses", None, {})

@@ -7,8 +7,9 @@ response can also misbehave the way real networks do: never answer, hold its
 body back until the server closes, or close the connection part-way through
 the body.
 
-A request that asks for `stream: true` and is answered with a whole Messages or
-Chat Completions body gets that body's event stream instead (`tests/streams.py`),
+A request that asks for `stream: true` and is answered with a whole Messages, Chat
+Completions or Responses body gets that body's event stream instead (`tests/streams.py`,
+`tests/responses_wire.py`),
 so a streamed and a plain call are answered with the same body. A stream can be
 written event by event, `gap` seconds apart, or held after its first
 `hold_after` events until `release` is set; a client that hangs up meanwhile is
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tests import responses_wire
 from tests.streams import is_chat_body, is_messages_body, sse_events
 
 RECORDED = Path(__file__).resolve().parents[1] / "recordings"
@@ -289,9 +291,12 @@ def as_stream(canned: Canned) -> Canned:
         body = json.loads(canned.body)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return canned
-    if not (is_messages_body(body) or is_chat_body(body)):
+    if responses_wire.is_responses_body(body):
+        data = "".join(responses_wire.sse(body)).encode()
+    elif is_messages_body(body) or is_chat_body(body):
+        data = "".join(sse_events(body)).encode()
+    else:
         return canned
-    data = "".join(sse_events(body)).encode()
     headers = {**canned.headers, "content-type": "text/event-stream"}
     return replace(canned, body=data, headers=headers)
 

@@ -124,3 +124,22 @@ def header_name(text: str) -> str:
     if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", text):
         raise argparse.ArgumentTypeError(f"{text!r} is not an HTTP header name, such as x-user")
     return text.lower()
+
+
+def add_unclaimed_options(parser: argparse.ArgumentParser) -> None:
+    """`--unclaimed-after` and `--unclaimed-timeout` (`serve`, `worker`): over the
+    assistant's own, for the turns this process queues and its sweeper."""
+    parser.add_argument(
+        "--unclaimed-after",
+        type=seconds,
+        metavar="SECONDS",
+        help="a queued turn no worker claimed this long says it waits for one (default: the"
+        " assistant's unclaimed_after, 60)",
+    )
+    parser.add_argument(
+        "--unclaimed-timeout",
+        type=seconds,
+        metavar="SECONDS",
+        help="a queued turn no worker claimed this long ends failed (default: the assistant's"
+        " unclaimed_timeout, 600)",
+    )

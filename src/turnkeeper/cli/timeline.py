@@ -28,6 +28,9 @@ from ..store.records import ModelCall
 from ..usage import Usage, count
 from ..wire import Json
 
+COUNTED = ("fallback", "advisor_tool_result")
+"""Block types a row counts: a model that gave way to another mid-response, an advisor's
+answer; kept in the history, never shown as text."""
 KINDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 """A row's token counts: `input_tokens` is every input token sent (`Usage.prompt_tokens`)."""
 
@@ -64,6 +67,11 @@ class Row:
     """The provider streamed the call's answer text as it arrived."""
     compacted: str | None = None
     """What was compacted just before the call (tool results cleared, turns summarised)."""
+    stop_details: Json = None
+    """Why the model stopped, as its response said beyond the stop reason (a refusal's
+    `category` and `explanation`)."""
+    blocks: tuple[tuple[str, int], ...] = ()
+    """How many blocks of each `COUNTED` type the response held (a fallback, an advisor)."""
 
     def to_json(self) -> Json:
         """The row's object, its fields in the order `trace show --json` has always printed."""
@@ -91,6 +99,10 @@ class Row:
             data["streamed"] = True
         if self.compacted is not None:
             data["compacted"] = self.compacted
+        if self.stop_details is not None:
+            data["stop_details"] = self.stop_details
+        if self.blocks:
+            data["blocks"] = dict(self.blocks)
         return data
 
     def count(self, kind: str) -> int:
@@ -135,7 +147,7 @@ def row(call: ModelCall, wire: str = "anthropic") -> Row:
         cost = None
     elif cost is None:  # a trace from before costs were kept: its price now
         cost = prices.current().cost(usage, model, wire)
-    return _row(
+    found = _row(
         iteration=call.iteration,
         stop_reason=call.stop_reason,
         error=None if call.error is None else call.error.get("message"),
@@ -153,6 +165,19 @@ def row(call: ModelCall, wire: str = "anthropic") -> Row:
         streamed=call.streamed,
         compacted=call.compacted,
     )
+    if not isinstance(call.response, dict):
+        return found
+    details = call.response.get("stop_details")
+    details = details if isinstance(details, dict) else None
+    return replace(found, stop_details=details, blocks=_counted(call.response.get("content")))
+
+
+def _counted(content: Any) -> tuple[tuple[str, int], ...]:
+    """How many blocks of each `COUNTED` type `content` holds, those it holds."""
+    kinds = (
+        [b.get("type") for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    )
+    return tuple((kind, kinds.count(kind)) for kind in COUNTED if kind in kinds)
 
 
 def stored_row(summary: Mapping[str, Any]) -> Row:
@@ -297,6 +322,7 @@ def render(timeline: Sequence[Row], outcome: str | None) -> str:
             f"{_dollars(r.cost_usd):>9}  "
             f"{r.activity or '':<22} {', '.join(r.tools)}"
         )
+        lines += _said(r)
         if r.waiting:
             lines.append(f"{'':>3}  waited for a person's decision")
     t = totals(timeline)
@@ -306,6 +332,19 @@ def render(timeline: Sequence[Row], outcome: str | None) -> str:
         f"{_dollars(t.cost_usd):>9}"
     )
     return "\n".join(lines)
+
+
+def _said(r: Row) -> list[str]:
+    """The lines under a call's row: its stop details, the counted blocks it held."""
+    lines = []
+    if isinstance(r.stop_details, dict):
+        said = [
+            str(r.stop_details.get(k)) for k in ("category", "explanation") if r.stop_details.get(k)
+        ]
+        lines.append(f"{'':>3}  stop details: {'; '.join(said) or r.stop_details}")
+    if r.blocks:
+        lines.append(f"{'':>3}  blocks: {', '.join(f'{k} {n}' for k, n in r.blocks)}")
+    return lines
 
 
 def _ending(r: Row) -> str:

@@ -89,6 +89,7 @@ class Metrics:
             ["status"],
             registry=r,
         )
+        self.unclaimed = _unclaimed(r)
         self.feedback = _feedback(r)
 
     def turn(self, info: TurnInfo) -> TurnCounts:
@@ -181,6 +182,16 @@ def _compactions(r: Any) -> tuple[Any, Any]:
         registry=r,
     )
     return compactions, cleared
+
+
+def _unclaimed(r: Any) -> Any:
+    """`turnkeeper_turns_unclaimed`, which the sweeper sets (sweeper.py)."""
+    return prometheus.Gauge(
+        "turnkeeper_turns_unclaimed",
+        "Queued turns no worker of their assistant has claimed for unclaimed_after seconds,"
+        " as this process's sweeper last found them.",
+        registry=r,
+    )
 
 
 def _feedback(r: Any) -> Any:

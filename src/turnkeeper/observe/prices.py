@@ -37,6 +37,7 @@ MILLION = 1_000_000
 MULTIPLES: dict[str, tuple[float, float, float]] = {
     "anthropic": (1.25, 2.0, 0.1),
     "openai": (1.0, 1.0, 1.0),
+    "openai-responses": (1.0, 1.0, 1.0),
 }
 """Per wire format, a cache price left out as a multiple of `input`: (five-minute write,
 one-hour write, read). Anthropic's are the same for every model; OpenAI's read discount

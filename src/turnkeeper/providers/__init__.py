@@ -3,6 +3,7 @@
 - `scripted`: Anthropic Messages API bodies returned in order (offline, replay, demo).
 - `anthropic`: the Anthropic Messages API through the official SDK.
 - `openai`: any OpenAI-compatible Chat Completions server through the official SDK.
+- `openai-responses`: OpenAI's Responses API (or a server that speaks it), same SDK.
 - `demo`, `dev`: offline models, no key; `dev` calls each tool offered with input made
   from its schema (`samples`) and streams what came back at a reader's pace.
 
@@ -24,9 +25,11 @@ from typing import Any, Protocol, TypeAlias
 
 from ..errors import ConfigError
 from ..wire import Message, Reply, ToolResult, ToolSpec, WireFormat
-from . import chat_api, messages_api
+from . import chat_api, messages_api, responses_api
 
-WIRES: dict[str, WireFormat] = {w.name: w for w in (messages_api.WIRE, chat_api.WIRE)}
+WIRES: dict[str, WireFormat] = {
+    w.name: w for w in (messages_api.WIRE, chat_api.WIRE, responses_api.WIRE)
+}
 """Every wire format by the name the store records with a turn."""
 
 MAX_RESPONSE = 4 * 1024 * 1024

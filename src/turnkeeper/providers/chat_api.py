@@ -92,13 +92,13 @@ def tool_uses(message: Message) -> tuple[ToolUse, ...]:
             ToolUse(
                 id=str(call.get("id")),
                 name=str(function.get("name")),
-                input=_arguments(function.get("arguments")),
+                input=arguments(function.get("arguments")),
             )
         )
     return tuple(uses)
 
 
-def _arguments(arguments: Any) -> Any:
+def arguments(arguments: Any) -> Any:
     if not isinstance(arguments, str):
         return arguments
     if not arguments.strip():

@@ -60,6 +60,7 @@ def parse_reply(body: Any) -> Reply:
             raise ProviderFailed("response body has a content block without a type")
     raw_stop = body.get("stop_reason")
     raw_stop = raw_stop if isinstance(raw_stop, str) else None
+    details = body.get("stop_details")
     return Reply(
         stop=STOP_REASONS.get(raw_stop or "", Stop.OTHER),
         raw_stop=raw_stop,
@@ -70,24 +71,47 @@ def parse_reply(body: Any) -> Reply:
         usage=parse_usage(body.get("usage")),
         raw=body,
         keep=bool(content),
+        stop_details=details if isinstance(details, dict) else None,
+        context=context_size(body.get("usage")),
     )
 
 
 def parse_usage(usage: Any) -> Usage:
-    """Usage from the Messages API `usage` object; absent fields count as zero."""
+    """Usage from the Messages API `usage` object; absent fields count as zero.
+
+    With `iterations` (the API compacted, fell back to another model, or asked an
+    advisor within the call), the tokens are their sum: the top-level counts are the
+    last sampling's alone, and adding both would count that one twice."""
     if not isinstance(usage, dict):
         return Usage(iterations=1)
     server = usage.get("server_tool_use")
     server = server if isinstance(server, dict) else {}
+    parts = _iterations(usage) or [usage]
     return Usage(
         iterations=1,
-        input_tokens=count(usage.get("input_tokens")),
-        output_tokens=count(usage.get("output_tokens")),
-        cache_creation_input_tokens=count(usage.get("cache_creation_input_tokens")),
-        cache_read_input_tokens=count(usage.get("cache_read_input_tokens")),
+        input_tokens=sum(count(p.get("input_tokens")) for p in parts),
+        output_tokens=sum(count(p.get("output_tokens")) for p in parts),
+        cache_creation_input_tokens=sum(count(p.get("cache_creation_input_tokens")) for p in parts),
+        cache_read_input_tokens=sum(count(p.get("cache_read_input_tokens")) for p in parts),
         web_search_requests=count(server.get("web_search_requests")),
         web_fetch_requests=count(server.get("web_fetch_requests")),
     )
+
+
+def _iterations(usage: dict[str, Any]) -> list[dict[str, Any]]:
+    found = usage.get("iterations")
+    return [i for i in found if isinstance(i, dict)] if isinstance(found, list) else []
+
+
+def context_size(usage: Any) -> int | None:
+    """The tokens the conversation holds after the call, when `usage.iterations` says: its
+    last entry's input (cached or not) and output. None without iterations (the top-level
+    usage says it)."""
+    last = _iterations(usage)[-1:] if isinstance(usage, dict) else []
+    if not last:
+        return None
+    kinds = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    return sum(count(last[0].get(k)) for k in (*kinds, "output_tokens"))
 
 
 def error_from_body(body: dict[str, Any], status: int | None = None) -> ProviderError:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -197,8 +198,11 @@ class TurnJob:
     """`instructions(ctx)`, sync or async: each turn's own instructions, from who asks and
     in which language (the assistant's callable `instructions`); None: the provider's."""
     owner: Owner | None = None
-    """The assistant this job serves: it claims only that assistant's turns (None: any)."""
+    """The assistant this job serves: it claims that assistant's turns by name, whichever
+    version queued them (None: any)."""
     _leases: Leases = field(init=False, repr=False)
+    _versions: set[Owner] = field(init=False, repr=False, default_factory=set)
+    """The other versions of the assistant whose turns this job ran (each said once)."""
 
     def __post_init__(self) -> None:
         self._leases = Leases(self.store, self.lease)
@@ -210,11 +214,9 @@ class TurnJob:
 
     async def run(self, turn_id: str) -> Outcome | None:
         """Run the turn if it is still queued; its outcome, or None if someone else has it."""
-        fingerprint = None if self.owner is None else self.owner.fingerprint
+        name = None if self.owner is None else self.owner.assistant
         try:
-            fence = await self.store.claim(
-                turn_id, self.lease, self.provider.wire.name, fingerprint
-            )
+            fence = await self.store.claim(turn_id, self.lease, self.provider.wire.name, name)
         except Exception as e:
             logger.exception("turn %s: the claim failed; finalising it unclaimed: %s", turn_id, e)
             await lifecycle.fail(self.store, turn_id, UNCLAIMED, reporter=self.reporter)
@@ -231,10 +233,11 @@ class TurnJob:
 
     async def _not_claimed(self, turn_id: str) -> None:
         """Say why a turn handed to this job was not claimed: it is not queued any more, or
-        another assistant queued it (it stays queued, for a process of its own)."""
+        an assistant of another name queued it (it stays queued, for a process of its own)."""
         turn = await self.store.turn(turn_id)
         owner = None if turn is None else turn.owner
-        if turn is None or turn.done or owner is None or owner == self.owner:
+        mine = None if self.owner is None else self.owner.assistant
+        if turn is None or turn.done or owner is None or owner.assistant == mine:
             logger.info("turn %s is not queued any more; not running it again", turn_id)
             return
         logger.warning(
@@ -246,10 +249,30 @@ class TurnJob:
         )
 
     async def _run(self, turn_id: str, fence: int, lost: asyncio.Event) -> Outcome | None:
+        """The claimed turn run, between one INFO line as it starts and one as it ends (its
+        outcome and seconds): what an operator greps a worker's log for."""
+        start = await self.store.start(turn_id)
+        assert start is not None, "a claimed turn exists"
+        conversation, began = start.turn.conversation_id, time.monotonic()
+        logger.info("turn %s of conversation %s: started", turn_id, conversation)
+        outcome: Outcome | str | None = "interrupted"  # the process stopped, or the lease was lost
+        try:
+            outcome = await self._held(turn_id, start, fence, lost)
+            return outcome
+        finally:
+            ended = outcome.value if isinstance(outcome, Outcome) else outcome or "waiting"
+            took = time.monotonic() - began
+            logger.info(
+                "turn %s of conversation %s: %s after %.1f s", turn_id, conversation, ended, took
+            )
+
+    async def _held(
+        self, turn_id: str, start: TurnStart, fence: int, lost: asyncio.Event
+    ) -> Outcome | None:
         hooks = StoreHooks(self.store, turn_id, fence, self.reporter)
         try:
             async with asyncio.timeout(self.timeout) as clock:
-                return await self._turn(turn_id, hooks, clock)
+                return await self._turn(turn_id, start, hooks, clock)
         except FenceLost:
             raise
         except asyncio.CancelledError:
@@ -280,10 +303,8 @@ class TurnJob:
             self.reporter(_job_failed(turn_id, why))
 
     async def _turn(
-        self, turn_id: str, hooks: StoreHooks, clock: asyncio.Timeout
+        self, turn_id: str, start: TurnStart, hooks: StoreHooks, clock: asyncio.Timeout
     ) -> Outcome | None:
-        start = await self.store.start(turn_id)
-        assert start is not None, "a claimed turn exists"
         turn = start.turn
         budget, resuming = self._fated(turn.fate)
         # the job's clock, on the turn's own deadline
@@ -297,6 +318,8 @@ class TurnJob:
         record = await self.store.resume_record(turn_id) if start.state.version > 1 else None
         hooks.crash_resumes = 0 if record is None else record.resumes
         resume = resuming.resume(record, history, self.provider.wire, start.state.usage)
+        if not await self._can_run(turn, resume, hooks.fence):
+            return Outcome.FAILED
         told = await self._instructions(turn_id, turn)
         try:
             with instructed(told):
@@ -310,6 +333,29 @@ class TurnJob:
         if result.outcome is None and await self.store.cancel_requested(turn_id):
             await lifecycle.stop_waiting(self.store, turn_id, reporter=self.reporter)  # a Stop came
         return result.outcome
+
+    async def _can_run(self, turn: Turn, resume: Resume, fence: int) -> bool:
+        """Whether this job can run a turn another version of its assistant may have queued:
+        said once per version; a turn that goes on with tools this worker lacks ends
+        `failed` (`errors.no_worker`), reported, rather than run without them."""
+        theirs, mine = turn.owner, self.owner
+        if theirs is not None and mine is not None and theirs not in {mine, *self._versions}:
+            self._versions.add(theirs)
+            said = "running turns queued by assistant %s with version %s of it"
+            logger.warning(said, theirs, mine.version)
+        wanted = {use.name for use in resume.to_run()}
+        lacking = sorted(wanted - {spec.name for spec in await self.toolset.list_tools()})
+        if not lacking:
+            return True
+        version = "?" if mine is None else mine.version
+        why = (
+            f"it asks for {', '.join(lacking)}, which this worker (version {version}) lacks;"
+            f" it was queued by {theirs or 'an assistant'}"
+        )
+        logger.warning("turn %s: %s", turn.turn_id, why)
+        holder = held_by(fence)
+        await lifecycle.no_worker(self.store, turn.turn_id, holder, why, reporter=self.reporter)
+        return False
 
     async def _instructions(self, turn_id: str, turn: Turn) -> str | None:
         """The turn's instructions, asked once, here in the job (so a worker asks too); a

@@ -20,6 +20,13 @@ process applies its own only to a turn queued before turns recorded theirs. Turn
 left queued are the concern of their own assistant's sweeper (`owner`) only: a
 process of another assistant never claims them, and must not end them either.
 
+A queued turn that no worker claimed for `unclaimed_after` seconds, while no turn of its
+assistant runs (no worker of it is there, busy), says so: its state shows the notice
+`notices.waiting_for_worker` ("Waiting for the assistant to start…"), its event log an
+`activity` event, the `turnkeeper_turns_unclaimed` gauge counts it, and one warning names
+its queue and assistant. Past `unclaimed_timeout` it ends `failed` (`errors.no_worker`).
+A procrastinate job behind it changes nothing: a job no worker listens for runs nothing.
+
 While the store cannot be reached, sweeps fail; the first failure is logged and
 the sweeper tries again every interval. Once it reaches the store again it
 finalises nothing for one `lease`: during an outage no worker could renew, so
@@ -41,9 +48,10 @@ from ..outcomes import Ending
 from ..store import EXPIRED, UNCLAIMED, FenceLost, Store
 from ..store.events import RETENTION
 from ..store.records import Owner
-from ..turn.lifecycle import Enqueue, WaitEnd, fail, resume_crashed, stop_waiting
+from ..turn.lifecycle import Enqueue, WaitEnd, fail, no_worker, resume_crashed, stop_waiting
 from ..turn.resume import Resuming
 from .job import DEFAULT_LEASE, fated
+from .ownership import queue_of
 
 if TYPE_CHECKING:  # prometheus-client comes with the server and postgres extras
     from ..observe.metrics import Metrics
@@ -53,6 +61,11 @@ logger = logging.getLogger("turnkeeper.sweeper")
 DEFAULT_INTERVAL = 5.0
 UNHELD_AFTER = 60.0
 """Seconds a turn may wait `queued` with no queue holding it before it is finalised."""
+UNCLAIMED_AFTER = 60.0
+"""Seconds a queued turn waits for a worker before it says so."""
+UNCLAIMED_TIMEOUT = 600.0
+"""Seconds a queued turn waits for a worker before it ends `failed` (`errors.no_worker`)."""
+WAITING_FOR_WORKER = "notices.waiting_for_worker"
 FORGET_EVERY = 300.0
 """Seconds between two deletions of events past their retention, at least."""
 
@@ -85,8 +98,12 @@ class Sweeper:
         requeue: Enqueue | None = None,
         event_retention: float = RETENTION,
         owner: Owner | None = None,
+        unclaimed_after: float = UNCLAIMED_AFTER,
+        unclaimed_timeout: float = UNCLAIMED_TIMEOUT,
     ) -> None:
         self.owner = owner
+        self.unclaimed_after = unclaimed_after
+        self.unclaimed_timeout = unclaimed_timeout
         """The assistant this sweeper's process serves: the queued turns it ends are its own."""
         self.resuming = resuming or Resuming()
         self.requeue = requeue
@@ -119,6 +136,7 @@ class Sweeper:
                 )
                 swept.append(turn_id)
         swept += await self._unheld()
+        swept += await self._unclaimed()
         swept += await self._unanswered()
         await self._forget()
         if self.metrics is not None and swept:
@@ -141,6 +159,31 @@ class Sweeper:
         except FenceLost as e:  # decided by someone else meanwhile: a refusal, not an outage
             logger.info("%s; the turn is left as its new holder wrote it", e)
             return None
+
+    async def _unclaimed(self) -> list[str]:
+        """Show the waiting notice on the turns no worker claimed for `unclaimed_after`
+        seconds (one warning each), and end those past `unclaimed_timeout`."""
+        mine = None if self.owner is None else self.owner.assistant
+        after, timeout = self.unclaimed_after, self.unclaimed_timeout
+        found = await self.store.unclaimed(after, timeout, mine)
+        ended = []
+        for turn_id, name, late in found:
+            where = f"queue {queue_of(None if name is None else Owner(name, ''))}"
+            whose = "no assistant" if name is None else f"assistant {name!r}"
+            if late:
+                why = f"no worker of {whose} claimed it from {where} within {timeout:g} s"
+                if await no_worker(self.store, turn_id, UNCLAIMED, why, reporter=self.reporter):
+                    logger.warning("turn %s: %s; ended failed", turn_id, why)
+                    ended.append(turn_id)
+            elif await self.store.show_unclaimed(turn_id, WAITING_FOR_WORKER):
+                logger.warning(
+                    "turn %s has waited over %g s on %s and no worker of %s has claimed it:"
+                    " start `turnkeeper worker APP` with that assistant",
+                    turn_id, after, where, whose,
+                )  # fmt: skip
+        if self.metrics is not None:
+            self.metrics.unclaimed.set(len(found) - len(ended))
+        return ended
 
     async def _unanswered(self) -> list[str]:
         """End the turns that waited for a person longer than the approval timeout."""
@@ -165,8 +208,8 @@ class Sweeper:
     async def _unheld(self) -> list[str]:
         if self.queue is None:
             return []
-        mine = None if self.owner is None else self.owner.fingerprint
-        waiting = await self.store.queued(older_than=self.unheld_after, fingerprint=mine)
+        mine = None if self.owner is None else self.owner.assistant
+        waiting = await self.store.queued(older_than=self.unheld_after, assistant=mine)
         if not waiting:
             return []
         held = await self.queue.holding()  # read after: a turn claimed meanwhile is not queued

@@ -24,8 +24,8 @@ from typing import Any
 from ..errors import MissingExtra
 from ..i18n import counted
 from ..store import Store
-from ..store.records import Owner
 from .job import TurnJob
+from .ownership import QUEUE, queue_of
 from .queue import say_how_it_ended
 from .sweeper import Sweeper
 
@@ -45,14 +45,6 @@ except ImportError as e:  # pragma: no cover - depends on the installed extras
 logger = logging.getLogger("turnkeeper.worker")
 
 TASK = "turnkeeper.run_turn"
-QUEUE = "turnkeeper_turns"
-"""The queue of turns that record no assistant (queued before turns recorded one)."""
-
-
-def queue_of(owner: Owner | None) -> str:
-    """The procrastinate queue of an assistant's turns: a worker listens only on its own
-    assistant's (and on `QUEUE`), so it never even fetches another assistant's turns."""
-    return QUEUE if owner is None else f"{QUEUE}.{owner.fingerprint}"
 
 
 async def defer(app: procrastinate.App, store: Store | None, turn_id: str) -> None:

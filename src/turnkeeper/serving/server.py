@@ -43,7 +43,7 @@ from ..service.sweeper import Holding, Sweeper
 from ..store import Store, open_store, parse_url
 from ..tools import CombinedToolset
 from ..tools.files import DEMO_ROOT
-from .owners import tell_other_owners
+from .owners import tell_owners
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ async def running(
         job = _job(store, assistant, provider, tools, settings, metrics)
         async with (
             _queue(settings, job) as queue,
-            _sweeping(store, settings, queue, metrics, job, assistant.event_retention),
+            _sweeping(store, settings, queue, metrics, job, assistant),
         ):
             yield Service(store, queue, metrics)
 
@@ -166,6 +166,8 @@ def http_app(
         limits=assistant.limits,
         owner=assistant.owner,
         fate=assistant.fate,
+        max_streams=settings.max_streams,
+        max_streams_per_user=settings.max_streams_per_user,
     )
 
 
@@ -189,6 +191,8 @@ async def work(settings: Settings, assistant: Assistant, provider: Provider) -> 
             resuming=job.resuming,
             event_retention=float(assistant.event_retention),
             owner=job.owner,
+            unclaimed_after=float(assistant.unclaimed_after),
+            unclaimed_timeout=float(assistant.unclaimed_timeout),
         )
         announce(banner("worker", settings, assistant, provider), settings.log_format)
         await run_worker(
@@ -401,7 +405,7 @@ async def _resources(
             assistant.check(await tools.list_tools())
             store = await open_store(settings.database)
             try:
-                await tell_other_owners(store, assistant.owner, settings.app)
+                await tell_owners(store, assistant.owner, settings.app)
                 yield store, tools
             finally:
                 await store.close()
@@ -415,8 +419,8 @@ async def _resources(
 async def _queue(settings: Settings, job: TurnJob) -> AsyncIterator[Queue]:
     if settings.worker:
         local = LocalQueue(job, concurrency=settings.concurrency)
-        mine = None if job.owner is None else job.owner.fingerprint
-        for turn_id in await job.store.queued(fingerprint=mine):  # left when it last stopped
+        mine = None if job.owner is None else job.owner.assistant
+        for turn_id in await job.store.queued(assistant=mine):  # left when it last stopped
             await local.enqueue(turn_id)
         try:
             yield local
@@ -436,7 +440,7 @@ async def _sweeping(
     queue: Queue,
     metrics: Metrics,
     job: TurnJob,
-    event_retention: float,
+    assistant: Assistant,
 ) -> AsyncIterator[None]:
     holding = queue if isinstance(queue, Holding) else None
     sweeper = Sweeper(
@@ -447,8 +451,10 @@ async def _sweeping(
         lease=settings.lease,
         resuming=job.resuming,
         requeue=queue,
-        event_retention=float(event_retention),
+        event_retention=float(assistant.event_retention),
         owner=job.owner,
+        unclaimed_after=float(assistant.unclaimed_after),
+        unclaimed_timeout=float(assistant.unclaimed_timeout),
     )
     task = asyncio.create_task(sweeper.run())
     try:

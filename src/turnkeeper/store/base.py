@@ -138,9 +138,8 @@ class Store(ReaderControls, Protocol):
         asker's minute is full or day used up, decided in the same transaction (ledger.py)."""
         ...
 
-    async def owners(self, fingerprint: str) -> list[tuple[Owner, int]]:
-        """The assistants other than `fingerprint`'s that have turns not done, and how many
-        each has, most first."""
+    async def owners(self) -> list[tuple[Owner, int]]:
+        """Each assistant (name and version) that has queued turns, and how many, most first."""
         ...
 
     async def turn(self, turn_id: str) -> Turn | None:
@@ -204,16 +203,29 @@ class Store(ReaderControls, Protocol):
         never compacted), read together: a turn's requests are built from both."""
         ...
 
-    async def queued(self, older_than: float = 0.0, fingerprint: str | None = None) -> list[str]:
+    async def queued(self, older_than: float = 0.0, assistant: str | None = None) -> list[str]:
         """Turns waiting to be claimed (for at least `older_than` seconds), oldest first;
-        with `fingerprint`, only those of that assistant (or of none)."""
+        with `assistant`, only those of the assistant of that name (or of none)."""
+        ...
+
+    async def unclaimed(
+        self, after: float, timeout: float, assistant: str | None = None
+    ) -> list[tuple[str, str | None, bool]]:
+        """Queued turns no worker claimed for `after` seconds while none of their
+        assistant's runs (with `assistant`, only that one's, or of none), oldest first:
+        each turn, its assistant's name, and whether it waited past `timeout`."""
+        ...
+
+    async def show_unclaimed(self, turn_id: str, key: str) -> bool:
+        """Publish a queued turn's state one version on with the notice `key` as its
+        activity, and an `activity` event; False if it shows it already or is not queued."""
         ...
 
     async def claim(
-        self, turn_id: str, lease: float, wire: str, fingerprint: str | None = None
+        self, turn_id: str, lease: float, wire: str, assistant: str | None = None
     ) -> int | None:
         """Move a queued turn to running under a lease; its fence, or None if not queued or,
-        with `fingerprint`, if another assistant queued it."""
+        with `assistant`, if an assistant of another name queued it."""
         ...
 
     async def renew(self, turn_id: str, fence: int, lease: float) -> bool:
@@ -285,8 +297,12 @@ class Store(ReaderControls, Protocol):
         the last number written. The subscribers are woken once it is committed."""
         ...
 
-    async def events_after(self, turn_id: str, after: int, limit: int = 500) -> list[TurnEvent]:
-        """The turn's events numbered above `after`, in order, at most `limit`."""
+    async def events_after(
+        self, turn_id: str, after: int, limit: int = 500, size: int = 192 * 1024
+    ) -> list[TurnEvent]:
+        """The turn's events numbered above `after`, in order, at most `limit`, and no more
+        once their bodies passed `size` bytes (the first is always read): a page's memory
+        is bounded however large the events."""
         ...
 
     def subscribe(self, turn_id: str) -> AbstractContextManager[asyncio.Event]:

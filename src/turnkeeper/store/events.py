@@ -38,6 +38,8 @@ PAGE = 500
 DROPPED = frozenset({ResponseTooLarge.key})
 """The keys of retractions whose text is deleted with them, in the retraction's write: an
 answer refused for its size (`errors.ai_too_large`) keeps no part of it in any table."""
+PAGE_BYTES = 192 * 1024
+"""Bytes of event bodies `events_after` reads at once, at most (past its first event)."""
 RETENTION = 7 * 24 * 3600.0
 """Seconds a turn's events are kept after it ended, by default."""
 

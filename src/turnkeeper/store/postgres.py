@@ -182,6 +182,10 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
             text="text", json="jsonb", seconds="double precision", not_done="NOT done"
         ),
     ),
+    (
+        "turns claimed by their assistant's name, whichever version queued them",
+        owned.BY_NAME.format(not_done="NOT done") + ";" + owned.JOBS_BY_NAME,
+    ),
 )
 
 
@@ -360,6 +364,7 @@ DIALECT = Dialect(
         "notify": f" RETURNING turn_id) SELECT pg_notify('{CHANNEL}', turn_id) FROM cancelled",
         "notify_events": f"SELECT pg_notify('{log.CHANNEL}', ?)",
         "time": "timestamptz",
+        "body_size": "octet_length(body::text)",
         "has_migrations": "SELECT 1 WHERE to_regclass('turnkeeper_migrations') IS NOT NULL",
         "migration_lock": f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})",
         "age": "extract(epoch from clock_timestamp() - created)",

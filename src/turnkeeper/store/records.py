@@ -232,14 +232,15 @@ class Turn:
 
 @dataclass(frozen=True, slots=True)
 class Owner:
-    """The assistant a turn belongs to: its name, and the fingerprint of its tools and
-    settings (`Assistant.owner`). Only a process serving that fingerprint claims the turn."""
+    """The assistant a turn belongs to: its name, which a worker of that assistant claims it
+    by, and its version (`Assistant.owner`: a hash of its tools and settings, or the one it
+    pins), which says whether the worker runs the code that queued it."""
 
     assistant: str
-    fingerprint: str
+    version: str
 
     def __str__(self) -> str:
-        return f"{self.assistant!r} (fingerprint {self.fingerprint})"
+        return f"{self.assistant!r} (version {self.version})"
 
 
 @dataclass(frozen=True, slots=True)

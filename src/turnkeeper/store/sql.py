@@ -155,8 +155,8 @@ class SqlStore(compactions.Reads, Controls, Polls):
         row = await self._one(self.sql.turn, (turn_id,))
         return None if row is None else owned.turn_of(row, self.dialect.load)
 
-    async def owners(self, fingerprint: str) -> list[tuple[Owner, int]]:
-        return owned.owners(await self._all(self.sql.owners, (fingerprint,)))
+    async def owners(self) -> list[tuple[Owner, int]]:
+        return owned.owners(await self._all(self.sql.owners, ()))
 
     async def open_turn(self, conversation_id: str) -> str | None:
         row = await self._one(self.sql.open_turn, (conversation_id,))
@@ -198,14 +198,29 @@ class SqlStore(compactions.Reads, Controls, Polls):
         load = self.dialect.load
         return [load(b) for (b,) in rows]
 
-    async def queued(self, older_than: float = 0.0, fingerprint: str | None = None) -> list[str]:
-        rows = await self._all(self.sql.queued, (older_than, fingerprint, fingerprint))
+    async def queued(self, older_than: float = 0.0, assistant: str | None = None) -> list[str]:
+        rows = await self._all(self.sql.queued, (older_than, assistant, assistant))
         return [str(t) for (t,) in rows]
 
+    async def unclaimed(
+        self, after: float, timeout: float, assistant: str | None = None
+    ) -> list[tuple[str, str | None, bool]]:
+        rows = await self._all(self.sql.unclaimed, (timeout, after, assistant, assistant))
+        return [(str(t), a, bool(late)) for t, a, late in rows]
+
+    async def show_unclaimed(self, turn_id: str, key: str) -> bool:
+        d = self.dialect
+        shown: bool = await self.executor.write(
+            lambda: owned.show(d, self.sql, self._append, turn_id, key)
+        )
+        if shown:
+            self.hub.wake(turn_id)
+        return shown
+
     async def claim(
-        self, turn_id: str, lease: float, wire: str, fingerprint: str | None = None
+        self, turn_id: str, lease: float, wire: str, assistant: str | None = None
     ) -> int | None:
-        statement = One(self.sql.claim, (lease, wire, turn_id, fingerprint, fingerprint))
+        statement = One(self.sql.claim, (lease, wire, turn_id, assistant, assistant))
         row: Any = await self.executor.write(statement, one=True)
         return None if row is None else int(row[0])
 
@@ -309,9 +324,9 @@ class SqlStore(compactions.Reads, Controls, Polls):
         return last
 
     async def events_after(
-        self, turn_id: str, after: int, limit: int = log.PAGE
+        self, turn_id: str, after: int, limit: int = log.PAGE, size: int = log.PAGE_BYTES
     ) -> list[TurnEvent]:
-        rows = await self._all(self.sql.events_after, (turn_id, after, limit))
+        rows = await self._all(self.sql.events_after, (turn_id, after, limit, size))
         return log.read(rows, self.dialect.load)
 
     def subscribe(self, turn_id: str) -> AbstractContextManager[asyncio.Event]:

@@ -225,6 +225,10 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         "what a turn needs travels with it: its `assistant`, `fingerprint`, `fate`",
         owned.OWNED.format(text="TEXT", json="TEXT", seconds="REAL", not_done="done = 0"),
     ),
+    (
+        "turns claimed by their assistant's name, whichever version queued them",
+        owned.BY_NAME.format(not_done="done = 0"),
+    ),
 )
 
 
@@ -279,6 +283,7 @@ DIALECT = Dialect(
         "notify_from": "",
         "notify": "",
         "notify_events": "",
+        "body_size": "length(CAST(body AS BLOB))",
         "time": "REAL",
         "has_migrations": "SELECT 1 FROM sqlite_master WHERE name = 'turnkeeper_migrations'",
         "age": f"{NOW} - created",

@@ -13,9 +13,9 @@ from dataclasses import dataclass, fields
 from . import ledger
 from .dialect import Dialect
 
-OWNED_BY = "COALESCE(fingerprint, ?, '') = COALESCE(?, fingerprint, '')"
-"""The turn is the assistant's whose fingerprint is given twice: true for a turn that
-records none, and when none is given."""
+OWNED_BY = "COALESCE(assistant, ?, '') = COALESCE(?, assistant, '')"
+"""The turn is the assistant's whose name is given twice: true for a turn that records
+none, and when none is given. (Its version, in the `fingerprint` column, claims nothing.)"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,9 +69,9 @@ class Statements:
         " locale, assistant, fingerprint, fate FROM turns WHERE turn_id = ?"
     )
     owners: str = (
-        "SELECT assistant, fingerprint, COUNT(*) FROM turns WHERE done = {false}"
-        " AND fingerprint IS NOT NULL AND fingerprint <> ? GROUP BY assistant, fingerprint"
-        " ORDER BY COUNT(*) DESC"
+        "SELECT assistant, fingerprint, COUNT(*) FROM turns WHERE status = 'queued'"
+        " AND done = {false} AND fingerprint IS NOT NULL GROUP BY assistant, fingerprint"
+        " ORDER BY COUNT(*) DESC, assistant, fingerprint"
     )
     open_turn: str = "SELECT turn_id FROM turns WHERE conversation_id = ? AND done = {false}"
     start: str = (
@@ -106,6 +106,24 @@ class Statements:
     queued: str = (
         "SELECT turn_id FROM turns WHERE status = 'queued'"
         " AND COALESCE(requeued, created) <= {ago} AND " + OWNED_BY + " ORDER BY seq"
+    )
+    unclaimed: str = (
+        "SELECT turn_id, assistant, COALESCE(requeued, created) <= {ago} FROM turns t"
+        " WHERE status = 'queued' AND done = {false} AND COALESCE(requeued, created) <= {ago}"
+        " AND " + OWNED_BY + " AND NOT EXISTS (SELECT 1 FROM turns r WHERE r.status = 'running'"
+        " AND r.done = {false} AND COALESCE(r.assistant, '') = COALESCE(t.assistant, ''))"
+        " ORDER BY seq"
+    )
+    """The queued turns that waited longer than `?` seconds (the timeout: the third column
+    says whether longer than the first `?`) while no turn of their assistant runs: no
+    worker of it is busy, so none is there."""
+    unclaimed_state: str = (
+        "SELECT version, state FROM turns WHERE turn_id = ? AND status = 'queued'"
+        " AND done = {false}{lock}"
+    )
+    unclaimed_shown: str = (
+        "UPDATE turns SET state = ?, version = ? WHERE turn_id = ? AND version = ?"
+        " AND status = 'queued' AND done = {false}"
     )
     claim: str = (
         "UPDATE turns SET status = 'running', fence = fence + 1, lease_expires = {now} + ?,"
@@ -172,8 +190,14 @@ class Statements:
     """The text deltas streamed into a bubble whose answer was refused (`events.DROPPED`)."""
     held: str = "SELECT 1 FROM turns WHERE turn_id = ? AND fence = ?{lock}"
     events_after: str = (
-        "SELECT seq, type, body FROM turn_events WHERE turn_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+        "SELECT seq, type, body FROM (SELECT seq, type, body,"
+        " SUM(body_bytes) OVER (ORDER BY seq) - body_bytes AS bytes_before"
+        " FROM (SELECT seq, type, body, {body_size} AS body_bytes FROM turn_events"
+        " WHERE turn_id = ? AND seq > ? ORDER BY seq LIMIT ?) AS page) AS sized"
+        " WHERE bytes_before < ? ORDER BY seq"
     )
+    """At most `?` events, and no more once `?` bytes of bodies came before (the first
+    always comes): a page's memory is bounded however large the events are."""
     streamed: str = (
         "SELECT seq, type, body FROM turn_events WHERE turn_id = ?"
         " AND type IN ('text.delta', 'text.retracted') ORDER BY seq"

@@ -213,7 +213,9 @@ def _validating(
     fn: ToolFunction, name: str, model: type[pydantic.BaseModel], takes_context: bool
 ) -> Callable[[dict[str, Any]], Awaitable[Answer] | Answer]:
     """`fn` called with validated keyword arguments (after the turn's context, if it takes
-    one); its result rendered as text, unless it is a `Card`."""
+    one); its result rendered as text, unless it is a `Card`. `__tool_function__` is `fn`, whose
+    code is part of the assistant's version (`ownership.comparable`)."""
+    original = fn
     if takes_context:
         fn = _with_context(fn)
     if inspect.iscoroutinefunction(fn):
@@ -221,11 +223,13 @@ def _validating(
         async def run_async(args: dict[str, Any]) -> Answer:
             return _answer(await fn(**_validated(name, model, args)))
 
+        run_async.__tool_function__ = original  # type: ignore[attr-defined]
         return run_async
 
     def run(args: dict[str, Any]) -> Answer:
         return _answer(fn(**_validated(name, model, args)))
 
+    run.__tool_function__ = original  # type: ignore[attr-defined]
     return run
 
 

@@ -101,6 +101,12 @@ class CallLog:
             call = self._draft()
         call.decision, call.caption = decision, caption
 
+    def ran(self, caption: str | None) -> None:
+        """The tools the last call asked for ran, leaving `caption`: the call's own, since
+        a caption is published only once its tool has run (activity.py)."""
+        if self._current is not None:
+            (self._draft() if self._handed else self._current).caption = caption
+
     def tools_took(self, seconds: float) -> None:
         """How long the tools the last call asked for took (none yet when a resumed turn
         answers the tools its last response asked for)."""

@@ -198,7 +198,7 @@ async def sent(
             return await _again(turn, tools, on_text, _Again(None, counted))
         return counted
     if trigger:  # the estimate it makes is only ever read against a trigger
-        window.seen(called.usage, len(turn.history) + called.reply.keep)
+        window.seen(called.usage, len(turn.history) + called.reply.keep, called.reply.context)
     return called
 
 
@@ -216,7 +216,8 @@ async def _again(
     request = turn.room.window.request(turn.history)
     called = await turn.room.call(request, tools, left, on_text)
     if called is not None:
-        turn.room.window.seen(called.usage, len(turn.history) + called.reply.keep)
+        length = len(turn.history) + called.reply.keep
+        turn.room.window.seen(called.usage, length, called.reply.context)
     return called
 
 

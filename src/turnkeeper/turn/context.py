@@ -50,6 +50,8 @@ SUMMARY_SHARE = 0.5
 """The share of the window a request for a summary may use."""
 UNKNOWN_WINDOW = 100_000
 """Tokens a summary's request may use when the model's window is unknown."""
+OUTPUT_ITEM = "function_call_output"
+"""A Responses API tool result: an input item of its own, not a message with a role."""
 
 Summarise = Callable[[str], Awaitable[str | None]]
 """Asks the model for a summary of what it is given: the summary, or None (no time left,
@@ -139,10 +141,13 @@ class Window:
     def _cleared(self, message: Message, names: dict[str, str]) -> Message:
         """`message` with each tool result it holds as a placeholder (a copy; the history is
         never written to)."""
-        if message.get("role") == "tool":
-            name = names.get(str(message.get("tool_call_id")), "the tool")
+        if message.get("role") == "tool" or message.get("type") == OUTPUT_ITEM:
+            field, key = (
+                ("output", "call_id") if message.get("type") else ("content", "tool_call_id")
+            )
+            name = names.get(str(message.get(key)), "the tool")
             text = self.wire.message_text(message)
-            return {**message, "content": asking.placeholder(name, len(text))}
+            return {**message, field: asking.placeholder(name, len(text))}
         content = message.get("content")
         if message.get("role") != "user" or not isinstance(content, list):
             return message
@@ -168,10 +173,12 @@ class Window:
 
     # ---- the estimate --------------------------------------------------------------
 
-    def seen(self, usage: Usage, length: int) -> None:
-        """A call's `usage` (its input and output are the next request's start); the history
-        is `length` long with its reply."""
-        self.known = (usage.prompt_tokens + usage.output_tokens, length)
+    def seen(self, usage: Usage, length: int, context: int | None = None) -> None:
+        """A call's `usage` (its input and output are the next request's start, unless the
+        reply says its `context` apart: `Reply.context`); the history is `length` long with
+        its reply."""
+        size = usage.prompt_tokens + usage.output_tokens if context is None else context
+        self.known = (size, length)
 
     def estimate(self, history: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> int:
         """The next request's size in tokens, estimated."""
@@ -313,7 +320,7 @@ def _chars(messages: Sequence[Message]) -> int:
 
 
 def _is_results(message: Message) -> bool:
-    if message.get("role") == "tool":
+    if message.get("role") == "tool" or message.get("type") == OUTPUT_ITEM:
         return True
     content = message.get("content")
     return (
@@ -327,7 +334,7 @@ def _results(messages: Sequence[Message]) -> int:
     """How many tool results `messages` hold."""
     count = 0
     for m in messages:
-        if m.get("role") == "tool":
+        if m.get("role") == "tool" or m.get("type") == OUTPUT_ITEM:
             count += 1
         elif _is_results(m):
             count += sum(

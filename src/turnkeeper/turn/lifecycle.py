@@ -49,6 +49,8 @@ from .model_call import CallRoom
 NOT_RUN = "not run: the turn failed before the tool finished"
 """The result of a tool use a turn that failed left without one."""
 FINALISED = "the turn was finalised from its last checkpoint"
+NO_WORKER = "errors.no_worker"
+"""The notice of a turn no worker of its assistant can run."""
 
 
 class Enqueue(Protocol):
@@ -196,6 +198,21 @@ async def fail(
         return None
     end = unfinished(done.taken.cancel)
     reporter(_finalised(done.taken.recovery, end, expired=holder is EXPIRED))
+    return end
+
+
+async def no_worker(
+    store: Store, turn_id: str, holder: Holder, why: str, *, reporter: Reporter = log_report
+) -> Ending | None:
+    """End a turn no worker of its assistant can run `failed`, its notice `errors.no_worker`:
+    never claimed in time (the sweeper, `UNCLAIMED`), or it asks for a tool the worker that
+    claimed it lacks (`held_by(fence)`). Reported, saying `why`; None if it was not there."""
+    end = ending(Outcome.FAILED, NO_WORKER)
+    done = await store.end_turn(turn_id, holder, lambda taken: ended(taken, end, NOT_RUN))
+    if done is None:
+        return None
+    said = f"{FINALISED}: {why}"
+    reporter(_report(done.taken.recovery, end.outcome.value, said, end.reported_at, finalised=True))
     return end
 
 

@@ -9,8 +9,7 @@ running (`lifecycle.py`), its final write, or its `waiting` write when a tool wa
 person. The published state moves only through its own transitions; model calls happen in
 the turn's `CallRoom` (`model_call.py`), which tells the turn's `CallLog` what the trace
 records; each response's tools run as a round (`tool_round.py`: run, or first wait for a
-person's yes; a resumed turn's last ones), whose `Round` the loop applies. What happens is
-told to the turn's event log (`events.py`), each write carrying its events.
+person's yes), whose `Round` the loop applies; the event log (`events.py`) is told the rest.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from ..credentials import redact_text
 from ..errors import ProviderError
 from ..observe.report import Report
 from ..observe.watchers import Watcher, watch_turn, watched_tools
-from ..outcomes import Ending, Outcome, Status, decide, ending, unfinished
+from ..outcomes import Ending, Outcome, Status, decide, ending, reported, unfinished
 from ..providers import Provider
 from ..state import PublishedState
 from ..store.records import Checkpoint, EventType, NewEvent, ResumeRecord
@@ -283,6 +282,7 @@ class _Turn:
         self.history.extend(self.provider.tool_results(results))
         ran_now = answered(self.pending, results)
         self.activity = self.events.captioned(self.activity, ran_now, self.activities)
+        self.log.ran(self.activity)
         self.pending, self.cards = (), [*self.cards, *(r.card for r in results if r.card)]
 
     # ---- publishing -----------------------------------------------------
@@ -325,7 +325,7 @@ class _Turn:
         if outcome is Outcome.FINISHED:
             self.show(reply)
         why = "" if outcome is Outcome.FINISHED else f"stop_reason {reply.raw_stop!r}"
-        self.end(outcome, why, stop_reason=reply.raw_stop)
+        self.end(outcome, why, stop_reason=reply.raw_stop, **reported(reply))
 
     def end(self, outcome: Outcome, why: str = "", *, key: str | None = None, **about: Any) -> None:
         """End with `outcome`'s `Ending` (its notice `key`, if given: a failure's error's);

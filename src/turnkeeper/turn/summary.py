@@ -53,7 +53,8 @@ def transcript(messages: Sequence[Message], wire: WireFormat, names: dict[str, s
     lines: list[str] = []
     for m in messages:
         role = m.get("role")
-        results = wire.recorded_results([m]) if role in ("user", "tool") else {}
+        answered = role in ("user", "tool") or m.get("type") == "function_call_output"
+        results = wire.recorded_results([m]) if answered else {}
         if results:
             for use_id, result in results.items():
                 text = result.content

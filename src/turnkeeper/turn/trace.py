@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from ..budget import Budget
 from ..errors import ConfigError
 from ..outcomes import STATUSES, Outcome, Status
-from ..providers import WIRES, chat_api, messages_api
+from ..providers import WIRES, chat_api, messages_api, responses_api
 from ..providers.scripted import read_json
 from ..state import PublishedState
 from ..store.records import ModelCall
@@ -37,7 +37,11 @@ OUTCOMES = (*(o.value for o in Outcome), Status.WAITING.value)
 """How a traced turn ended, or that it stopped to wait for a person (`waiting`)."""
 T = TypeVar("T")
 
-USAGE_OF = {"anthropic": messages_api.parse_usage, "openai": chat_api.parse_usage}
+USAGE_OF = {
+    "anthropic": messages_api.parse_usage,
+    "openai": chat_api.parse_usage,
+    responses_api.NAME: responses_api.parse_usage,
+}
 """How each wire format's response `usage` reads, as its adapter reads it."""
 
 

@@ -68,7 +68,7 @@ const FOLDS = {
     const fresh = { kind: "card", message, card };
     return { ...live, items: updated(live.items, isCard(message), (item) => item, fresh) };
   },
-  "turn.started": (live) => ({ ...live, end: null }),
+  "turn.started": (live) => ({ ...live, end: null, activity: null }),
   "turn.waiting": (live) => ({ ...live, end: "waiting", activity: null }),
   "turn.ended": (live) => ({ ...live, end: "ended", activity: null }),
 };
