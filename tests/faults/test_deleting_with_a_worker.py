@@ -2,10 +2,12 @@
 `turnkeeper worker` process runs the turns while the API, in this process, deletes each
 turn's conversation (`DELETE ?stop=1`) at a different point of its run, round after
 round. Once the stopped turn's job is over, no row of the conversation is left in any
-table (the issue saw rows left in 25 of 30 rounds)."""
+table (the issue saw rows left in 25 of 30 rounds), and the last id, given again through
+`/api/chat`, starts empty."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -61,6 +63,7 @@ async def test_conversations_deleted_mid_turn_leave_no_row_with_a_worker_of_thei
         env = {**os.environ, "ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": model.url}
         args = ("worker", "deleting:assistant", "--app-dir", str(APPS), "--database", url)
         left: list[dict[str, int]] = []
+        deleted_ids: list[str] = []
         try:
             async with ProcrastinateQueue(url) as queue, client_for(create_app(store, queue)) as c:
                 with turnkeeper(*args, log=log, env=env) as worker:
@@ -76,6 +79,7 @@ async def test_conversations_deleted_mid_turn_leave_no_row_with_a_worker_of_thei
                         await eventually(written, f"round {n}: the turn's events", bound=60)
                         turn = await store.turn(turn_id)
                         assert turn is not None
+                        deleted_ids.append(turn.conversation_id)
                         path = f"/api/conversations/{turn.conversation_id}"
                         deleted = await c.delete(path, params={"stop": "1"}, headers=auth)
                         assert deleted.status_code == 204, deleted.text
@@ -85,7 +89,16 @@ async def test_conversations_deleted_mid_turn_leave_no_row_with_a_worker_of_thei
 
                         await eventually(over, f"round {n}: the stopped turn's job", bound=60)
                         left.append(rows_left(url))
+                    with model._lock:
+                        model.script[:] = [scripts.answer("hello, second user")]
+                    question = {"role": "user", "parts": [{"type": "text", "text": "hi"}]}
+                    again = {"id": deleted_ids[-1], "messages": [{"id": "q", **question}]}
+                    chat = await c.post("/api/chat", json=again)
+                    assert chat.status_code == 200, chat.text
         finally:
             await store.close()
     print(f"rows left after each of {ROUNDS} rounds: {left}")
     assert left == [{}] * ROUNDS, output(log)
+    sent = model.requests[-1]["messages"]
+    assert len(sent) == 1, "the id given again starts empty: its model sees only its question"
+    assert "question" not in json.dumps(sent)
