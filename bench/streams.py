@@ -20,11 +20,10 @@ import argparse
 import asyncio
 import socket
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
-
-import sys
 
 import httpx
 
@@ -117,10 +116,8 @@ async def measured(base: str, pid: int, args: argparse.Namespace) -> str:
 async def stalled_rss(client: httpx.AsyncClient, port: int, pid: int, readers: int) -> float:
     """KiB of RSS each stalled reader of a long answer's stream adds."""
     _, auth, turn_id = await user(client, "key=long pieces=20000 gap=0 wait=0")
-    while (await client.get(f"/api/turns/{turn_id}", headers=auth)).json()["status"] in (
-        "queued",
-        "running",
-    ):
+    poll = f"/api/turns/{turn_id}"
+    while (await client.get(poll, headers=auth)).json()["status"] in ("queued", "running"):
         await asyncio.sleep(0.2)
     log("the long answer is done")
     before = rss(pid)
