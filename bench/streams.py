@@ -117,8 +117,10 @@ async def stalled_rss(client: httpx.AsyncClient, port: int, pid: int, readers: i
     """KiB of RSS each stalled reader of a long answer's stream adds."""
     _, auth, turn_id = await user(client, "key=long pieces=20000 gap=0 wait=0")
     poll = f"/api/turns/{turn_id}"
-    while (await client.get(poll, headers=auth)).json()["status"] in ("queued", "running"):
-        await asyncio.sleep(0.2)
+    while True:
+        if (await client.get(poll, headers=auth)).json()["status"] not in ("queued", "running"):
+            break
+        await asyncio.sleep(0.2)  # polling: the turn runs in another process
     log("the long answer is done")
     before = rss(pid)
     socks = [await opened(port, turn_id, auth, rcvbuf=4096) for _ in range(readers)]
