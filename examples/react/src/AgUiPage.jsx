@@ -84,17 +84,30 @@ export function AgUiPage() {
 }
 
 function Message({ message, results }) {
+  if (message.role === "activity") {
+    // A tool's caption; a card (activityType "card") is left to the application to draw.
+    return message.activityType === "caption" && <p className="activity">{message.content.text}</p>;
+  }
   return (
     <section className={`message ${message.role}`}>
       {message.content && <p className="text">{message.content}</p>}
       {(message.toolCalls ?? []).map((call) => (
         <div key={call.id} className="tool">
           <code className="tool-call">
-            {call.function.name}({call.function.arguments})
+            {call.function.name}({compact(call.function.arguments)})
           </code>
           {call.id in results && <pre className="tool-output">{results[call.id]}</pre>}
         </div>
       ))}
     </section>
   );
+}
+
+/** The call's arguments as JSON without spaces (as the chat page shows them), once whole. */
+function compact(args) {
+  try {
+    return JSON.stringify(JSON.parse(args));
+  } catch {
+    return args;
+  }
 }
