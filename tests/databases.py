@@ -90,3 +90,34 @@ def rows_left(url: str) -> dict[str, int]:
                 row = db.execute(f'SELECT count(*) FROM "{n}"').fetchone()
                 counts[n] = row[0] if row is not None else 0
     return {n: c for n, c in counts.items() if c and not n.startswith(KEPT_APART)}
+
+
+def tables_holding(url: str, text: str) -> list[str]:
+    """The tables of the store at `url` with a row whose columns, as text, hold `text`."""
+    found = []
+    if url.startswith("sqlite:///"):
+        import sqlite3
+
+        with contextlib.closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as db:
+            names = [
+                n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            ]
+            for n in names:
+                if any(text in str(v) for row in db.execute(f'SELECT * FROM "{n}"') for v in row):
+                    found.append(n)
+        return found
+    with psycopg.connect(url, autocommit=True) as db:
+        names = [
+            n
+            for (n,) in db.execute(
+                "SELECT table_name FROM information_schema.tables"
+                " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
+            )
+        ]
+        for n in names:
+            row = db.execute(
+                f'SELECT count(*) FROM "{n}" t WHERE strpos(t::text, %s) > 0', (text,)
+            ).fetchone()
+            if row is not None and row[0]:
+                found.append(n)
+    return found

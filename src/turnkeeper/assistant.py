@@ -228,7 +228,7 @@ class Assistant:
         """`ConfigError` if `limits` caps a day's cost and the model `provider` calls (the
         one chosen where the turns run) has no price; an offline model costs nothing."""
         if isinstance(self.limits, Limits) and provider.describe().get("provider") not in OFFLINE:
-            check_priced(self.limits, _described_model(provider))
+            prices.check_priced(self.limits, _described_model(provider))
 
     def model_settings(self) -> ModelSettings:
         """What goes with every request of this assistant's turns: the instructions,
@@ -283,6 +283,8 @@ class Assistant:
         cors_headers: Sequence[str] = (),
         frame_ancestors: Sequence[str] = (),
         public_metrics: bool = False,
+        max_streams: int = 2000,
+        max_streams_per_user: int = 20,
     ) -> AssistantApp:
         """This assistant as an ASGI app to mount in yours: the widget, its files and the API,
         under any prefix. Pass its `lifespan` as your application's:
@@ -295,7 +297,8 @@ class Assistant:
         (default: the assistant's own) makes conversations belong to your users. Pages of
         `cors_origins` may call it (with `cors_headers` of your own, and your sign-in's
         cookies with `cors_credentials`), pages of `frame_ancestors` frame it; `public_metrics`
-        answers `/metrics` under the prefix. Without the server extra, `MissingExtra`.
+        answers `/metrics` under the prefix; at most `max_streams` event streams are open,
+        `max_streams_per_user` of one user. Without the server extra, `MissingExtra`.
         """
         require_extra("Assistant.asgi()", "server", ("starlette", "prometheus_client"))
         from .serving.mounted import AssistantApp
@@ -311,6 +314,8 @@ class Assistant:
             cors_headers=tuple(cors_headers),
             frame_ancestors=tuple(frame_ancestors),
             public_metrics=public_metrics,
+            max_streams=max_streams,
+            max_streams_per_user=max_streams_per_user,
         )
 
 
@@ -345,21 +350,9 @@ def _check_settings(a: Assistant) -> None:
     _check_model_settings(a)
     check_setting(a.limits)
     if isinstance(a.limits, Limits):
-        check_priced(a.limits, a.model or _described_model(a.provider))
+        prices.check_priced(a.limits, a.model or _described_model(a.provider))
     compaction_of(a.compaction)
     ttl_of(a.prompt_cache)
-
-
-def check_priced(limits: Limits | None, model: str | None) -> None:
-    """`ConfigError` if `limits` caps a day's cost and `model` (when known) has no price:
-    its calls would cost nothing the ledger could count."""
-    if limits is None or limits.cost_per_day is None or model is None:
-        return
-    if prices.current().price(model) is None:
-        raise ConfigError(
-            f"limits has cost_per_day, but the model {model!r} has no price: add it with "
-            "--prices FILE (or TURNKEEPER_PRICES), or cap tokens_per_day instead"
-        )
 
 
 def _described_model(provider: str | Provider | None) -> str | None:

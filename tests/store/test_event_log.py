@@ -53,6 +53,17 @@ async def test_events_are_numbered_on_across_their_own_writes_and_the_turns(stor
     assert await store.events_after(turn_id, 4) == []
 
 
+async def test_a_page_of_events_is_bounded_in_bytes_as_well_as_in_count(store: Store) -> None:
+    turn_id, fence = await claimed(store)
+    big = [(DELTA, {"delta": "x" * 50_000, "message": "m2"})] * 10
+    await store.append_events(turn_id, fence, big)
+    page = await store.events_after(turn_id, 0)
+    assert [e.seq for e in page] == [1, 2, 3, 4], "192 KiB: the events begun before it"
+    assert [e.seq for e in await store.events_after(turn_id, 4, size=1)] == [5], "one at least"
+    assert [e.seq for e in await store.events_after(turn_id, 8, size=10**9)] == [9, 10]
+    assert len(await store.events_after(turn_id, 0, limit=2, size=10**9)) == 2
+
+
 async def test_a_write_without_the_turns_fence_is_refused(store: Store) -> None:
     turn_id, fence = await claimed(store)
     with pytest.raises(FenceLost):

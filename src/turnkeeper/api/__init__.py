@@ -24,6 +24,7 @@ from ..store import Store
 from ..store.records import Fate, Owner
 from ..usage import LimitsSetting
 from . import widget
+from .admission import MAX_STREAMS, MAX_STREAMS_PER_USER
 from .contract import served
 from .controls import Controls
 from .errors import (
@@ -36,6 +37,7 @@ from .errors import (
 )
 from .headers import Cors, SecurityHeaders, security_headers
 from .limits import MAX_BODY, BodyLimit
+from .methods import one_per_path
 from .metrics import endpoint as exposition
 from .protocols import TOKEN_HEADER, TURN_HEADER, Protocols
 from .routes import Routes
@@ -71,24 +73,29 @@ def create_app(
     limits: LimitsSetting = None,
     owner: Owner | None = None,
     fate: Fate | None = None,
+    max_streams: int = MAX_STREAMS,
+    max_streams_per_user: int = MAX_STREAMS_PER_USER,
 ) -> Starlette:
     """The API and widget of the assistant `name` (`owner`; its turns queued with `fate`), in
     `catalogs`; with `authenticate`, conversations are users'. Pages of `cors_origins` may
     call it (sending `cors_headers` of their own, and cookies with `cors_credentials`:
     `headers.Cors`), of `frame_ancestors` frame it; `metrics` count its turns
-    (public_metrics); the door holds new turns to `limits` (api/door.py)."""
+    (public_metrics); the door holds new turns to `limits` (api/door.py); at most
+    `max_streams` streams are open, `max_streams_per_user` of one user (api/admission.py)."""
     routes = Routes(store, queue, catalogs=catalogs or Catalogs(), authenticate=authenticate,
-                    limits=limits, owner=owner, fate=fate)  # fmt: skip
+                    limits=limits, owner=owner, fate=fate, max_streams=max_streams,
+                    max_streams_per_user=max_streams_per_user)  # fmt: skip
     cors = Cors(tuple(cors_origins), cors_credentials, tuple(cors_headers))
     metrics = metrics or Metrics()
     app = Starlette(
-        routes=_endpoints(routes, metrics, name, public_metrics),
+        routes=one_per_path(_endpoints(routes, metrics, name, public_metrics)),
         middleware=_middleware(cors, frame_ancestors, max_body),
         exception_handlers=_handlers(),
     )
     # A trailing slash is not redirected: the redirect would be built from the Host header.
     app.router.redirect_slashes = False
     app.state.metrics, app.state.streams = metrics, routes.streams
+    app.state.admission = routes.admission
     return app
 
 
@@ -99,7 +106,7 @@ def _endpoints(routes: Routes, metrics: Metrics, name: str, public_metrics: bool
     return [
         # The poll first: most requests are polls, and routes are matched in order.
         Route("/api/turns/{turn_id}", routes.turn_state),
-        Route("/api/turns/{turn_id}/events", routes.events),
+        Route("/api/turns/{turn_id}/events", routes.admission(routes.events)),
         Route("/api/turns/{turn_id}/cancel", routes.cancel, methods=["POST"]),
         Route("/api/turns/{turn_id}/approvals", routes.approvals, methods=["POST"]),
         Route("/api/conversations", routes.conversations, methods=["GET", "POST"]),

@@ -18,6 +18,7 @@ from pydantic.json_schema import models_json_schema
 from ..outcomes import TurnStatus
 from ..state import Role
 from . import openapi_controls as controls
+from . import openapi_streams as streams
 from .openapi_controls import Approval, Decided, Decision, DecisionMade
 from .routes import MAX_PAGE, PAGE
 
@@ -200,7 +201,12 @@ class Limited(BaseModel):
     """`429`: over a limit (docs/design.md §13); `Retry-After` says when to ask again."""
 
     error: str = Field(description="The limit's text in the reader's language.")
-    key: Literal["limits.turns_per_minute", "limits.tokens_per_day", "limits.cost_per_day"]
+    key: Literal[
+        "limits.turns_per_minute",
+        "limits.tokens_per_day",
+        "limits.cost_per_day",
+        "limits.streams_per_user",
+    ]
     retry_after: int = Field(ge=1, description="Whole seconds, as the `Retry-After` header.")
 
 
@@ -238,13 +244,11 @@ MODELS: tuple[type[BaseModel], ...] = (
     *controls.MODELS,
 )
 BEARER: list[dict[str, list[str]]] = [{"bearer": []}]
-_PROTOCOL: dict[str, Any] = {"type": "object"}
-"""A protocol's own request body (AG-UI's RunAgentInput, the AI SDK's chat request),
-validated by the route: see docs/design.md."""
-_STREAM: dict[str, Any] = {
-    "description": "the protocol's event stream",
-    "content": {"text/event-stream": {"schema": {"type": "string"}}},
-}
+_NEW_OR_BEARER: list[dict[str, list[str]]] = [*BEARER, {}]
+"""A protocol's conversation: its token, or none for a new one (its token comes back)."""
+_QUESTION = TurnRequest.model_json_schema()["properties"]["text"]["pattern"]
+_AG_UI = streams.stream("the run's AG-UI events", streams.AG_UI_EVENT)
+_UI = streams.stream("the UI message stream", streams.UI_PART)
 
 
 def _ref(model: type[BaseModel]) -> dict[str, str]:
@@ -313,6 +317,7 @@ _LIMITED = {
     **_answer("over a limit: nothing was queued", Limited),
     "headers": {"Retry-After": {"schema": {"type": "integer", "minimum": 1}}},
 }
+_STREAMS = _LIMITED | {"description": "the reader has as many streams open as they may"}
 
 PATHS: dict[str, Any] = {
     "/api/conversations": {
@@ -370,11 +375,11 @@ PATHS: dict[str, Any] = {
             "security": BEARER,
             "parameters": [_id("turn_id"), EVENTS_AFTER, LAST_EVENT_ID],
             "responses": {
-                "200": {
-                    "description": "the event stream (a comment line keeps it alive)",
-                    "content": {"text/event-stream": {"schema": {"type": "string"}}},
-                },
+                "200": streams.stream(
+                    "the event stream (a comment line keeps it alive)", streams.EVENT_LOG
+                ),
                 **_errors(400, 401, 404),
+                "429": _STREAMS,
             },
         }
     },
@@ -408,13 +413,13 @@ PATHS: dict[str, Any] = {
             " → the run's AG-UI events as server-sent events. A new thread's token comes back"
             " in `x-turnkeeper-token` (without sign-in). Errors carry AG-UI's RUN_ERROR shape"
             " beside `error`.",
-            "security": BEARER,
+            "security": _NEW_OR_BEARER,
             "requestBody": {
                 "required": True,
-                "content": {"application/json": {"schema": _PROTOCOL}},
+                "content": {"application/json": {"schema": streams.ag_ui_input(_QUESTION)}},
             },
             "responses": {
-                "200": _STREAM,
+                "200": _AG_UI,
                 **_errors(400, 401, 404, 409, 413, 415, 503),
                 "429": _LIMITED,
             },
@@ -427,13 +432,13 @@ PATHS: dict[str, Any] = {
             " the question, or an assistant message's approval responses decide the uses the"
             " turn waits for) → the UI message stream (`x-vercel-ai-ui-message-stream: v1`)."
             " Errors carry the stream's error shape beside `error`.",
-            "security": BEARER,
+            "security": _NEW_OR_BEARER,
             "requestBody": {
                 "required": True,
-                "content": {"application/json": {"schema": _PROTOCOL}},
+                "content": {"application/json": {"schema": streams.chat_request(_QUESTION)}},
             },
             "responses": {
-                "200": _STREAM,
+                "200": _UI,
                 **_errors(400, 401, 404, 409, 413, 415, 503),
                 "429": _LIMITED,
             },
@@ -446,9 +451,10 @@ PATHS: dict[str, Any] = {
             "security": BEARER,
             "parameters": [_id("chat_id")],
             "responses": {
-                "200": _STREAM,
+                "200": _UI,
                 "204": _answer("no turn is active"),
                 **_errors(401, 404),
+                "429": _STREAMS,
             },
         }
     },

@@ -62,9 +62,9 @@ class Protocols:
     def endpoints(self) -> list[Route]:
         """`POST /api/ag-ui`, `POST /api/chat` and `GET /api/chat/{chat_id}/stream`."""
         return [
-            Route("/api/ag-ui", self.ag_ui, methods=["POST"]),
-            Route("/api/chat", self.chat, methods=["POST"]),
-            Route("/api/chat/{chat_id}/stream", self.chat_stream),
+            Route("/api/ag-ui", self.routes.admission(self.ag_ui), methods=["POST"]),
+            Route("/api/chat", self.routes.admission(self.chat), methods=["POST"]),
+            Route("/api/chat/{chat_id}/stream", self.routes.admission(self.chat_stream)),
         ]
 
     # ---- AG-UI ------------------------------------------------------------

@@ -32,6 +32,7 @@ from ..store import UNCLAIMED, Busy, NoConversation, NoTurn, Store, hash_token, 
 from ..store.records import Fate, Guard, Owner
 from ..turn.lifecycle import fail, stop_waiting
 from ..usage import LimitsSetting, Usage
+from .admission import MAX_STREAMS, MAX_STREAMS_PER_USER, Admission
 from .door import Door
 from .errors import ApiError
 from .owners import Owners
@@ -54,6 +55,8 @@ PAGE = 200
 MAX_PAGE = 1000
 MAX_USER = 256
 """The longest user id `authenticate` may return."""
+SIGNED_IN = "turnkeeper.user"
+"""Where a request's scope keeps its signed-in user once `authenticate` named it."""
 
 
 class Routes:
@@ -70,6 +73,8 @@ class Routes:
         limits: LimitsSetting = None,
         owner: Owner | None = None,
         fate: Fate | None = None,
+        max_streams: int = MAX_STREAMS,
+        max_streams_per_user: int = MAX_STREAMS_PER_USER,
     ) -> None:
         self.store = store
         self.queue = queue
@@ -78,6 +83,8 @@ class Routes:
         self.authenticate = authenticate
         self.streams = Streams(store)
         """The event streams this app serves (stream.py): their settings, `close()` on shutdown."""
+        self.admission = Admission(self.reader, most=max_streams, per_reader=max_streams_per_user)
+        """How many streams each reader, and the app, has open (admission.py)."""
         self.door = Door(store, limits, self.catalogs, owner=owner, fate=fate)
         """The assistant's limits at the door: a new turn let in, or `429` (door.py); each
         turn let in records the assistant that owns it and its `fate`."""
@@ -221,6 +228,8 @@ class Routes:
         """The signed-in user (`401` without one); None when tokens open conversations."""
         if self.authenticate is None:
             return None
+        if SIGNED_IN in request.scope:  # named once per request (admission.py asked first)
+            return str(request.scope[SIGNED_IN])
         user = self.authenticate(request)
         if inspect.isawaitable(user):
             user = await user
@@ -231,7 +240,17 @@ class Routes:
                 f"authenticate() returned {user!r}: it must return a user id "
                 f"(a non-empty string of at most {MAX_USER} characters) or None"
             )
+        request.scope[SIGNED_IN] = user
         return user
+
+    async def reader(self, request: Request) -> str | None:
+        """Whose stream a request opens, for its caps (admission.py): the signed-in user;
+        without sign-in, the holder of the bearer token; else nobody in particular."""
+        user = await self._user(request)
+        if user is not None:
+            return f"user:{user}"
+        token = _bearer(request)
+        return None if token is None else f"token:{hash_token(token)}"
 
     async def _conversation(self, request: Request, user: str | None) -> str:
         """The conversation's id, if the caller may open it; its guard is read from the store
@@ -271,10 +290,18 @@ class Routes:
             return False
         if self.authenticate is not None:
             return guard.owner is not None and guard.owner == user
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        token = _bearer(request)
+        if token is None:
             return False
-        return hmac.compare_digest(guard.token_hash, hash_token(token.strip()))
+        return hmac.compare_digest(guard.token_hash, hash_token(token))
+
+
+def _bearer(request: Request) -> str | None:
+    """The request's bearer token, if it sends one."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
 
 
 def _plausible(an_id: str) -> bool:

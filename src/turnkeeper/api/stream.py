@@ -11,9 +11,11 @@ ends if the turn is over.
 
 A comment line keeps the connection alive at least every `keep_alive` seconds.
 A reader that stops reading cannot make the server hold more than a page of
-events (`buffer`) and the socket's buffers: once a send has waited
-`send_timeout` seconds the stream ends, and the reader resumes by cursor. On
-shutdown `close()` ends every open stream cleanly.
+events (`buffer` events, `page_bytes` of their bodies: ~192 KiB) and the
+transport's buffer (64 KiB, past which a send waits): ~256 KiB per stream. Once
+a send has waited `send_timeout` seconds the stream ends, and the reader resumes
+by cursor. How many streams are open is capped (admission.py). On shutdown
+`close()` ends every open stream cleanly.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -30,6 +32,7 @@ from sse_starlette.sse import SendTimeoutError
 from starlette.types import Receive, Scope, Send
 
 from ..store import Store
+from ..store.events import PAGE, PAGE_BYTES
 from ..store.records import LAST_EVENTS
 from .errors import ApiError
 
@@ -37,7 +40,7 @@ logger = logging.getLogger("turnkeeper.api")
 
 KEEP_ALIVE = 15.0
 """Seconds between keep-alive comments, at most."""
-BUFFER = 1000
+BUFFER = PAGE
 """Events a stream reads from the store at once, at most: what it holds per reader."""
 SEND_TIMEOUT = 30.0
 """Seconds one send may wait for a reader that stopped reading; then the stream ends."""
@@ -54,11 +57,13 @@ class Streams:
         *,
         keep_alive: float = KEEP_ALIVE,
         buffer: int = BUFFER,
+        page_bytes: int = PAGE_BYTES,
         send_timeout: float = SEND_TIMEOUT,
     ) -> None:
         self.store = store
         self.keep_alive = keep_alive
         self.buffer = buffer
+        self.page_bytes = page_bytes
         self.send_timeout = send_timeout
         self.open = 0
         """Streams open now."""
@@ -117,7 +122,7 @@ class Streams:
         """The next events; None when there are none and the turn is over (read before
         the events, so its last events are not missed), or gone (its conversation was
         deleted, by this process or another: nothing more will come)."""
-        page = await self.store.events_after(turn_id, after, self.buffer)
+        page = await self.read(turn_id, after)
         if page:
             return page
         turn = await self.store.turn(turn_id)
@@ -125,8 +130,13 @@ class Streams:
             return None
         if not turn.done:
             return page
-        page = await self.store.events_after(turn_id, after, self.buffer)
+        page = await self.read(turn_id, after)
         return page or None
+
+    async def read(self, turn_id: str, after: int) -> list[Any]:
+        """One page of the turn's events after `after`: at most `buffer` events and about
+        `page_bytes` of their bodies."""
+        return await self.store.events_after(turn_id, after, self.buffer, self.page_bytes)
 
     async def _wait(self, woken: asyncio.Event) -> None:
         """Until the turn writes events, the app shuts down, or `keep_alive` passes (then the
@@ -144,21 +154,31 @@ class Streams:
 
 
 class _Response(EventSourceResponse):
-    """A stream whose reader stopped reading ends quietly (it resumes by cursor)."""
+    """A stream whose reader stopped reading ends quietly (it resumes by cursor); once it
+    ended, however it ended, `released` is called (its admission's slot given back)."""
+
+    released: Callable[[], None] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             await super().__call__(scope, receive, send)
         except* SendTimeoutError:
             logger.info("an event stream's reader stopped reading; the stream ended")
+        finally:
+            released, self.released = self.released, None
+            if released is not None:
+                released()
 
 
 def cursor(last_event_id: str | None, after: str | None) -> int:
     """Where a stream resumes: after the `Last-Event-ID` header's event, else `?after=`'s;
-    `400` if malformed."""
-    value = last_event_id if last_event_id is not None else after
-    if value is None:
-        return 0
+    `400` if either is malformed."""
+    given = [_number(v) for v in (last_event_id, after) if v is not None]
+    return given[0] if given else 0
+
+
+def _number(value: str) -> int:
+    """A cursor's value (each one sent is checked, the one that wins or not)."""
     value = value.strip()
     if not (value.isascii() and value.isdigit()) or len(value) > 18:
         raise ApiError(400, MALFORMED)

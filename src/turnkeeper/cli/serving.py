@@ -79,6 +79,7 @@ def _add_serving_commands(commands: Any) -> None:
         help="seconds an idle connection is kept open: longer than the idle timeout of any "
         "load balancer or proxy in front (default 120)",
     )
+    _stream_options(serve)
     _metrics_options(serve)
     serve.add_argument(
         "--public-metrics",
@@ -113,6 +114,23 @@ def _origin_options(serve: argparse.ArgumentParser) -> None:
         "--cors-credentials",
         action="store_true",
         help="let those pages send cookies and HTTP authentication (needs --cors-origin)",
+    )
+
+
+def _stream_options(serve: argparse.ArgumentParser) -> None:
+    """How many event streams are open at once (api/admission.py)."""
+    serve.add_argument(
+        "--max-streams",
+        type=positive_int,
+        metavar="N",
+        help="event streams open at once; one more is 503 (default 2000)",
+    )
+    serve.add_argument(
+        "--max-streams-per-user",
+        type=positive_int,
+        metavar="N",
+        help="event streams one user (or conversation token) has open at once; one more is"
+        " 429 (default 20)",
     )
 
 
@@ -218,7 +236,7 @@ def _provider(args: argparse.Namespace, assistant: Assistant) -> Provider:
 
 
 def _settings(args: argparse.Namespace) -> Any:
-    from ..serving.settings import KEEP_ALIVE, Settings
+    from ..serving.settings import KEEP_ALIVE, MAX_STREAMS, MAX_STREAMS_PER_USER, Settings
     from ..store import DEFAULT_URL, parse_url
 
     database = args.database or os.environ.get("TURNKEEPER_DATABASE_URL") or DEFAULT_URL
@@ -246,6 +264,8 @@ def _settings(args: argparse.Namespace) -> Any:
         frame_ancestors=tuple(getattr(args, "frame_ancestors", ())),
         public_metrics=getattr(args, "public_metrics", False),
         keep_alive=getattr(args, "keep_alive", None) or KEEP_ALIVE,
+        max_streams=getattr(args, "max_streams", None) or MAX_STREAMS,
+        max_streams_per_user=getattr(args, "max_streams_per_user", None) or MAX_STREAMS_PER_USER,
     )
 
 

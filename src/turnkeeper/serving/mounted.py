@@ -29,7 +29,7 @@ from ..api.headers import SecurityHeaders, security_headers
 from ..service.queue import LocalQueue
 from ..store import DEFAULT_URL, parse_url
 from .server import banner_rows, http_app, require_postgres, running
-from .settings import DEFAULT_GRACE, Settings
+from .settings import DEFAULT_GRACE, MAX_STREAMS, MAX_STREAMS_PER_USER, Settings
 
 if TYPE_CHECKING:
     from ..assistant import Assistant, Authenticate
@@ -59,6 +59,8 @@ class AssistantApp:
         grace: float = DEFAULT_GRACE,
         frame_ancestors: tuple[str, ...] = (),
         public_metrics: bool = False,
+        max_streams: int = MAX_STREAMS,
+        max_streams_per_user: int = MAX_STREAMS_PER_USER,
     ) -> None:
         url = database or os.environ.get("TURNKEEPER_DATABASE_URL") or DEFAULT_URL
         parse_url(url)
@@ -81,6 +83,8 @@ class AssistantApp:
             cors_headers=cors_headers,
             frame_ancestors=frame_ancestors,
             public_metrics=public_metrics,
+            max_streams=max_streams,
+            max_streams_per_user=max_streams_per_user,
         )
         self.grace = grace
         self._app: ASGIApp | None = None

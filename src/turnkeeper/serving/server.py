@@ -166,6 +166,8 @@ def http_app(
         limits=assistant.limits,
         owner=assistant.owner,
         fate=assistant.fate,
+        max_streams=settings.max_streams,
+        max_streams_per_user=settings.max_streams_per_user,
     )
 
 

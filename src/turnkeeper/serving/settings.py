@@ -13,6 +13,10 @@ from ..store import DEFAULT_URL
 from ..tools.files import DEMO_ROOT
 
 DEFAULT_GRACE = 10.0
+MAX_STREAMS = 2000
+"""`--max-streams`' default: streams one process serves at once (api/admission.py)."""
+MAX_STREAMS_PER_USER = 20
+"""`--max-streams-per-user`'s default: streams one user (or token) has open at once."""
 KEEP_ALIVE = 120
 """`--keep-alive`'s default (uvicorn's: 5 s), past most proxies' idle timeouts (design §9)."""
 
@@ -52,6 +56,11 @@ class Settings:
     """Origins whose pages may frame the chat (`serve --frame-ancestors`), besides its own."""
     keep_alive: int = KEEP_ALIVE
     """Seconds `serve` keeps an idle connection open (`--keep-alive`): past a proxy's own."""
+    max_streams: int = MAX_STREAMS
+    """Streams open at once in this process (`--max-streams`); one more is `503`."""
+    max_streams_per_user: int = MAX_STREAMS_PER_USER
+    """Streams one user (or token) has open at once (`--max-streams-per-user`); one more
+    is `429`."""
 
     @property
     def sweep_interval(self) -> float:

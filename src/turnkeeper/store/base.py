@@ -297,8 +297,12 @@ class Store(ReaderControls, Protocol):
         the last number written. The subscribers are woken once it is committed."""
         ...
 
-    async def events_after(self, turn_id: str, after: int, limit: int = 500) -> list[TurnEvent]:
-        """The turn's events numbered above `after`, in order, at most `limit`."""
+    async def events_after(
+        self, turn_id: str, after: int, limit: int = 500, size: int = 192 * 1024
+    ) -> list[TurnEvent]:
+        """The turn's events numbered above `after`, in order, at most `limit`, and no more
+        once their bodies passed `size` bytes (the first is always read): a page's memory
+        is bounded however large the events."""
         ...
 
     def subscribe(self, turn_id: str) -> AbstractContextManager[asyncio.Event]:

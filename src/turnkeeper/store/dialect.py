@@ -121,7 +121,8 @@ class Dialect:
     the database's clock), `stamp` (a time column's value now), `ago` (a time column's
     value `?` seconds ago), `true`, `false`, `least`, `lock` (a row lock for the rest of
     the transaction, or nothing), `key_share` (a lock for the rest of the transaction
-    that keeps the row from being deleted, or nothing), `created` and `inserted` (a
+    that keeps the row from being deleted, or nothing), `message` (an event's `message`, read
+from its JSON body), `created` and `inserted` (a
     conversation's creation time in seconds, and its order of insertion), `cancelled`
     (the cancel flag's update
     `{update}`, and the wake-up of other processes), `time` (a time column's type),

@@ -2,11 +2,15 @@
 (its statements are `statements.py`'s, its calls `sql.py`'s).
 
 Every event a turn writes (`records.EventType`) is a row of `turn_events`,
-numbered per turn from 1 with no gaps across every run of the turn. A write
+numbered per turn from 1 across every run of the turn. A write
 that the turn makes anyway (a checkpoint, the final write, the wait) carries
 the events since the last one in its own transaction; only coalesced text
 deltas make writes of their own (`append_events`). The writer assigns the next
 numbers under the turn's fence, like every write of a running turn.
+
+A refused answer is not kept (`DROPPED`): the write that retracts it deletes the text
+deltas streamed into its bubble, so a turn's numbers may skip; a reader resuming after
+any number reads on from the next one there is.
 
 Readers (the HTTP stream) wait here, not in a polling loop: `EventHub` holds,
 per turn, the events of this process's subscribers, and the store wakes them
@@ -24,12 +28,18 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ..errors import ResponseTooLarge
 from .records import EventType, NewEvent, TurnEvent
 
 CHANNEL = "turnkeeper_events"
 """The PostgreSQL channel the writers of events NOTIFY, `<turn id>:<seq>`."""
 PAGE = 500
 """Events `events_after` reads at most at once."""
+DROPPED = frozenset({ResponseTooLarge.key})
+"""The keys of retractions whose text is deleted with them, in the retraction's write: an
+answer refused for its size (`errors.ai_too_large`) keeps no part of it in any table."""
+PAGE_BYTES = 192 * 1024
+"""Bytes of event bodies `events_after` reads at once, at most (past its first event)."""
 RETENTION = 7 * 24 * 3600.0
 """Seconds a turn's events are kept after it ended, by default."""
 
@@ -50,6 +60,15 @@ EVENTS_TABLE = """
 def rows(turn_id: str, last: int, events: Sequence[NewEvent], dump: Any) -> list[tuple[Any, ...]]:
     """The rows of `events` numbered on from `last`, their bodies encoded by `dump`."""
     return [(turn_id, last + i, str(kind), dump(body)) for i, (kind, body) in enumerate(events, 1)]
+
+
+def dropped(events: Sequence[NewEvent]) -> list[str]:
+    """The bubbles whose streamed text `events` retract as refused (`DROPPED`)."""
+    return [
+        str(body["message"])
+        for kind, body in events
+        if kind is EventType.TEXT_RETRACTED and body.get("key") in DROPPED
+    ]
 
 
 def read(found: Sequence[tuple[Any, Any, Any]], load: Any) -> list[TurnEvent]:

@@ -324,9 +324,9 @@ class SqlStore(compactions.Reads, Controls, Polls):
         return last
 
     async def events_after(
-        self, turn_id: str, after: int, limit: int = log.PAGE
+        self, turn_id: str, after: int, limit: int = log.PAGE, size: int = log.PAGE_BYTES
     ) -> list[TurnEvent]:
-        rows = await self._all(self.sql.events_after, (turn_id, after, limit))
+        rows = await self._all(self.sql.events_after, (turn_id, after, limit, size))
         return log.read(rows, self.dialect.load)
 
     def subscribe(self, turn_id: str) -> AbstractContextManager[asyncio.Event]:
@@ -338,9 +338,12 @@ class SqlStore(compactions.Reads, Controls, Polls):
 
     def _append(self, turn_id: str, events: Sequence[NewEvent]) -> Steps[int]:
         """Insert `events` numbered on from the turn's last (on PostgreSQL, every process
-        told at commit); the last number."""
+        told at commit), and delete the text of the answers they retract as refused
+        (`events.DROPPED`); the last number."""
         (last,) = yield One(self.sql.last_event, (turn_id,))
         yield Many(self.sql.add_event, log.rows(turn_id, int(last), events, self.dialect.json))
+        for message in log.dropped(events):
+            yield Exec(self.sql.dropped, (turn_id, message))
         end = int(last) + len(events)
         if self.sql.events_woken:
             yield One(self.sql.events_woken, (f"{turn_id}:{end}",))

@@ -184,10 +184,20 @@ class Statements:
     add_event: str = "INSERT INTO turn_events (turn_id, seq, type, body) VALUES (?, ?, ?, ?)"
     events_woken: str = "{notify_events}"
     """On PostgreSQL, every process's readers told (NOTIFY, sent at commit); else nothing."""
+    dropped: str = (
+        "DELETE FROM turn_events WHERE turn_id = ? AND type = 'text.delta' AND {message} = ?"
+    )
+    """The text deltas streamed into a bubble whose answer was refused (`events.DROPPED`)."""
     held: str = "SELECT 1 FROM turns WHERE turn_id = ? AND fence = ?{lock}"
     events_after: str = (
-        "SELECT seq, type, body FROM turn_events WHERE turn_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+        "SELECT seq, type, body FROM (SELECT seq, type, body,"
+        " SUM(body_bytes) OVER (ORDER BY seq) - body_bytes AS bytes_before"
+        " FROM (SELECT seq, type, body, {body_size} AS body_bytes FROM turn_events"
+        " WHERE turn_id = ? AND seq > ? ORDER BY seq LIMIT ?) AS page) AS sized"
+        " WHERE bytes_before < ? ORDER BY seq"
     )
+    """At most `?` events, and no more once `?` bytes of bodies came before (the first
+    always comes): a page's memory is bounded however large the events are."""
     streamed: str = (
         "SELECT seq, type, body FROM turn_events WHERE turn_id = ?"
         " AND type IN ('text.delta', 'text.retracted') ORDER BY seq"
