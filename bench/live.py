@@ -121,8 +121,11 @@ def tail(process: subprocess.Popen[str]) -> str:
 
 
 @contextmanager
-def serving(url: str, *, worker: bool, concurrency: int) -> Iterator[Service]:
-    """The fake, `serve` on `url` and (with `worker`) a worker, until the block ends."""
+def serving(
+    url: str, *, worker: bool, concurrency: int, extra: tuple[str, ...] = ()
+) -> Iterator[Service]:
+    """The fake, `serve` on `url` (with `extra` flags) and (with `worker`) a worker, until
+    the block ends."""
     raise_file_limit()
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONPATH": path}
@@ -134,7 +137,7 @@ def serving(url: str, *, worker: bool, concurrency: int) -> Iterator[Service]:
         port, slots = free_port(), ["--concurrency", str(concurrency)]
         tk = [sys.executable, "-m", "turnkeeper"]
         flags = ["--no-worker"] if worker else slots
-        serve_args = ["serve", *APP, *flags, "--database", url, "--port", str(port)]
+        serve_args = ["serve", *APP, *flags, *extra, "--database", url, "--port", str(port)]
         serve = started(stack, [*tk, *serve_args], env)
         base = f"http://127.0.0.1:{port}"
         asyncio.run(until_up(base, serve))

@@ -160,9 +160,10 @@ def _part_events(at: dict[str, Any], part: dict[str, Any]) -> list[dict[str, Any
 def recorded_streams(sse_events: list[dict[str, Any]]) -> list[str]:
     """A recording's events cut into one SSE text per response (a recorded tool loop holds
     each call's stream, one after the other, each starting with `response.created`)."""
-    streams: list[list[dict[str, Any]]] = []
+    streams: list[list[str]] = []
     for event in sse_events:
-        if event["data"].get("type") == "response.created" or not streams:
+        data = event["data"]  # a string: an event the recording cut off part-way
+        if not streams or (isinstance(data, dict) and data.get("type") == "response.created"):
             streams.append([])
-        streams[-1].append(event["data"])
-    return ["".join(f"data: {json.dumps(e)}\n\n" for e in s) for s in streams]
+        streams[-1].append(data if isinstance(data, str) else json.dumps(data))
+    return ["".join(f"data: {d}\n\n" for d in s) for s in streams]

@@ -115,6 +115,8 @@ def test_cors_credentials_without_an_origin_is_one_line_and_exit_2(
         *(("--cors-origin", v, "is not an origin") for v in ("*", "https://a.example/")),
         *(("--cors-origin", v, "is not an origin") for v in ("a.example", "https://a.example/x")),
         *(("--keep-alive", v, "is not a positive whole number") for v in ("0", "-5", "1.5", "x")),
+        *(("--max-streams", v, "is not a positive whole number") for v in ("0", "x")),
+        *(("--max-streams-per-user", v, "is not a positive whole number") for v in ("-1", "")),
         *(("--cors-header", v, "is not an HTTP header name") for v in ("x user", "x:y", "")),
     ],
 )
@@ -179,3 +181,23 @@ def test_hints_name_the_postgresql_url_form_unredacted(
     err = capsys.readouterr().err
     assert "postgresql://USER@HOST:5432/DBNAME" in err
     assert "***" not in err
+
+
+def test_the_stream_caps_reach_the_settings_and_the_app(tmp_path: Path) -> None:
+    from turnkeeper import Assistant
+    from turnkeeper.cli import build_parser
+    from turnkeeper.cli.serving import _settings
+    from turnkeeper.observe.metrics import Metrics
+    from turnkeeper.serving.server import Service, http_app
+    from turnkeeper.store.sqlite import SqliteStore
+
+    argv = ["serve", "--max-streams", "7", "--max-streams-per-user", "3"]
+    settings = _settings(build_parser().parse_args(argv))
+    default = _settings(build_parser().parse_args(["serve"]))
+    assert (settings.max_streams, settings.max_streams_per_user) == (7, 3)
+    assert (default.max_streams, default.max_streams_per_user) == (2000, 20)
+    service = Service(SqliteStore(tmp_path / "t.db"), None, Metrics())  # type: ignore[arg-type]
+    admission = http_app(service, settings, Assistant(), None).state.admission
+    assert (admission.most, admission.per_reader) == (7, 3)
+    mounted = Assistant().asgi(database="sqlite:///x.db", max_streams=9, max_streams_per_user=2)
+    assert (mounted.settings.max_streams, mounted.settings.max_streams_per_user) == (9, 2)

@@ -13,12 +13,14 @@ from turnkeeper import Outcome, i18n
 ROOT = Path(__file__).resolve().parents[1]
 DESIGN = (ROOT / "docs" / "design.md").read_text("utf-8")
 RECORDINGS = ROOT / "tests" / "recordings"
+NOT_OURS = ("__pycache__", "node_modules", "dist")
+"""Folders of files made or installed, not written here (npm's packages, a vite build)."""
 OWN_FILES = [
     p
     for folder in ("src", "tests", "docs", "examples", "bench", "scripts", ".ci")
     for p in (ROOT / folder).rglob("*")
     if p.is_file()
-    and not any(part == "__pycache__" or part.endswith(".egg-info") for part in p.parts)
+    and not any(part in NOT_OURS or part.endswith(".egg-info") for part in p.parts)
     and p.suffix not in (".pyc", ".db")
 ] + [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "pyproject.toml"]
 

@@ -3,17 +3,19 @@ and a worker (on PostgreSQL a `turnkeeper worker` process of its own) against a 
 Responses server (tests/responses_wire.py) that streams each body with a gap between its
 events. One conversation asks four times: a tool loop with reasoning items (the reasoning
 sent back on the next call), a tool that needs a person's yes, a cut answer, a refusal.
-The widget's and both protocols' view is the published state and its events, the same
-for every provider: they are read here as any reader reads them.
+Then a chat through the AI SDK's UI message stream and a run through AG-UI, each answered
+by a Responses turn: both protocols project its events as any provider's.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests import responses_wire as rw
@@ -42,6 +44,8 @@ SCRIPT = [
         rw.text_item("The answer is proba"), status="incomplete", reason="max_output_tokens"
     ),
     rw.response(rw.refusal_item()),
+    rw.response(rw.reasoning_item(3), rw.text_item("Hello from the chat protocol.")),
+    rw.response(rw.text_item("Hello from AG-UI.")),
 ]
 
 
@@ -58,6 +62,7 @@ async def test_a_responses_tool_loop_served_on_both_stores(
             url = _database(stack, store, tmp_path, request)
             base, log = await _serve(stack, url, env, tmp_path)
             await _conversation(Conversation(base), base, model, log)
+            await _protocols(base)
     finally:
         model.close()
 
@@ -140,7 +145,7 @@ async def _cut_and_refused(api: Api, model: WireServer) -> None:
     refused = await api.until(await api.ask("something else"), done=True)
     assert refused["status"] == "refused"
     assert refused["messages"][-1]["key"] == "errors.ai_refused"
-    assert len(model.requests) == len(SCRIPT)  # the refusal was not sent again
+    assert len(model.requests) == 6  # the refusal was not sent again
 
 
 class Conversation(Api):
@@ -156,3 +161,32 @@ class Conversation(Api):
         sent = await self.post(self.path, {"text": text})
         assert sent.status_code == 202, sent.text
         return str(sent.json()["turn_id"])
+
+
+async def _protocols(base: str) -> None:
+    """The AI SDK's UI message stream and AG-UI follow a Responses turn as any other."""
+    async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+        message = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}
+        chat = await client.post("/api/chat", json={"id": "chat-responses", "messages": [message]})
+        assert chat.status_code == 200, chat.text
+        parts = _data(chat.text)
+        deltas = "".join(p["delta"] for p in parts if p.get("type") == "text-delta")
+        assert deltas == "Hello from the chat protocol."
+        assert parts[-1].get("type") == "finish"
+        question = {"id": "q1", "role": "user", "content": "hi"}
+        run = {"threadId": "thread-responses", "runId": "run-1", "messages": [question]}
+        ran = await client.post("/api/ag-ui", json=run)
+        assert ran.status_code == 200, ran.text
+        events = _data(ran.text)
+        contents = [e["delta"] for e in events if e.get("type") == "TEXT_MESSAGE_CONTENT"]
+        assert "".join(contents) == "Hello from AG-UI."
+        assert events[-1]["type"] == "RUN_FINISHED"
+
+
+def _data(text: str) -> list[dict[str, Any]]:
+    """The JSON `data` of each server-sent event of a response body."""
+    found = []
+    for line in text.splitlines():
+        if line.startswith("data:") and line[5:].strip() not in ("", "[DONE]"):
+            found.append(json.loads(line[5:]))
+    return found

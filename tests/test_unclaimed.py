@@ -177,7 +177,7 @@ async def test_serve_with_no_worker_says_the_turn_waits_then_fails_it(
 
         async def says_it_waits() -> bool:
             seen.update(await api.state(turn_id))
-            return seen["activity"] == WAITING
+            return bool(seen["activity"] == WAITING)
 
         await eventually(says_it_waits, "the waiting notice", bound=10)
         waited = asyncio.get_running_loop().time() - asked

@@ -228,7 +228,7 @@ class Assistant:
         """`ConfigError` if `limits` caps a day's cost and the model `provider` calls (the
         one chosen where the turns run) has no price; an offline model costs nothing."""
         if isinstance(self.limits, Limits) and provider.describe().get("provider") not in OFFLINE:
-            check_priced(self.limits, _described_model(provider))
+            prices.check_priced(self.limits, _described_model(provider))
 
     def model_settings(self) -> ModelSettings:
         """What goes with every request of this assistant's turns: the instructions,
@@ -350,21 +350,9 @@ def _check_settings(a: Assistant) -> None:
     _check_model_settings(a)
     check_setting(a.limits)
     if isinstance(a.limits, Limits):
-        check_priced(a.limits, a.model or _described_model(a.provider))
+        prices.check_priced(a.limits, a.model or _described_model(a.provider))
     compaction_of(a.compaction)
     ttl_of(a.prompt_cache)
-
-
-def check_priced(limits: Limits | None, model: str | None) -> None:
-    """`ConfigError` if `limits` caps a day's cost and `model` (when known) has no price:
-    its calls would cost nothing the ledger could count."""
-    if limits is None or limits.cost_per_day is None or model is None:
-        return
-    if prices.current().price(model) is None:
-        raise ConfigError(
-            f"limits has cost_per_day, but the model {model!r} has no price: add it with "
-            "--prices FILE (or TURNKEEPER_PRICES), or cap tokens_per_day instead"
-        )
 
 
 def _described_model(provider: str | Provider | None) -> str | None:

@@ -12,10 +12,10 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import TYPE_CHECKING, assert_never
 
 if TYPE_CHECKING:
-    from .wire import Reply
+    from .wire import Json, Reply
 
 from .i18n import counted
 
@@ -148,11 +148,11 @@ def unfinished(stopped: bool) -> Ending:
     return ending(Outcome.STOPPED if stopped else Outcome.FAILED)
 
 
-def reported(reply: Reply) -> dict[str, Any]:
-    """What the report of a turn that ended on `reply` says besides its stop reason: the
-    response's `stop_details` (a refusal's `category` and `explanation`), when it has them.
-    The reader's notice is the outcome's, whatever they say."""
-    return {"details": {"stop_details": reply.stop_details}} if reply.stop_details else {}
+def details_of(reply: Reply) -> dict[str, Json]:
+    """The report's details of a turn that ended on `reply`: the response's `stop_details`
+    (a refusal's `category` and `explanation`), when it has them. The reader's notice is
+    the outcome's, whatever they say."""
+    return {"stop_details": reply.stop_details} if reply.stop_details else {}
 
 
 def decide(reply: Reply) -> Outcome | None:

@@ -79,10 +79,11 @@ async def test_odd_ids_answer_404(strict: httpx.AsyncClient, odd_id: str) -> Non
 async def test_405_says_which_methods_are_allowed(strict: httpx.AsyncClient) -> None:
     turn_id, auth = await start_turn(strict)
     cases = [
-        ("DELETE", "/api/conversations", {"GET", "HEAD", "POST"}),
-        ("DELETE", f"/api/turns/{turn_id}", {"GET", "HEAD"}),
-        ("GET", f"/api/turns/{turn_id}/cancel", {"POST"}),
-        ("PUT", "/api/conversations/c_x/turns", {"POST"}),
+        ("DELETE", "/api/conversations", {"GET", "HEAD", "POST", "OPTIONS"}),
+        ("DELETE", f"/api/turns/{turn_id}", {"GET", "HEAD", "OPTIONS"}),
+        ("GET", f"/api/turns/{turn_id}/cancel", {"POST", "OPTIONS"}),
+        ("PUT", "/api/conversations/c_x/turns", {"POST", "OPTIONS"}),
+        ("PUT", "/api/conversations/c_x", {"GET", "HEAD", "DELETE", "PATCH", "OPTIONS"}),
     ]
     for method, path, allowed in cases:
         response = await strict.request(method, path, headers=auth)

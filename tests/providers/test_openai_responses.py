@@ -35,8 +35,10 @@ from turnkeeper.wire import ToolResult, ToolSpec
 from .conftest import Adapters
 from .turns import EchoTools, bubbles, run
 from .wire_server import (
+    RECORDED,
     Canned,
     WireServer,
+    corpus,
     json_response,
     recording,
     sse_response,
@@ -469,3 +471,53 @@ def test_the_wire_cost_bench_reads_both_wires_alike() -> None:
     found = responses_wire.measure(calls=3, rounds=2)
     assert found["chat"] > 0
     assert found["responses"] > 0
+
+
+def responses_rows(folder: Path) -> list[dict[str, Any]]:
+    """Every real (not suspect_synthetic) Responses recording of `folder`, of any server."""
+    rows = json.loads((folder / "index.json").read_text("utf-8"))["interactions"]
+    return [r for r in rows if r["api"] == "responses" and not r["suspect_synthetic"]]
+
+
+def read_through(folder: Path, row: dict[str, Any]) -> None:
+    """A recording through the branch its ending takes: a body or each stream it holds is
+    read to the reply its status says (kept whole), or to the error it names."""
+    response = recording(row["file"], folder)["response"]
+    bodies = []
+    if response.get("events"):
+        for text in rw.recorded_streams(response["events"]):
+            fold = ResponseFold()
+            for line in text.split("\n\n"):
+                if line:
+                    fold.feed(line.removeprefix("data: "))
+            bodies.append(fold.body())
+    else:
+        bodies.append(response["body"])
+    for found in bodies:
+        if found.get("status") in responses_api.ENDED:
+            reply = responses_api.parse_reply(found)
+            assert reply.message["output"] == found["output"]
+        else:
+            with pytest.raises(ProviderFailed, match=repr(found.get("status"))):
+                responses_api.parse_reply(found)
+
+
+@pytest.mark.parametrize("row", responses_rows(RECORDED), ids=lambda r: r["file"])
+def test_every_recorded_responses_exchange_reads_through_its_branch(row: dict[str, Any]) -> None:
+    if row["kind"] == "error":
+        with pytest.raises(ProviderFailed):
+            read_through(RECORDED, row)
+    else:
+        read_through(RECORDED, row)
+
+
+def test_every_responses_exchange_of_the_corpus_reads_through_its_branch() -> None:
+    """The same over the larger corpus, when TURNKEEPER_REAL_RESPONSES names it; a stream
+    the recording cut short (`stream_complete: false`) is a provider error, never a reply."""
+    folder = corpus()
+    for row in responses_rows(folder):
+        if row["kind"] == "error" or row.get("stream_complete") is False:
+            with pytest.raises((ProviderFailed, ProviderUnavailable)):
+                read_through(folder, row)
+        else:
+            read_through(folder, row)

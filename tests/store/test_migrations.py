@@ -256,3 +256,44 @@ async def test_pending_counts_what_migrate_would_apply_and_applies_nothing(store
         assert await migrated.pending() == 0
     finally:
         await migrated.close()
+
+
+BEFORE_BY_NAME = {"sqlite": 10, "postgresql": 13}
+"""How many migrations the schema had while turns were queued by their fingerprint."""
+
+
+@pytest.mark.postgres
+async def test_jobs_waiting_on_a_fingerprints_queue_move_to_their_assistants_name(
+    postgres_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.databases import fresh_schema
+
+    with fresh_schema(postgres_database) as url:
+        await jobs_moved(url, monkeypatch)
+
+
+async def jobs_moved(postgres_store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job deferred on its turn's fingerprint's queue, then the upgrade: on its name's."""
+    from turnkeeper.service.ownership import queue_of
+    from turnkeeper.service.worker import TASK
+    from turnkeeper.store.records import Owner
+
+    owner = Owner("Bakery", "0123456789ab")
+    old = await previous_store(postgres_store_url, monkeypatch, BEFORE_BY_NAME)
+    try:
+        conversation_id = await old.create_conversation(new_token()[1])
+        turn = await old.create_turn(conversation_id, "when do you open?", owner=owner)
+    finally:
+        await old.close()
+    target = parse_url(postgres_store_url).target
+    with psycopg.connect(target, autocommit=True) as pg:
+        pg.execute(
+            "INSERT INTO procrastinate_jobs (queue_name, task_name, args, queueing_lock)"
+            " VALUES (%s, %s, %s, %s)",
+            (f"turnkeeper_turns.{owner.version}", TASK, json.dumps({"turn_id": turn.turn_id}),
+             turn.turn_id),
+        )  # fmt: skip
+    await (await open_store(postgres_store_url)).close()  # the upgrade
+    with psycopg.connect(target, autocommit=True) as pg:
+        row = pg.execute("SELECT queue_name FROM procrastinate_jobs").fetchone()
+    assert row == (queue_of(owner),)

@@ -29,7 +29,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import ConfigError
-from ..usage import Usage
+from ..usage import Limits, Usage
 
 ENV = "TURNKEEPER_PRICES"
 MILLION = 1_000_000
@@ -215,3 +215,15 @@ __all__ = [
     "read_prices",
     "use",
 ]
+
+
+def check_priced(limits: Limits | None, model: str | None) -> None:
+    """`ConfigError` if `limits` caps a day's cost and `model` (when known) has no price:
+    its calls would cost nothing the ledger could count."""
+    if limits is None or limits.cost_per_day is None or model is None:
+        return
+    if current().price(model) is None:
+        raise ConfigError(
+            f"limits has cost_per_day, but the model {model!r} has no price: add it with "
+            "--prices FILE (or TURNKEEPER_PRICES), or cap tokens_per_day instead"
+        )

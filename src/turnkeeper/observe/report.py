@@ -19,11 +19,14 @@ import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..credentials import redact_text, redact_value
 from ..outcomes import Outcome
 from ..usage import Usage
+
+if TYPE_CHECKING:
+    from sentry_sdk._types import Event
 
 logger = logging.getLogger("turnkeeper.report")
 
@@ -121,5 +124,12 @@ def to_sentry(r: Report) -> bool:
         scope.set_tag("turnkeeper.outcome", r.outcome or "")
         scope.set_context("turnkeeper", r.as_dict())
         scope.fingerprint = ["turnkeeper", r.event, r.stop_reason or ""]
-        sentry_sdk.capture_message(f"turn {r.event}: {r.message}", level=level)
+        # No stack of its own: sentry-sdk 3 attaches one to every message by default, with
+        # the callers' local variables, which hold the text before its redaction.
+        message: Event = {
+            "message": f"turn {r.event}: {r.message}",
+            "level": level,
+            "threads": {"values": []},
+        }
+        sentry_sdk.capture_event(message)
     return True

@@ -76,7 +76,8 @@ class ModelSettings:
             extra["thinking"] = {"type": "enabled", "budget_tokens": self.thinking}
         if self.fallbacks is not None:
             extra["fallbacks"] = _fallbacks(self.fallbacks)
-        given = {"system": self.system, "max_tokens": self.max_tokens, "extra_body": extra}
+        given: dict[str, Any] = {"system": self.system, "max_tokens": self.max_tokens}
+        given |= {"extra_body": extra}
         if self.fallbacks is not None:
             given["betas"] = [FALLBACK_BETA]
         chosen = {

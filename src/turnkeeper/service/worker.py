@@ -24,8 +24,9 @@ from typing import Any
 from ..errors import MissingExtra
 from ..i18n import counted
 from ..store import Store
+from . import ownership
 from .job import TurnJob
-from .ownership import QUEUE, queue_of
+from .ownership import queue_of
 from .queue import say_how_it_ended
 from .sweeper import Sweeper
 
@@ -45,6 +46,8 @@ except ImportError as e:  # pragma: no cover - depends on the installed extras
 logger = logging.getLogger("turnkeeper.worker")
 
 TASK = "turnkeeper.run_turn"
+QUEUE = ownership.QUEUE
+"""The queue of turns that record no assistant (queued before turns recorded one)."""
 
 
 async def defer(app: procrastinate.App, store: Store | None, turn_id: str) -> None:

@@ -27,7 +27,7 @@ from ..credentials import redact_text
 from ..errors import ProviderError
 from ..observe.report import Report
 from ..observe.watchers import Watcher, watch_turn, watched_tools
-from ..outcomes import Ending, Outcome, Status, decide, ending, reported, unfinished
+from ..outcomes import Ending, Outcome, Status, decide, details_of, ending, unfinished
 from ..providers import Provider
 from ..state import PublishedState
 from ..store.records import Checkpoint, EventType, NewEvent, ResumeRecord
@@ -325,7 +325,7 @@ class _Turn:
         if outcome is Outcome.FINISHED:
             self.show(reply)
         why = "" if outcome is Outcome.FINISHED else f"stop_reason {reply.raw_stop!r}"
-        self.end(outcome, why, stop_reason=reply.raw_stop, **reported(reply))
+        self.end(outcome, why, stop_reason=reply.raw_stop, details=details_of(reply))
 
     def end(self, outcome: Outcome, why: str = "", *, key: str | None = None, **about: Any) -> None:
         """End with `outcome`'s `Ending` (its notice `key`, if given: a failure's error's);

@@ -37,11 +37,7 @@ OUTCOMES = (*(o.value for o in Outcome), Status.WAITING.value)
 """How a traced turn ended, or that it stopped to wait for a person (`waiting`)."""
 T = TypeVar("T")
 
-USAGE_OF = {
-    "anthropic": messages_api.parse_usage,
-    "openai": chat_api.parse_usage,
-    responses_api.NAME: responses_api.parse_usage,
-}
+USAGE_OF = {m.WIRE.name: m.parse_usage for m in (messages_api, chat_api, responses_api)}
 """How each wire format's response `usage` reads, as its adapter reads it."""
 
 

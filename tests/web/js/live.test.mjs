@@ -109,6 +109,13 @@ describe("fold", () => {
     assert.equal(fold(ended, ev("turn.started")).end, null); // a resumed run
   });
 
+  test("the notice that a queued turn waits for a worker is gone once a worker starts it", () => {
+    seq = 0;
+    const waiting = folded(ev("activity", { key: "notices.waiting_for_worker" }));
+    assert.equal(waiting.activity, "notices.waiting_for_worker");
+    assert.equal(fold(waiting, ev("turn.started")).activity, null);
+  });
+
   test("a card is drawn once, a card that is not one not at all", () => {
     seq = 0;
     const card = { title: "Order A-1", fields: [{ label: "Status", value: "shipped" }] };
