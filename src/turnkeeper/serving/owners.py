@@ -20,10 +20,13 @@ from ..store.records import Owner
 logger = logging.getLogger("turnkeeper.server")
 
 
-async def tell_owners(store: Store, owner: Owner, app: str | None) -> str:
+async def tell_owners(
+    store: Store, owner: Owner, app: str | None, *, always: bool = True
+) -> str | None:
     """The line: what this process serves (`app`: its import string; None for the demo
     assistant), and the database's queued turns of other assistants and other versions;
-    a warning when some are another assistant's."""
+    a warning when some are another assistant's. Not `always` (a process that runs its
+    turns itself, on SQLite): only that warning. The line said, or None."""
     queued = await store.owners()
     theirs = [(o, n) for o, n in queued if o.assistant != owner.assistant]
     versions = [(o, n) for o, n in queued if o.assistant == owner.assistant and o != owner]
@@ -37,6 +40,8 @@ async def tell_owners(store: Store, owner: Owner, app: str | None) -> str:
         )
     else:
         line += "the database has no queued turn it cannot take"
+        if not always:
+            return None
     if versions:
         other = ", ".join(f"{counted(n, 'turn')} of version {o.version}" for o, n in versions)
         line += f"; it runs those queued by other versions of it ({other})"

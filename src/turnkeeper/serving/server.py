@@ -405,7 +405,9 @@ async def _resources(
             assistant.check(await tools.list_tools())
             store = await open_store(settings.database)
             try:
-                await tell_owners(store, assistant.owner, settings.app)
+                shared = parse_url(settings.database).scheme == "postgresql"
+                always = shared or not settings.worker  # workers elsewhere may serve it
+                await tell_owners(store, assistant.owner, settings.app, always=always)
                 yield store, tools
             finally:
                 await store.close()
