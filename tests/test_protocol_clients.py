@@ -189,14 +189,20 @@ def test_ag_ui_cut_answer(app: Served) -> None:
     assert all(LONG[:20] not in str(m["content"]) for m in got["messages"])  # withdrawn
 
 
-def test_ag_ui_another_user_refused(app: Served) -> None:
-    app.model.script = [answer("Hi.")]
+def test_ag_ui_two_owners_of_one_thread_id_see_only_their_own(app: Served) -> None:
+    app.model.script = [answer("Hi."), answer("Hello, other.")]
     got = app.node("ag_ui_other_user")
-    assert got["mine"]["error"] is None
-    assert got["theirs"]["status"] == 404
-    assert got["theirs"]["error"]
-    assert got["wrong"]["status"] == 404
-    assert got["wrong"]["error"]
+    assert got["mine"]["error"] is None, got
+    assert got["theirs"]["error"] is None, got
+    assert got["theirs"]["status"] == 200
+    assert got["wrong"]["error"] is None, got  # a made-up token: an empty thread of its own
+    assert got["wrong"]["types"] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+    assert got["wrong"]["messages"] == 0
+    assert got["loaded"]["mine"]["messages"] == [["user", "Hello."], ["assistant", "Hi."]]
+    assert got["loaded"]["theirs"]["messages"] == [
+        ["user", "Let me in."],
+        ["assistant", "Hello, other."],
+    ]
 
 
 def test_ag_ui_dropped_stream_does_not_stop_the_turn(app: Served) -> None:
@@ -280,13 +286,17 @@ def test_chat_cut_answer(app: Served) -> None:
     assert "finish" not in got["types"]
 
 
-def test_chat_another_user_refused(app: Served) -> None:
-    app.model.script = [answer("Hi.")]
+def test_chat_two_owners_of_one_chat_id_see_only_their_own(app: Served) -> None:
+    app.model.script = [answer("Hi."), answer("Hello, other.")]
     got = app.node("chat_other_user")
     assert got["mine"][-1] == "finish"
-    assert got["theirs"]["status"] == 404
-    assert got["theirs"]["error"]
-    assert got["reconnect"]["status"] == 404
+    assert got["theirs"][-1] == "finish"
+    assert got["tokens"] is True
+    assert got["reconnect"] is None, "no active turn: 204"
+    assert got["loaded"] == {
+        "mine": [["user", "Hello."], ["assistant", "Hi."]],
+        "theirs": [["user", "Let me in."], ["assistant", "Hello, other."]],
+    }
 
 
 def test_chat_dropped_stream_reconnected(app: Served) -> None:

@@ -36,7 +36,12 @@ from tests.api.test_routes import HeldQueue
 from turnkeeper.api import create_app
 from turnkeeper.store import Store, open_store
 
-PROTOCOLS = {"/api/ag-ui", "/api/chat", "/api/chat/{chat_id}/stream"}
+PROTOCOLS = {
+    "/api/ag-ui",
+    "/api/chat",
+    "/api/chat/{chat_id}/stream",
+    "/api/chat/{chat_id}/messages",
+}
 EXAMPLES = 40
 """Cases per operation and generation mode."""
 

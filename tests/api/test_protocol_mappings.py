@@ -220,3 +220,41 @@ def test_ui_stream_cut_answer_ends_with_the_notice_never_a_finish() -> None:
     assert "finish" not in [p["type"] for p in out]
     failed = log((EventType.TURN_ENDED, {"status": "failed", "outcome": "failed"}))
     assert parts(failed)[-1] == {"type": "error", "errorText": "errors.ai_failed"}
+
+
+CRASHED = log(
+    (EventType.TURN_STARTED, {}),
+    (EventType.TOOL_STARTED, {"tool_use_id": "tu1", "tool": "look_up", "input": {}}),
+    (EventType.TOOL_ENDED, {"tool_use_id": "tu1", "is_error": False, "output": "found"}),
+    (EventType.TEXT_DELTA, {"delta": "w0 w1 ", "message": "m2"}),
+    (EventType.TEXT_RETRACTED, {"message": "m2", "key": "errors.ai_failed"}),
+    (EventType.TURN_STARTED, {}),
+    (EventType.TEXT_DELTA, {"delta": "w0 w1 w2", "message": "m2"}),
+    (EventType.TURN_ENDED, {"status": "finished", "outcome": "finished", "usage": USAGE}),
+)
+
+
+def test_ui_stream_restarts_the_message_after_a_live_withdrawal() -> None:
+    """A crashed run's text, withdrawn while the response is open: once the turn goes on,
+    a new message (a new `messageId`) repeats what stands, the dead text left out."""
+    out = parts(CRASHED)
+    restart = out.index({"type": "start", "messageId": "t_1-1"})
+    texts = [p["delta"] for p in out[restart:] if p["type"] == "text-delta"]
+    assert texts == ["w0 w1 w2"]
+    tools = [p["type"] for p in out[restart:] if p["type"].startswith("tool-")]
+    assert tools == ["tool-input-available", "tool-output-available"], "what stands, again"
+    assert out[-1] == {"type": "finish", "finishReason": "stop"}
+
+
+def test_ui_stream_sends_nothing_again_for_text_withdrawn_before_it() -> None:
+    """Text withdrawn before the response began (hidden): no restart."""
+    out = parts(CRASHED, after=5)
+    assert all(p.get("messageId") != "t_1-1" for p in out)
+    assert [p["delta"] for p in out if p["type"] == "text-delta"] == ["w0 w1 w2"]
+
+
+def test_ui_stream_keeps_the_message_when_the_turn_ends_at_the_withdrawal() -> None:
+    """A cut answer ends with the notice: no new message for nothing to follow."""
+    assert [p for p in parts(CUT) if p["type"] == "start"] == [
+        {"type": "start", "messageId": "t_1"}
+    ]

@@ -15,6 +15,7 @@ export function agent(base, { threadId, token } = {}) {
       kept.token = response.headers.get("x-turnkeeper-token") ?? kept.token;
       kept.status = response.status;
       kept.turn = response.headers.get("x-turnkeeper-turn") ?? kept.turn;
+      kept.conversation = response.headers.get("x-turnkeeper-conversation") ?? kept.conversation;
       return response;
     },
   });

@@ -9,7 +9,7 @@ const got = await run(a, "Write a lot.", {}, (event, running) => {
 });
 let conversation = null;
 for (let i = 0; i < 300; i++) {
-  const response = await fetch(`${base}/api/conversations/${a.threadId}`, {
+  const response = await fetch(`${base}/api/conversations/${a.kept.conversation}`, {
     headers: { authorization: `Bearer ${a.kept.token}` },
   });
   conversation = await response.json();

@@ -13,6 +13,7 @@ export function transport(base, { token, headers = {} } = {}) {
       const response = await fetch(url, { ...init, headers: sent });
       kept.token = response.headers.get("x-turnkeeper-token") ?? kept.token;
       kept.status = response.status;
+      kept.conversation = response.headers.get("x-turnkeeper-conversation") ?? kept.conversation;
       kept.protocol = response.headers.get("x-vercel-ai-ui-message-stream");
       kept.type = response.headers.get("content-type");
       kept.cache = response.headers.get("cache-control");

@@ -408,11 +408,11 @@ PATHS: dict[str, Any] = {
     },
     "/api/ag-ui": {
         "post": {
-            "summary": "AG-UI 1.0: a RunAgentInput (threadId = the conversation, created on first"
-            " use; the newest user message is the question, or `resume` decides the interrupts)"
-            " → the run's AG-UI events as server-sent events. A new thread's token comes back"
-            " in `x-turnkeeper-token` (without sign-in). Errors carry AG-UI's RUN_ERROR shape"
-            " beside `error`.",
+            "summary": "AG-UI 1.0: a RunAgentInput (threadId names the caller's own conversation,"
+            " created on first use; a newest user message is the question, `resume` decides"
+            " interrupts; neither: MESSAGES_SNAPSHOT, then the active run) → AG-UI events as"
+            " server-sent events. A new token (no sign-in) comes back in `x-turnkeeper-token`,"
+            " the stored conversation in `x-turnkeeper-conversation`. Errors: RUN_ERROR shape.",
             "security": _NEW_OR_BEARER,
             "requestBody": {
                 "required": True,
@@ -428,7 +428,7 @@ PATHS: dict[str, Any] = {
     "/api/chat": {
         "post": {
             "summary": "The AI SDK's UI message stream v1: useChat's body ({id, messages, trigger,"
-            " messageId}; id = the conversation, created on first use; the last user message is"
+            " messageId}; id names the caller's own conversation; the last user message is"
             " the question, or an assistant message's approval responses decide the uses the"
             " turn waits for) → the UI message stream (`x-vercel-ai-ui-message-stream: v1`)."
             " Errors carry the stream's error shape beside `error`.",
@@ -447,17 +447,18 @@ PATHS: dict[str, Any] = {
     "/api/chat/{chat_id}/stream": {
         "get": {
             "summary": "The conversation's active turn as a UI message stream, from its first"
-            " part; 204 when none is active.",
+            " part; 204 when none is active (or the caller has no chat of this id).",
             "security": BEARER,
             "parameters": [_id("chat_id")],
             "responses": {
                 "200": _UI,
                 "204": _answer("no turn is active"),
-                **_errors(401, 404),
+                **_errors(400, 401),
                 "429": _STREAMS,
             },
         }
     },
+    "/api/chat/{chat_id}/messages": controls.CHAT_MESSAGES,
     "/api/usage": {
         "get": {
             "summary": "The signed-in caller's usage today and their limits, and when each "

@@ -161,3 +161,24 @@ FEEDBACK: Part = {
     }
 }
 """`POST /api/turns/{turn_id}/feedback`."""
+
+CHAT_MESSAGES: Part = {
+    "get": {
+        "summary": "The caller's conversation of this chat id as the AI SDK's `UIMessage[]`"
+        " (user text; assistant text, dynamic tool parts with input, output and approval,"
+        " data parts), what `useChat({messages})` takes; the active turn's answer is left to"
+        " `GET /api/chat/{chat_id}/stream`. `[]` when the caller has none of this id.",
+        "security": [{"bearer": []}],
+        "parameters": [_path("chat_id")],
+        "responses": {
+            "200": {
+                "description": "the UI messages",
+                "content": {
+                    "application/json": {"schema": {"type": "array", "items": {"type": "object"}}}
+                },
+            },
+            **_errors(400, 401),
+        },
+    }
+}
+"""`GET /api/chat/{chat_id}/messages`."""

@@ -56,7 +56,8 @@ def _text_part(text: str) -> dict[str, Any]:
 
 def ag_ui_input(question: str) -> dict[str, Any]:
     """`POST /api/ag-ui`'s body: a RunAgentInput with a user's question (`question`, the
-    text's pattern), or a `resume` deciding interrupts."""
+    text's pattern), a `resume` deciding interrupts, or neither (the conversation's
+    MESSAGES_SNAPSHOT, then its active run)."""
     asked = {
         "type": "object",
         "required": ["id", "role", "content"],
@@ -86,10 +87,6 @@ def ag_ui_input(question: str) -> dict[str, Any]:
             "state": {},
             "forwardedProps": {},
         },
-        "anyOf": [
-            {"properties": {"messages": {"minItems": 1}}},
-            {"required": ["resume"], "properties": {"resume": {"minItems": 1}}},
-        ],
     }
 
 
