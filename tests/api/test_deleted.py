@@ -22,6 +22,7 @@ from tests.api.test_users import ADA, BOB, by_header
 from tests.models import GatedModel
 from tests.waiting import eventually
 from turnkeeper.api import create_app
+from turnkeeper.api.chat_ids import token_space
 from turnkeeper.api.routes import NO_CONVERSATION, NO_TURN
 from turnkeeper.providers import TextSink, messages_api
 from turnkeeper.service.job import TurnJob
@@ -144,7 +145,7 @@ async def test_a_conversation_deleted_elsewhere_is_404_on_every_route(
         answers, (404, {"error": NO_CONVERSATION})
     )
     stream = await b.client.get(f"/api/chat/{conversation_id}/stream", headers=auth)
-    assert (stream.status_code, stream.json()["error"]) == (404, NO_CONVERSATION)
+    assert stream.status_code == 204, "a chat id with no conversation: nothing active"
 
     assert b.held.turn_ids == [turn_id], "nothing queued for the deleted conversation"
     assert await a.store.counts() == counts, "no turn row made for it"
@@ -197,11 +198,10 @@ async def test_a_conversation_deleted_by_the_command_line_is_404_in_a_serving_ap
         app.state.streams.close()  # the run's stream ends at once (its turn is held)
         again = await client.post("/api/ag-ui", json=run, headers=auth)
         assert again.status_code == 200, again.text
-        new = {"authorization": f"Bearer {again.headers['x-turnkeeper-token']}"}
-        assert new != auth, "a new conversation under the id, with a new token"
-        assert [m["text"] for m in (await client.get(path, headers=new)).json()["messages"]] == [
-            "hi"
-        ]
+        thread = again.headers["x-turnkeeper-conversation"]
+        assert thread != conversation_id, "a thread id names a conversation of the token's own"
+        page = await client.get(f"/api/conversations/{thread}", headers=auth)
+        assert [m["text"] for m in page.json()["messages"]] == ["hi"]
     assert held.turn_ids == [turn_id, again.headers["x-turnkeeper-turn"]]
 
 
@@ -210,7 +210,7 @@ async def test_the_protocols_find_a_conversation_deleted_elsewhere_unknown(
 ) -> None:
     """AG-UI's thread and the AI SDK's chat are the client's ids, created on first use: a
     deleted one is unknown, in the other app as in the app that deleted it, and the
-    next request starts a new, empty conversation under a new token (never a turn in
+    token's next request starts a new, empty conversation under the id (never a turn in
     the deleted one, never a `500`)."""
     queue = LocalQueue(TurnJob(other_store, Answering()))
     question = {"id": "q", "role": "user", "content": "hi"}
@@ -223,22 +223,18 @@ async def test_the_protocols_find_a_conversation_deleted_elsewhere_unknown(
             ("/api/ag-ui", {"threadId": "thread-d", "runId": "r", "messages": [question]}),
             ("/api/chat", {"id": "chat-d", "messages": [message]}),
         ):
-            thread = str(body.get("threadId", body.get("id")))
             first = await b.post(route, json=body)
             assert first.status_code == 200
             auth = {"authorization": f"Bearer {first.headers['x-turnkeeper-token']}"}
-            path = f"/api/conversations/{thread}"
+            path = f"/api/conversations/{first.headers['x-turnkeeper-conversation']}"
             assert len((await b.get(path, headers=auth)).json()["messages"]) == 2
             assert (await a.delete(path, headers=auth)).status_code == 204
 
             again = await b.post(route, json=body, headers=auth)
 
             assert again.status_code == 200, again.text
-            token = again.headers["x-turnkeeper-token"]
-            assert auth["authorization"] != f"Bearer {token}", "a new conversation, a new token"
-            new = {"authorization": f"Bearer {token}"}
-            assert len((await b.get(path, headers=new)).json()["messages"]) == 2, "empty before"
-            assert (await b.get(path, headers=auth)).status_code == 404
+            assert "x-turnkeeper-token" not in again.headers, "the token's own space still"
+            assert len((await b.get(path, headers=auth)).json()["messages"]) == 2, "empty before"
         await queue.join()
 
 
@@ -262,9 +258,9 @@ async def test_a_conversation_id_made_again_by_another_opens_only_for_them(
             "new turn": await b.post(
                 "/api/conversations/thread-1/turns", json={"text": "mine?"}, headers=ADA
             ),
-            "chat stream": await b.get("/api/chat/thread-1/stream", headers=ADA),
         }
         assert {n: r.status_code for n, r in answers.items()} == dict.fromkeys(answers, 404)
+        assert (await b.get("/api/chat/thread-1/stream", headers=ADA)).status_code == 204
         bobs = await b.get("/api/conversations/thread-1", headers=BOB)
         assert bobs.json()["messages"][0]["text"] == "bob's question"
 
@@ -312,7 +308,10 @@ async def test_a_conversation_deleted_while_a_request_acts_on_it_is_404(
     refusal is the `404` of a conversation (or turn) that is not there, nothing queued."""
     held = HeldQueue()
     async with client_for(create_app(store, held)) as client:
-        conversation_id, auth = await conversation(client)
+        token, token_hash = new_token()  # the conversation the token's thread id names
+        auth = {"authorization": f"Bearer {token}"}
+        conversation_id = token_space(token_hash).conversation("thread-x")
+        await store.create_conversation(token_hash, conversation_id=conversation_id)
         response = await client.post(
             f"/api/conversations/{conversation_id}/turns", json={"text": "hi"}, headers=auth
         )
@@ -333,9 +332,9 @@ async def test_a_conversation_deleted_while_a_request_acts_on_it_is_404(
             "turns": (f"/api/conversations/{conversation_id}/turns", {"text": "again"}),
             "ag-ui": (
                 "/api/ag-ui",
-                {"threadId": conversation_id, "runId": "r", "messages": [question]},
+                {"threadId": "thread-x", "runId": "r", "messages": [question]},
             ),
-            "chat": ("/api/chat", {"id": conversation_id, "messages": [message]}),
+            "chat": ("/api/chat", {"id": "thread-x", "messages": [message]}),
             "feedback": (f"/api/turns/{turn_id}/feedback", {"rating": "up"}),
             "approvals": (
                 f"/api/turns/{turn_id}/approvals",

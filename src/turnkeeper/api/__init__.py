@@ -37,7 +37,7 @@ from .errors import (
 from .headers import Cors, SecurityHeaders, security_headers
 from .limits import MAX_BODY, BodyLimit
 from .metrics import endpoint as exposition
-from .protocols import TOKEN_HEADER, TURN_HEADER, Protocols
+from .protocols import CONVERSATION_HEADER, TOKEN_HEADER, TURN_HEADER, Protocols
 from .routes import Routes
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ def _handlers() -> dict[type[Exception], Any]:
 def _middleware(cors: Cors, frame_ancestors: Sequence[str], max_body: int) -> list[Middleware]:
     return [
         Middleware(SecurityHeaders, headers=security_headers(frame_ancestors)),
-        *cors.middleware(exposed=(TOKEN_HEADER, TURN_HEADER)),
+        *cors.middleware(exposed=(TOKEN_HEADER, TURN_HEADER, CONVERSATION_HEADER)),
         Middleware(BodyLimit, limit=max_body),
     ]
 

@@ -123,6 +123,18 @@ class AgUiRun:
         out = self._map(event)
         return out if shown else []
 
+    def snapshotted(self) -> BaseEvent:
+        """The conversation as the server holds it now (`snapshot()`), as one event."""
+        return MessagesSnapshotEvent(messages=self.snapshot())
+
+    def finished(self) -> list[BaseEvent]:
+        """A run that follows no turn: done at once."""
+        return [
+            RunFinishedEvent(
+                thread_id=self.thread_id, run_id=self.run_id, outcome=RunFinishedSuccessOutcome()
+            )
+        ]
+
     def error(self, message: str, code: str) -> list[BaseEvent]:
         """A run that cannot go on: its open text closed, then `RUN_ERROR`."""
         return [*self._close(), RunErrorEvent(message=message, code=code)]

@@ -1,16 +1,17 @@
 """The two protocols' HTTP side: AG-UI at `POST /api/ag-ui`, the AI SDK's UI message
-stream at `POST /api/chat` and `GET /api/chat/{id}/stream`.
+stream at `POST /api/chat`, `GET /api/chat/{id}/stream` and `GET /api/chat/{id}/messages`.
 
 Both are projections of the turn's event log (ag_ui.py, ui_stream.py): a
 request asks a question (or decides the uses a turn waits for), and the
 response follows the turn's events, mapped, as server-sent events. The
-conversation's id is the client's (`threadId`, the chat's `id`): created on
-first use, owned by whoever created it (the signed-in user, or the holder of
-the token sent back in `x-turnkeeper-token`), and another's answers `404`
-like any conversation of the API. The server's history is the truth: the
-history a client sends is not read, only its newest question (or decision).
-A client that drops the connection does not stop the turn: Stop is
-`POST /api/turns/{turn_id}/cancel`.
+conversation's id is the client's (`threadId`, the chat's `id`), within its
+owner's space (chat_ids.py): the signed-in user's, or the token's sent as
+`Authorization: Bearer` (a request without one makes a new token, sent back in
+`x-turnkeeper-token`). Two owners' same id are two conversations, and another's
+id is an unused one: created on first use, never `404`. The server's history
+is the truth: the history a client sends is not read, only its newest question
+(or decision). A client that drops the connection does not stop the turn: Stop
+is `POST /api/turns/{turn_id}/cancel`.
 """
 
 from __future__ import annotations
@@ -21,18 +22,27 @@ from typing import TYPE_CHECKING, Any
 
 from ag_ui.core import RunAgentInput
 from ag_ui.encoder import EventEncoder
-from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..store import UNCLAIMED, Busy, NoConversation, hash_token, new_token
+from ..store import UNCLAIMED, Busy, NoConversation, hash_token
 from ..store.records import EventType, TurnEvent
 from ..turn.lifecycle import fail
 from .ag_ui import AgUiRun, parse_interrupt, transcript_messages
+from .chat_ids import Space, fresh_space, owns, token_space, user_space
 from .errors import ApiError
-from .routes import BUSY, NO_CONVERSATION, _json_body, _plausible, _question
+from .protocol_bodies import (
+    ag_ui_question,
+    approvals,
+    chat_body,
+    chat_question,
+    client_id,
+    run_input,
+)
+from .routes import BUSY, NO_CONVERSATION, _json_body
 from .stream import _Response
+from .transcripts import Transcripts, withdrawn
 from .ui_stream import HEADERS, UiStream
 
 if TYPE_CHECKING:
@@ -43,7 +53,9 @@ TOKEN_HEADER = "x-turnkeeper-token"
 TURN_HEADER = "x-turnkeeper-turn"
 """The header that names the turn a response follows (what `POST /api/turns/{id}/cancel`
 stops)."""
-NO_QUESTION = "The newest message must be the user's question, as text."
+CONVERSATION_HEADER = "x-turnkeeper-conversation"
+"""The header that names the stored conversation a client's id names (the id of
+`/api/conversations/{id}`)."""
 UNKNOWN_INTERRUPT = "No turn of this thread waits on that interrupt."
 EXPIRED = "That interrupt is no longer answered: its turn stopped waiting."
 UNDECIDED = "The turn still waits on interrupts this run did not answer."
@@ -58,13 +70,16 @@ class Protocols:
         self.routes = routes
         self.store = routes.store
         self.streams = routes.streams
+        self.transcripts = Transcripts(routes.store)
 
     def endpoints(self) -> list[Route]:
-        """`POST /api/ag-ui`, `POST /api/chat` and `GET /api/chat/{chat_id}/stream`."""
+        """`POST /api/ag-ui`, `POST /api/chat`, `GET /api/chat/{chat_id}/stream` and
+        `GET /api/chat/{chat_id}/messages`."""
         return [
             Route("/api/ag-ui", self.ag_ui, methods=["POST"]),
             Route("/api/chat", self.chat, methods=["POST"]),
             Route("/api/chat/{chat_id}/stream", self.chat_stream),
+            Route("/api/chat/{chat_id}/messages", self.chat_messages),
         ]
 
     # ---- AG-UI ------------------------------------------------------------
@@ -73,28 +88,54 @@ class Protocols:
         """`POST /api/ag-ui`: a `RunAgentInput` → the run's AG-UI events."""
         try:
             user = await self.routes._user(request)
-            given = _run_input(await _json_body(request))
+            given = run_input(await _json_body(request))
+            question = ag_ui_question(given)
+            if not given.resume and question is None:
+                return await self._ag_ui_loaded(request, given, user)
             thread, token = await self._claim(request, given.thread_id, user)
             resolve = self._resolver(request)
             if given.resume:
                 turn_id, after = await self._resume_ag_ui(thread, given)
             else:
-                turn_id, after = await self._ask(request, thread, _ag_ui_question(given), user)
+                turn_id, after = await self._ask(request, thread, str(question), user)
         except ApiError as e:
-            body = {"error": e.message, "type": "RUN_ERROR", "message": e.message, **e.fields}
-            return JSONResponse({**body, "code": _code(e.status)}, e.status, headers=e.headers)
+            return _ag_ui_refused(e)
         except _RunError as e:
             return self._sse(_ag_ui_error(given, e), {})
         history = transcript_messages(await self._transcript(thread))
-        run = AgUiRun(thread, given.run_id, turn_id, resolve, history=history)
-        headers = {TURN_HEADER: turn_id, **_token(token)}
+        run = AgUiRun(given.thread_id, given.run_id, turn_id, resolve, history=history)
+        headers = {TURN_HEADER: turn_id, CONVERSATION_HEADER: thread, **_token(token)}
         return self._sse(self._ag_ui_events(run, turn_id, after), headers)
 
-    async def _ag_ui_events(self, run: AgUiRun, turn_id: str, after: int) -> AsyncIterator[bytes]:
+    async def _ag_ui_loaded(
+        self, request: Request, given: RunAgentInput, user: str | None
+    ) -> Response:
+        """A run without a new question (a client that loads the thread): `RUN_STARTED`,
+        the conversation's `MESSAGES_SNAPSHOT`, then its active turn from its first event
+        (`RUN_FINISHED` at once when none). An unknown thread, another's included, is an
+        empty snapshot; nothing is created."""
+        thread = await self._find(request, given.thread_id, user)
+        resolve = self._resolver(request)
+        history = (
+            await self.transcripts.ag_ui_messages(thread, given.thread_id, resolve)
+            if thread
+            else []
+        )
+        turn_id = await self.store.open_turn(thread) if thread else None
+        run = AgUiRun(given.thread_id, given.run_id, turn_id or "", resolve, history=history)
+        headers = {TURN_HEADER: turn_id} if turn_id else {}
+        return self._sse(self._ag_ui_events(run, turn_id, 0, snapshot=True), headers)
+
+    async def _ag_ui_events(
+        self, run: AgUiRun, turn_id: str | None, after: int, *, snapshot: bool = False
+    ) -> AsyncIterator[bytes]:
         encoder, n = EventEncoder(), 0
-        for first in run.started():
+        first = [*run.started(), *([run.snapshotted()] if snapshot else [])]
+        for started in first if turn_id else [*first, *run.finished()]:
             n += 1
-            yield f"id: {n}\n{encoder.encode(first)}".encode()
+            yield f"id: {n}\n{encoder.encode(started)}".encode()
+        if turn_id is None:
+            return
         async for event, shown in self._events(turn_id, after, through_waits=False):
             for mapped in run.feed(event, shown):
                 n += 1
@@ -161,36 +202,48 @@ class Protocols:
         try:
             user = await self.routes._user(request)
             body = await _json_body(request)
-            chat_id, messages = _chat_body(body)
+            chat_id, messages = chat_body(body)
             thread, token = await self._claim(request, chat_id, user)
             last = messages[-1]
-            decisions = _approvals(last)
+            decisions = approvals(last)
             if decisions:
                 turn_id, after = await self._resume_chat(thread, decisions)
             else:
-                turn_id, after = await self._ask(request, thread, _chat_question(last), user)
+                turn_id, after = await self._ask(request, thread, chat_question(last), user)
         except ApiError as e:
-            body = {"error": e.message, "type": "error", "errorText": e.message, **e.fields}
-            return JSONResponse(body, e.status, headers=e.headers)
-        return await self._ui_response(request, turn_id, after, through_waits=False, token=token)
+            return _chat_refused(e)
+        return await self._ui_response(
+            request, turn_id, after, through_waits=False, headers=_named(thread, token)
+        )
 
     async def chat_stream(self, request: Request) -> Response:
         """`GET /api/chat/{id}/stream`: the conversation's active turn from its first part;
-        `204` when none is active."""
+        `204` when none is active, or the caller has no conversation of this id (it would
+        be created by their first message)."""
         try:
             user = await self.routes._user(request)
-            chat_id = request.path_params["chat_id"]
-            guard = await self.store.guard(chat_id) if _plausible(chat_id) else None
-            if not self.routes._opens(request, guard, user):
-                raise ApiError(404, NO_CONVERSATION)
+            chat_id = await self._find(request, request.path_params["chat_id"], user)
         except ApiError as e:
-            return JSONResponse(
-                {"error": e.message, "type": "error", "errorText": e.message}, e.status
-            )
-        turn_id = await self.store.open_turn(chat_id)
-        if turn_id is None:
+            return _chat_refused(e)
+        turn_id = await self.store.open_turn(chat_id) if chat_id else None
+        if chat_id is None or turn_id is None:
             return Response(status_code=204)
-        return await self._ui_response(request, turn_id, 0, through_waits=True, token=None)
+        headers = {CONVERSATION_HEADER: chat_id}
+        return await self._ui_response(request, turn_id, 0, through_waits=True, headers=headers)
+
+    async def chat_messages(self, request: Request) -> Response:
+        """`GET /api/chat/{id}/messages`: the conversation as the AI SDK's `UIMessage[]`
+        (transcripts.py), what `useChat({messages})` starts from; `[]` when the caller has
+        no conversation of this id. The active turn's answer is left to the stream."""
+        try:
+            user = await self.routes._user(request)
+            chat_id = await self._find(request, request.path_params["chat_id"], user)
+        except ApiError as e:
+            return _chat_refused(e)
+        if chat_id is None:
+            return JSONResponse([])
+        loaded = await self.transcripts.ui_messages(chat_id, self._resolver(request))
+        return JSONResponse(loaded, headers={CONVERSATION_HEADER: chat_id})
 
     async def _resume_chat(self, thread: str, decisions: Mapping[str, bool]) -> tuple[str, int]:
         turn_id = await self.store.open_turn(thread)
@@ -199,19 +252,28 @@ class Protocols:
         return turn_id, await self._decide(turn_id, decisions, _conflict)
 
     async def _ui_response(
-        self, request: Request, turn_id: str, after: int, *, through_waits: bool, token: str | None
+        self,
+        request: Request,
+        turn_id: str,
+        after: int,
+        *,
+        through_waits: bool,
+        headers: Mapping[str, str],
     ) -> Response:
         record = await self.store.resume_record(turn_id)
         decisions = dict(record.decisions) if record is not None else {}
         parts = UiStream(turn_id, self._resolver(request), decisions)
-        headers = {**HEADERS, TURN_HEADER: turn_id, **_token(token)}
+        headers = {**HEADERS, TURN_HEADER: turn_id, **headers}
         return self._sse(self._ui_parts(parts, turn_id, after, through_waits), headers)
 
     async def _ui_parts(
         self, parts: UiStream, turn_id: str, after: int, through_waits: bool
     ) -> AsyncIterator[bytes]:
         yield _data(parts.opening())
+        skip = withdrawn(await self.transcripts.log(turn_id))
         async for event, shown in self._events(turn_id, after, through_waits=through_waits):
+            if event.seq in skip:
+                continue
             waits = event.type is EventType.TURN_WAITING and shown
             if waits and (not through_waits or await self._halts(turn_id, event)):
                 yield _data(parts.feed(event) + parts.waited())
@@ -224,25 +286,38 @@ class Protocols:
     async def _claim(
         self, request: Request, chat_id: str, user: str | None
     ) -> tuple[str, str | None]:
-        """The client's conversation: opened if the caller may open it, created (owned by
-        the caller) if no conversation has the id; `404` if it is another's. The new
-        conversation's token, when it has one to send (no sign-in)."""
-        if not _plausible(chat_id) or not chat_id.strip():
-            raise ApiError(404, NO_CONVERSATION)
-        guard = await self.store.guard(chat_id)
-        if guard is not None:
-            if not self.routes._opens(request, guard, user):
-                raise ApiError(404, NO_CONVERSATION)
-            return chat_id, None
-        token, token_hash = new_token()
-        await self.store.create_conversation(token_hash, owner=user, conversation_id=chat_id)
-        guard = await self.store.guard(chat_id)
-        mine = guard is not None and (
-            guard.owner == user if user is not None else guard.token_hash == hash_token(token)
-        )
-        if not mine:  # another created it first
-            raise ApiError(404, NO_CONVERSATION)
-        return chat_id, (token if self.routes.authenticate is None else None)
+        """The stored id of the conversation the client's id names in the caller's space
+        (chat_ids.py), created if it has none; the new token to send back, when the request
+        brought none (no sign-in)."""
+        space = self._space(request, user, fresh=True)
+        assert space is not None
+        conversation_id = space.conversation(client_id(chat_id))
+        if await self.store.guard(conversation_id) is None:
+            await self.store.create_conversation(
+                space.token_hash, owner=space.user, conversation_id=conversation_id
+            )
+        if not owns(await self.store.guard(conversation_id), space):
+            raise ApiError(404, NO_CONVERSATION)  # deleted since: as if it never was
+        return conversation_id, space.token
+
+    async def _find(self, request: Request, chat_id: str, user: str | None) -> str | None:
+        """The stored id of the caller's conversation of this client id; None if they have
+        none (nothing is created)."""
+        space = self._space(request, user, fresh=False)
+        if space is None:
+            return None
+        conversation_id = space.conversation(client_id(chat_id))
+        return conversation_id if owns(await self.store.guard(conversation_id), space) else None
+
+    def _space(self, request: Request, user: str | None, *, fresh: bool) -> Space | None:
+        """The caller's space: the signed-in user's, else the bearer token's; without a
+        token, a new one's if `fresh`, else None."""
+        if user is not None:
+            return user_space(user)
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            return token_space(hash_token(token.strip()))
+        return fresh_space() if fresh else None
 
     async def _ask(
         self, request: Request, conversation_id: str, text: str, user: str | None
@@ -350,65 +425,18 @@ async def _ag_ui_error(given: RunAgentInput, error: _RunError) -> AsyncIterator[
         yield f"id: {n}\n{encoder.encode(event)}".encode()
 
 
-def _run_input(body: Any) -> RunAgentInput:
-    try:
-        return RunAgentInput.model_validate(body)
-    except ValidationError as e:
-        where = ".".join(str(p) for p in e.errors()[0]["loc"]) or "body"
-        raise ApiError(400, f"The body is not a RunAgentInput ({where}).") from None
+def _ag_ui_refused(e: ApiError) -> Response:
+    body = {"error": e.message, "type": "RUN_ERROR", "message": e.message, **e.fields}
+    return JSONResponse({**body, "code": _code(e.status)}, e.status, headers=e.headers)
 
 
-def _ag_ui_question(given: RunAgentInput) -> str:
-    for message in reversed(given.messages):
-        if message.role != "user":
-            continue
-        content = message.content
-        if isinstance(content, str):
-            return _question({"text": content})
-        texts = [getattr(part, "text", None) for part in content]
-        return _question({"text": "\n".join(t for t in texts if isinstance(t, str))})
-    raise ApiError(400, NO_QUESTION)
+def _chat_refused(e: ApiError) -> Response:
+    body = {"error": e.message, "type": "error", "errorText": e.message, **e.fields}
+    return JSONResponse(body, e.status, headers=e.headers)
 
 
-def _chat_body(body: Any) -> tuple[str, list[dict[str, Any]]]:
-    if not isinstance(body, dict) or not isinstance(body.get("id"), str):
-        raise ApiError(400, 'The body must be a JSON object with the chat\'s "id" and "messages".')
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
-        raise ApiError(400, '"messages" must be a list ending with the newest message.')
-    return body["id"], messages
-
-
-def _chat_question(message: Mapping[str, Any]) -> str:
-    parts = message.get("parts")
-    if message.get("role") != "user" or not isinstance(parts, list):
-        raise ApiError(400, NO_QUESTION)
-    texts = [p.get("text") for p in parts if isinstance(p, dict) and p.get("type") == "text"]
-    return _question({"text": "\n".join(t for t in texts if isinstance(t, str))})
-
-
-def _approvals(message: Mapping[str, Any]) -> dict[str, bool]:
-    """The decisions an assistant message carries, the way `addToolApprovalResponse` records
-    them: a tool part in `approval-responded` state, its `approval: {id, approved}`."""
-    if message.get("role") != "assistant" or not isinstance(message.get("parts"), list):
-        return {}
-    found: dict[str, bool] = {}
-    for part in message["parts"]:
-        approval = part.get("approval") if isinstance(part, dict) else None
-        if (
-            part_state(part) == "approval-responded"
-            and isinstance(approval, dict)
-            and isinstance(approval.get("id"), str)
-            and isinstance(approval.get("approved"), bool)
-        ):
-            found[approval["id"]] = approval["approved"]
-    return found
-
-
-def part_state(part: Any) -> str | None:
-    """A UI message part's `state`, if it has one."""
-    state = part.get("state") if isinstance(part, dict) else None
-    return state if isinstance(state, str) else None
+def _named(conversation_id: str, token: str | None) -> dict[str, str]:
+    return {CONVERSATION_HEADER: conversation_id, **_token(token)}
 
 
 def _data(parts: list[dict[str, Any]]) -> bytes:

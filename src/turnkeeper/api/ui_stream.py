@@ -20,6 +20,12 @@ step. docs/design.md maps each part to the turnkeeper events it comes from:
 - `turn.ended` → `finish` (`finished`: `stop`; `stopped`: `abort`), or an
   `error` part with the notice for any other outcome (never a normal finish);
   `turn.waiting` → `finish` (`tool-calls`) unless the stream goes on.
+- `text.retracted` of text this response sent, once the turn goes on (a crashed
+  run's text, resumed) → `start` with a new `messageId` (`<turn_id>-<n>`), which
+  `ai`'s readers take as a new message, then every part of the message so far
+  again, the withdrawn text left out: the message is what stands. The stream has
+  no part that withdraws text in place; text withdrawn before the response
+  began is never sent (the caller leaves it out, transcripts.withdrawn).
 
 The stream's last line, `[DONE]`, is the caller's.
 """
@@ -41,6 +47,8 @@ HEADERS = {
     "x-accel-buffering": "no",
 }
 """What a UI message stream's response says about itself (besides `text/event-stream`)."""
+ENDS = frozenset({"start", "finish", "abort", "error"})
+"""The parts that begin or end a message, not of its content."""
 
 
 @dataclass
@@ -58,14 +66,43 @@ class UiStream:
     _announced: set[str] = field(default_factory=set)
     _asked: list[str] = field(default_factory=list)
     _retracted: str | None = None
+    _kept: list[Part] = field(default_factory=list)
+    """The message's parts so far (those before the response's cursor too), but its
+    `start` and end: what a new message repeats after a withdrawal."""
+    _sent: set[str] = field(default_factory=set)
+    """The bubbles whose text this response sent."""
+    _withdrawn: bool = False
+    _resets: int = 0
     done: bool = False
     """The stream has sent its last part."""
 
     def feed(self, event: TurnEvent, shown: bool = True) -> list[Part]:
         """The parts one turnkeeper event becomes (none if not `shown`: the client had it
         before this response, and it only updates what the projection knows)."""
+        goes_on = event.type not in (EventType.TEXT_RETRACTED, EventType.TURN_ENDED)
+        again = self._again() if shown and self._withdrawn and goes_on else []
         out = self._map(event)
-        return out if shown else []
+        self._kept += [p for p in out if p["type"] not in ENDS]
+        if event.type is EventType.TEXT_DELTA and shown:
+            self._sent.add(str(event.body["message"]))
+        elif event.type is EventType.TEXT_RETRACTED:
+            self._withdraw(str(event.body["message"]))
+        return [*again, *out] if shown else []
+
+    def _withdraw(self, message: str) -> None:
+        """The bubble's text so far never stands: out of the kept parts, and, if this
+        response sent it, the message starts again before the next part."""
+        text = ("text-start", "text-delta", "text-end")
+        self._kept = [p for p in self._kept if not (p["type"] in text and p["id"] == message)]
+        if message in self._sent:
+            self._sent.discard(message)
+            self._withdrawn = True
+
+    def _again(self) -> list[Part]:
+        """A new message with every part that stands so far."""
+        self._withdrawn = False
+        self._resets += 1
+        return [{"type": "start", "messageId": f"{self.turn_id}-{self._resets}"}, *self._kept]
 
     def opening(self) -> list[Part]:
         """`start`, once per response."""
