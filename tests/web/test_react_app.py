@@ -162,6 +162,7 @@ def test_the_answer_streams_in(opened: Opener, streaming: Served, name: str) -> 
     expect(app.stop).to_be_visible()
     expect(app.answers.last).to_have_text(LONG, timeout=30_000)
     expect(app.send).to_be_visible()
+    expect(app.page.locator(".error")).to_have_count(0)  # a new chat's resume found nothing
     assert app.state(streaming.base)["status"] == "finished"
 
 
