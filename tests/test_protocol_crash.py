@@ -1,7 +1,8 @@
-"""A crashed and resumed turn read by the real `ai` client (issue 52.3): the worker is
-killed with SIGKILL mid-answer, another resumes the turn, and the message the client's
-`readUIMessageStream` ends with is exactly the final state's text (the dead run's words
-withdrawn, never "w0 w1 w2 w0 w1 …"). PostgreSQL, `serve --no-worker` and workers."""
+"""A crashed and resumed turn read by the real clients (issue 52.3): the worker is killed
+with SIGKILL mid-answer, another resumes the turn, and the message the `ai` client's
+`readUIMessageStream` (and `@ag-ui/client`'s HttpAgent) ends with is exactly the final
+state's text (the dead run's words withdrawn, never "w0 w1 w2 w0 w1 …"). PostgreSQL,
+`serve --no-worker` and workers."""
 
 from __future__ import annotations
 
@@ -25,8 +26,9 @@ WORDS = " ".join(f"w{n}" for n in range(60))
 
 
 @pytest.mark.postgres
-def test_a_resumed_turn_ends_the_ai_clients_message_with_what_stands(
-    postgres_database: str, tmp_path: Path
+@pytest.mark.parametrize("scenario", ["chat_crash", "ag_ui_crash"])
+def test_a_resumed_turn_ends_the_clients_message_with_what_stands(
+    postgres_database: str, tmp_path: Path, scenario: str
 ) -> None:
     from tests.databases import fresh_schema
 
@@ -41,7 +43,7 @@ def test_a_resumed_turn_ends_the_ai_clients_message_with_what_stands(
             turnkeeper("worker", *APP, *flags, "--database", url, log=tmp_path / "w1.log", env=env)
         )
         client = subprocess.Popen(
-            ["node", str(CLIENTS / "chat_crash.mjs"), base],
+            ["node", str(CLIENTS / f"{scenario}.mjs"), base],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=CLIENTS,
         )  # fmt: skip
         deadline = time.monotonic() + 60
