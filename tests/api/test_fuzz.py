@@ -103,7 +103,7 @@ def test_the_api_holds_to_its_document_under_fuzzing(
     fuzzed = FuzzedApp(tmp_path / "turnkeeper.db", users)
     schema = schemathesis.openapi.from_asgi("/openapi.json", fuzzed)
     operations = [r.ok() for r in schema.get_all_operations() if isinstance(r, Ok)]
-    assert len(operations) == 16
+    assert len(operations) == 17
     # The protocols' routes start turns whose streams a held queue never ends: their
     # malformed bodies and refusals are tests/api/test_protocols.py's.
     operations = [o for o in operations if o.path not in PROTOCOLS]

@@ -46,7 +46,11 @@ ASKED = {"id": "m1", "role": "user", "content": "hi"}
     [
         (
             "/api/ag-ui",
-            [{}, {"threadId": "t", "runId": "r", "messages": []}],
+            [
+                {},
+                {"threadId": "t", "runId": "r"},
+                {"threadId": "t", "runId": "r", "messages": [{}]},
+            ],
             {"threadId": "t", "runId": "r", "messages": [ASKED]},
         ),
         (
@@ -63,6 +67,8 @@ def test_the_protocols_schemas_require_what_their_handlers_require(
     for body in refused:
         assert not check.is_valid(body), body
     assert check.is_valid(accepted)
+    if path == "/api/ag-ui":  # no new question: the conversation is loaded (its snapshot)
+        assert check.is_valid({"threadId": "t", "runId": "r", "messages": []})
 
 
 def test_every_stream_is_declared_as_text_event_stream_events() -> None:

@@ -447,8 +447,9 @@ PATHS: dict[str, Any] = {
     "/api/chat/{chat_id}/stream": {
         "get": {
             "summary": "The conversation's active turn as a UI message stream, from its first"
-            " part; 204 when none is active (or the caller has no chat of this id).",
-            "security": BEARER,
+            " part; 204 when none is active (or the caller has no chat of this id, as one"
+            " without a token has none).",
+            "security": _NEW_OR_BEARER,
             "parameters": [_id("chat_id")],
             "responses": {
                 "200": _UI,

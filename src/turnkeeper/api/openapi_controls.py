@@ -167,8 +167,9 @@ CHAT_MESSAGES: Part = {
         "summary": "The caller's conversation of this chat id as the AI SDK's `UIMessage[]`"
         " (user text; assistant text, dynamic tool parts with input, output and approval,"
         " data parts), what `useChat({messages})` takes; the active turn's answer is left to"
-        " `GET /api/chat/{chat_id}/stream`. `[]` when the caller has none of this id.",
-        "security": [{"bearer": []}],
+        " `GET /api/chat/{chat_id}/stream`. `[]` when the caller has none of this id (so also"
+        " without a token: a chat not yet created).",
+        "security": [{"bearer": []}, {}],
         "parameters": [_path("chat_id")],
         "responses": {
             "200": {
