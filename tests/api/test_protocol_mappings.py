@@ -258,3 +258,29 @@ def test_ui_stream_keeps_the_message_when_the_turn_ends_at_the_withdrawal() -> N
     assert [p for p in parts(CUT) if p["type"] == "start"] == [
         {"type": "start", "messageId": "t_1"}
     ]
+
+
+WAITED_FOR_A_WORKER = log(
+    (EventType.ACTIVITY, {"key": "notices.waiting_for_worker"}),
+    (EventType.TURN_STARTED, {}),
+    (EventType.TEXT_DELTA, {"delta": "Hello.", "message": "m2"}),
+    (EventType.TURN_ENDED, {"status": "finished", "outcome": "finished", "usage": USAGE}),
+)
+
+
+def test_both_protocols_clear_the_waiting_notice_once_a_worker_took_the_turn() -> None:
+    """The sweeper's "Waiting for the assistant to start…" is a caption; an answer with no
+    tool caption after it would leave it shown, so the turn's start clears it in place."""
+    captions = [
+        e["content"] for e in ag_ui(WAITED_FOR_A_WORKER) if e["type"] == "ACTIVITY_SNAPSHOT"
+    ]
+    assert [c["key"] for c in captions] == ["notices.waiting_for_worker", None]
+    assert captions[-1]["text"] == ""
+    shown = [p["data"] for p in parts(WAITED_FOR_A_WORKER) if p["type"] == "data-activity"]
+    assert shown == [
+        {"key": "notices.waiting_for_worker", "text": "notices.waiting_for_worker"},
+        {"key": None, "text": ""},
+    ]
+    assert [p["data"]["key"] for p in parts(TOOL) if p["type"] == "data-activity"] == [
+        "activity.delete_file"
+    ], "another caption is left to the next one"

@@ -60,6 +60,7 @@ from ag_ui.core import (
 )
 
 from ..outcomes import Outcome, ending
+from ..service.sweeper import WAITING_FOR_WORKER
 from ..store.records import EventType, TurnEvent
 
 Resolve = Callable[[str], str]
@@ -111,6 +112,7 @@ class AgUiRun:
     _announced: dict[str, ToolCall] = field(default_factory=dict)
     _results: dict[str, str] = field(default_factory=dict)
     _asked: list[Mapping[str, Any]] = field(default_factory=list)
+    _caption: str | None = None
     _retracted: str | None = None
 
     def started(self) -> list[BaseEvent]:
@@ -145,9 +147,9 @@ class AgUiRun:
         body, kind = event.body, event.type
         if kind is EventType.TEXT_DELTA:
             return self._delta(str(body["message"]), str(body["delta"]))
-        if kind is EventType.TURN_STARTED:
+        if kind is EventType.TURN_STARTED:  # a worker took it: no more waiting for one
             self._asked = []
-            return []
+            return [self._activity(None)] if self._caption == WAITING_FOR_WORKER else []
         return [*self._close(), *self._tools(kind, body), *self._run(kind, body)]
 
     def _tools(self, kind: EventType, body: Mapping[str, Any]) -> list[BaseEvent]:
@@ -209,11 +211,13 @@ class AgUiRun:
             message_id=f"{tool_use_id}.result", tool_call_id=tool_use_id, content=output
         )
 
-    def _activity(self, key: str) -> BaseEvent:
+    def _activity(self, key: str | None) -> BaseEvent:
+        """The caption's snapshot, replaced in place; no key: cleared."""
+        self._caption = key
         return ActivitySnapshotEvent(
             message_id=f"{self.turn_id}.activity",
             activity_type="caption",
-            content={"key": key, "text": self.resolve(key)},
+            content={"key": key, "text": "" if key is None else self.resolve(key)},
             replace=True,
         )
 

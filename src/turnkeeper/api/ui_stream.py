@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..outcomes import Outcome
+from ..service.sweeper import WAITING_FOR_WORKER
 from ..store.records import EventType, TurnEvent
 from .ag_ui import notice
 
@@ -73,6 +74,7 @@ class UiStream:
     """The bubbles whose text this response sent."""
     _withdrawn: bool = False
     _resets: int = 0
+    _caption: str | None = None
     done: bool = False
     """The stream has sent its last part."""
 
@@ -121,7 +123,7 @@ class UiStream:
     def _map(self, event: TurnEvent) -> list[Part]:
         body, kind = event.body, event.type
         if kind is EventType.TURN_STARTED:
-            return [*self.opening(), *self._denied()]
+            return [*self.opening(), *self._uncaptioned(), *self._denied()]
         if kind is EventType.TEXT_DELTA:
             return self._delta(str(body["message"]), str(body["delta"]))
         out = self._close()
@@ -130,7 +132,7 @@ class UiStream:
         elif kind is EventType.TOOL_ENDED:
             out += self._result(body)
         elif kind is EventType.ACTIVITY:
-            key = str(body["key"])
+            self._caption = key = str(body["key"])
             data = {"key": key, "text": self.resolve(key)}
             out += [*self._begin(), {"type": "data-activity", "id": "activity", "data": data}]
         elif kind is EventType.CARD:
@@ -143,6 +145,15 @@ class UiStream:
         elif kind is EventType.TURN_ENDED:
             out += self._ended(str(body["outcome"]))
         return out
+
+    def _uncaptioned(self) -> list[Part]:
+        """A worker took the turn: the waiting notice the sweeper showed is cleared (the
+        part updated in place with no key), as the widget clears it."""
+        if self._caption != WAITING_FOR_WORKER:
+            return []
+        self._caption = None
+        cleared = {"type": "data-activity", "id": "activity", "data": {"key": None, "text": ""}}
+        return [*self._begin(), cleared]
 
     def _begin(self) -> list[Part]:
         out = self.opening()
