@@ -12,7 +12,8 @@ the turnkeeper events it comes from:
   `TOOL_CALL_END`; `tool.ended` → `TOOL_CALL_RESULT`.
 - `activity` → `ACTIVITY_SNAPSHOT` (`activityType: "caption"`), its text
   resolved in the reader's locale by the caller's `resolve`; `card` →
-  `ACTIVITY_SNAPSHOT` (`activityType: "card"`).
+  `ACTIVITY_SNAPSHOT` (`activityType: "card"`); a waiting notice's caption is
+  replaced with none (`key: null`) at the `turn.started` of the run a worker took.
 - `approval.requested` → the uses' tool calls, if not yet announced;
   `turn.waiting` → `RUN_FINISHED` with an `interrupt` outcome, one interrupt
   per use (`reason: "tool_call"`).

@@ -12,7 +12,8 @@ step. docs/design.md maps each part to the turnkeeper events it comes from:
   bubble's `text-end` comes before any other kind of event;
 - `tool.started` → `tool-input-available` (`dynamic`: the client declares no
   server tool); `tool.ended` → `tool-output-available` or `tool-output-error`;
-- `activity` → `data-activity` (`{key, text}`, one part updated in place);
+- `activity` → `data-activity` (`{key, text}`, one part updated in place; a
+  waiting notice replaced with `{key: null}` once a worker took the turn);
   `card` → `data-card`;
 - `approval.requested` → `tool-input-available` (if not yet sent) and
   `tool-approval-request` (`approvalId` = the tool use's id); a resumed run's
