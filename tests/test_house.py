@@ -88,6 +88,7 @@ WIRE_CODE = (
     "wire.py",
     "providers/",
     "api/ui_stream.py",
+    "api/transcripts.py",
     "tools/",
     "api/openapi",
     "api/contract.py",
@@ -95,7 +96,8 @@ WIRE_CODE = (
 """Issue 27's exclusions. The wire code: `wire.py` and `providers/` (each adapter builds
 its provider's own request JSON and folds its responses, kept verbatim: the history is the
 provider's JSON, not a typed copy of it) and `api/ui_stream.py` (the AI SDK's UI message
-stream parts, a protocol with no Python types of its own); tool arguments (`tools/`: what
+stream parts, a protocol with no Python types of its own, and `api/transcripts.py`, the
+same protocol's `UIMessage[]` a conversation loads as); tool arguments (`tools/`: what
 a model sends a tool is JSON by definition); the OpenAPI document (`api/openapi.py`, and
 `api/openapi_controls.py`, its part for the reader's controls; `api/contract.py`, the same
 document as an app serves it)."""
