@@ -14,6 +14,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
 
 from tests.fake_model import FakeModelServer
@@ -23,6 +24,13 @@ from tests.test_resume import APP, served
 from tests.test_server import turnkeeper
 
 WORDS = " ".join(f"w{n}" for n in range(60))
+
+
+def streamed(url: str) -> int:
+    """The text deltas the turns have written so far."""
+    with psycopg.connect(url, autocommit=True) as db:
+        row = db.execute("SELECT count(*) FROM turn_events WHERE type = 'text.delta'").fetchone()
+    return int(row[0]) if row is not None else 0
 
 
 @pytest.mark.postgres
@@ -47,9 +55,9 @@ def test_a_resumed_turn_ends_the_clients_message_with_what_stands(
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=CLIENTS,
         )  # fmt: skip
         deadline = time.monotonic() + 60
-        while len(model.requests) < 1 and time.monotonic() < deadline:
+        while streamed(url) < 3 and time.monotonic() < deadline:  # some words streamed
             time.sleep(0.05)
-        time.sleep(1.0)  # some words streamed
+        assert streamed(url) >= 3, "the first worker streamed some words"
         first.kill()
         first.wait()
         stack.enter_context(

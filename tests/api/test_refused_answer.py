@@ -69,7 +69,11 @@ async def test_a_refused_answer_is_retracted_to_its_reader_and_kept_nowhere(
 
         await eventually(streamed, "the answer's first deltas written")
         reading = asyncio.ensure_future(read_stream(base, turn_id, auth))
-        await eventually(lambda: asyncio.sleep(0.2, True), "the reader reading")
+
+        async def admitted() -> bool:
+            return bool(app.state.admission.open == 1)
+
+        await eventually(admitted, "the reader's stream open")
         model.refuse.set()
         await asyncio.wait_for(queue.join(), 15)
         live_reader = await reading
