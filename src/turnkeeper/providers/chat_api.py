@@ -113,15 +113,22 @@ def parse_usage(usage: Any) -> Usage:
     """Usage with Anthropic's meaning, the one every view reads: `prompt_tokens` include the
     cached ones (`prompt_tokens_details.cached_tokens`), which are cache reads, so they are
     counted out of `input_tokens`, the tokens billed at the input price."""
+    return cached_out(usage, "prompt_tokens", "completion_tokens")
+
+
+def cached_out(usage: Any, given: str, output: str) -> Usage:
+    """OpenAI's usage (`usage[given]` tokens in, of which `usage[given + "_details"]`'s
+    `cached_tokens` were cache reads; `usage[output]` out) with the cached ones counted out
+    of `input_tokens`: what both OpenAI wires (chat_api, responses_api) report."""
     if not isinstance(usage, dict):
         return Usage(iterations=1)
-    details = usage.get("prompt_tokens_details")
+    details = usage.get(f"{given}_details")
     details = details if isinstance(details, dict) else {}
-    prompt, cached = count(usage.get("prompt_tokens")), count(details.get("cached_tokens"))
+    prompt, cached = count(usage.get(given)), count(details.get("cached_tokens"))
     return Usage(
         iterations=1,
         input_tokens=max(0, prompt - cached),
-        output_tokens=count(usage.get("completion_tokens")),
+        output_tokens=count(usage.get(output)),
         cache_read_input_tokens=cached,
     )
 

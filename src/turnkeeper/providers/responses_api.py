@@ -22,9 +22,9 @@ from typing import Any
 
 from ..errors import ProviderError, ProviderFailed
 from ..outcomes import Stop
-from ..usage import Usage, count
+from ..usage import Usage
 from ..wire import Message, Reply, ToolResult, ToolUse, WireFormat
-from .chat_api import arguments, error_from_body
+from .chat_api import arguments, cached_out, error_from_body
 
 NAME = "openai-responses"
 INCOMPLETE_REFUSED = frozenset({"content_filter"})
@@ -134,17 +134,7 @@ def parse_usage(usage: Any) -> Usage:
     """Usage with Anthropic's meaning: `input_tokens` include the cached ones
     (`input_tokens_details.cached_tokens`), counted out as cache reads; `output_tokens`
     include the reasoning tokens (billed as output; `output_tokens_details` in the trace)."""
-    if not isinstance(usage, dict):
-        return Usage(iterations=1)
-    details = usage.get("input_tokens_details")
-    details = details if isinstance(details, dict) else {}
-    given, cached = count(usage.get("input_tokens")), count(details.get("cached_tokens"))
-    return Usage(
-        iterations=1,
-        input_tokens=max(0, given - cached),
-        output_tokens=count(usage.get("output_tokens")),
-        cache_read_input_tokens=cached,
-    )
+    return cached_out(usage, "input_tokens", "output_tokens")
 
 
 def failed(response: dict[str, Any]) -> ProviderError:
